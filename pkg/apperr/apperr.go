@@ -1,0 +1,173 @@
+// Package apperr holds the service's one error type. Every error a caller can see, over REST, MCP
+// or the CLI, is an *Error with a stable machine code and a message that is safe to show: it never
+// echoes the caller's input and never carries internal details (those go to the log).
+package apperr
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Code is a stable machine-readable error code. Codes are part of the public contract (llms.txt,
+// OpenAPI); never rename one.
+type Code string
+
+// The error codes. The payment codes are answered with 402 by the payment layer; they live here so
+// that one table maps every code to its HTTP status.
+const (
+	InvalidRequest     Code = "invalid_request"
+	PayloadTooLarge    Code = "payload_too_large"
+	NotFound           Code = "not_found"
+	MethodNotAllowed   Code = "method_not_allowed"
+	RateLimited        Code = "rate_limited"
+	Internal           Code = "internal_error"
+	Unavailable        Code = "service_unavailable"
+	DeadlineExceeded   Code = "deadline_exceeded"
+	PaymentRequired    Code = "payment_required"
+	FreeTrialExhausted Code = "free_trial_exhausted"
+	PaymentInvalid     Code = "payment_invalid"
+	PaymentMismatch    Code = "payment_requirements_mismatch"
+	PaymentVerifyFail  Code = "payment_verification_failed"
+	PaymentReplayed    Code = "payment_replayed"
+	PaymentSettleFail  Code = "payment_settlement_failed"
+	FacilitatorDown    Code = "facilitator_unavailable"
+)
+
+// codeTable is the one place that maps a code to its HTTP status and retryability.
+var codeTable = map[Code]struct {
+	status    int
+	retryable bool
+}{
+	InvalidRequest:     {422, false},
+	PayloadTooLarge:    {413, false},
+	NotFound:           {404, false},
+	MethodNotAllowed:   {405, false},
+	RateLimited:        {429, true},
+	Internal:           {500, true},
+	Unavailable:        {503, true},
+	DeadlineExceeded:   {503, true},
+	PaymentRequired:    {402, false},
+	FreeTrialExhausted: {402, false},
+	PaymentInvalid:     {402, false},
+	PaymentMismatch:    {402, false},
+	PaymentVerifyFail:  {402, false},
+	PaymentReplayed:    {402, false},
+	PaymentSettleFail:  {402, false},
+	FacilitatorDown:    {503, true},
+}
+
+// Codes lists every code in a stable order, for documents that enumerate them.
+func Codes() []Code {
+	return []Code{InvalidRequest, PayloadTooLarge, NotFound, MethodNotAllowed, RateLimited, Internal,
+		Unavailable, DeadlineExceeded, PaymentRequired, FreeTrialExhausted, PaymentInvalid,
+		PaymentMismatch, PaymentVerifyFail, PaymentReplayed, PaymentSettleFail, FacilitatorDown}
+}
+
+// Status is the HTTP status of a code; unknown codes are internal errors.
+func (c Code) Status() int {
+	if e, ok := codeTable[c]; ok {
+		return e.status
+	}
+	return 500
+}
+
+// Retryable tells whether sending the same request again may succeed.
+func (c Code) Retryable() bool { return codeTable[c].retryable }
+
+// FieldProblem names one offending request field, what is wrong with it and how to fix it.
+type FieldProblem struct {
+	Field   string `json:"field"`
+	Problem string `json:"problem"`
+	Fix     string `json:"fix"`
+}
+
+// NextAction is a machine-readable suggestion of what the caller should do next.
+type NextAction struct {
+	Action string   `json:"action"`
+	Fields []string `json:"fields,omitempty"`
+}
+
+// Error is the service's error. Its JSON form is the §7 envelope.
+type Error struct {
+	Code       Code           `json:"code"`
+	Message    string         `json:"message"`
+	Status     int            `json:"status"`
+	Retryable  bool           `json:"retryable"`
+	Charged    bool           `json:"charged"`
+	RetryAfter int            `json:"retry_after,omitempty"`
+	Limit      int64          `json:"limit,omitempty"`
+	NextAction []NextAction   `json:"next_actions"`
+	Fields     []FieldProblem `json:"fields,omitempty"`
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// New builds an error of code with a safe message.
+func New(code Code, message string) *Error {
+	e := &Error{Code: code, Message: message, Status: code.Status(), Retryable: code.Retryable()}
+	e.NextAction = []NextAction{{Action: defaultAction(code)}}
+	return e
+}
+
+func defaultAction(code Code) string {
+	switch {
+	case code == PayloadTooLarge:
+		return "reduce_request_size"
+	case code == NotFound:
+		return "check_route"
+	case code == MethodNotAllowed:
+		return "use_allowed_method"
+	case code.Retryable():
+		return "retry_later"
+	case code.Status() == 402:
+		return "pay_and_retry"
+	}
+	return "fix_request"
+}
+
+// Invalid builds a 422 naming the offending fields. Problems should be phrased so that
+// "<field> <problem>" reads as a sentence.
+func Invalid(problems ...FieldProblem) *Error {
+	names := make([]string, len(problems))
+	for i, p := range problems {
+		names[i] = p.Field
+	}
+	var b strings.Builder
+	b.WriteString("The request is invalid: ")
+	for i, p := range problems {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(p.Field)
+		b.WriteByte(' ')
+		b.WriteString(p.Problem)
+	}
+	b.WriteString(". Nothing was charged; fix the field(s) and send it again.")
+	return &Error{
+		Code: InvalidRequest, Message: b.String(), Status: 422,
+		NextAction: []NextAction{{Action: "fix_request_fields", Fields: names}},
+		Fields:     problems,
+	}
+}
+
+// Field is shorthand for a single-field 422.
+func Field(field, problem, fix string) *Error {
+	return Invalid(FieldProblem{Field: field, Problem: problem, Fix: fix})
+}
+
+// TooLarge is the 413 answer naming the limit in bytes.
+func TooLarge(limit int64) *Error {
+	e := New(PayloadTooLarge, fmt.Sprintf("The request body is larger than the limit of %d bytes. Nothing was charged.", limit))
+	e.Limit = limit
+	return e
+}
+
+// As returns err as an *Error when it is one (or wraps one).
+func As(err error) (*Error, bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e, true
+	}
+	return nil, false
+}

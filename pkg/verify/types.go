@@ -1,0 +1,79 @@
+package verify
+
+import (
+	"encoding/json"
+	"math/big"
+)
+
+// Values of submitted_output, expected_schema and rule operands are held as the decoder builds
+// them: nil, bool, string, json.Number (the literal exactly as sent), []any and map[string]any.
+// json.Number keeps every digit so rules compute exactly and the schema library (which accepts
+// json.Number) sees what the caller sent.
+
+// RuleType is one of the five rule kinds of SPEC §4.3.
+type RuleType string
+
+// The rule types, in the order error messages list them.
+const (
+	SumEquals RuleType = "sum_equals"
+	Gte       RuleType = "gte"
+	Lte       RuleType = "lte"
+	ExistsIn  RuleType = "exists_in"
+	Unique    RuleType = "unique"
+)
+
+// RuleTypes lists the allowed rule types in documentation order.
+var RuleTypes = []RuleType{SumEquals, Gte, Lte, ExistsIn, Unique}
+
+// Rule is one decoded, validated cross-field rule. Exactly one operand is set, as its type
+// requires (none for unique).
+type Rule struct {
+	Type             RuleType
+	Field            Path
+	EqualsField      *Path        // sum_equals
+	Equals           *json.Number // sum_equals
+	OtherField       *Path        // gte, lte
+	Value            *json.Number // gte, lte
+	InField          *Path        // exists_in
+	Values           []any        // exists_in; non-nil when given
+	Tolerance        *big.Rat     // never nil after decoding
+	ToleranceLiteral json.Number
+	IfPresent        bool
+}
+
+// Bound is one decoded numeric range: every value Path resolves to must lie in [Min, Max].
+type Bound struct {
+	Path      Path
+	Min, Max  *json.Number
+	IfPresent bool
+}
+
+// Failure is one failed check, with what was expected and what was found (shortened to
+// FoundMaxChars). Path is shown as "$." + path; Field is the bare path the caller wrote.
+type Failure struct {
+	Check    string // "schema:type", "consistency:sum_equals", "bounds:range", "content:placeholder", ...
+	Path     string
+	Field    string
+	Expected string
+	Found    string
+	Detail   string // one sentence, no check name or path: "values sum to 129.5, expected total (135.0)"
+}
+
+// Tally counts checks of one family and keeps the failures in the order found.
+type Tally struct {
+	Total, Passed int
+	Failures      []Failure
+}
+
+// Add merges other into t.
+func (t *Tally) Add(other Tally) {
+	t.Total += other.Total
+	t.Passed += other.Passed
+	t.Failures = append(t.Failures, other.Failures...)
+}
+
+// Pass records one passing check.
+func (t *Tally) Pass() { t.Total++; t.Passed++ }
+
+// Fail records one failing check.
+func (t *Tally) Fail(f Failure) { t.Total++; t.Failures = append(t.Failures, f) }
