@@ -1,0 +1,137 @@
+package receipt
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/base64"
+	"errors"
+	"fmt"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// The attestation contexts of SPEC §6. The context is signed but not sent: it keeps a signature made
+// for one kind of response from being accepted as another (a trust score passed off as a
+// verification). /verify/deliverable shares ContextVerify.
+const (
+	ContextVerify     = "json-schema-verifier/verify-schema-attestation/v1"
+	ContextScore      = "json-schema-verifier/trust-score-attestation/v1"
+	ContextReputation = "json-schema-verifier/reputation-attestation/v1"
+)
+
+// attestationName is the response member that carries the signature; it is not itself signed.
+const attestationName = "attestation"
+
+// Attest signs response and returns it with the attestation appended as its last member:
+//
+//	"attestation":{"algorithm":"Ed25519","key_version":v,"timestamp":ts,"signature":b64}
+//
+// response is a JSON object produced by this service, without "attestation", in any member order;
+// its bytes are kept as they are. The signature is Ed25519 over the RFC 8785 bytes of
+//
+//	{"context":context,"algorithm":"Ed25519","key_version":v,"attested_at":timestamp,"response":response}
+//
+// which are assembled from canonical pieces in sorted key order around the response canonicalized
+// once, rather than by building and re-canonicalizing a map. timestamp should equal the response's
+// verified_at (SPEC §6).
+func (k Key) Attest(context string, response []byte, timestamp string) ([]byte, error) {
+	if err := k.check(); err != nil {
+		return nil, fmt.Errorf("attest: %w", err)
+	}
+	if context == "" || timestamp == "" {
+		return nil, errors.New("attest: context and timestamp are required")
+	}
+
+	// Keys in RFC 8785 order (UTF-16 code units): algorithm < attested_at < context < key_version < response.
+	msg := make([]byte, 0, len(response)+len(context)+len(timestamp)+len(k.Version)+96)
+	msg = append(msg, `{"algorithm":"`+Algorithm+`","attested_at":`...)
+	msg, err := appendString(msg, timestamp)
+	if err != nil {
+		return nil, fmt.Errorf("attest: timestamp: %w", err)
+	}
+	msg = append(msg, `,"context":`...)
+	if msg, err = appendString(msg, context); err != nil {
+		return nil, fmt.Errorf("attest: context: %w", err)
+	}
+	msg = append(msg, `,"key_version":`...)
+	if msg, err = appendString(msg, k.Version); err != nil {
+		return nil, fmt.Errorf("attest: key version: %w", err)
+	}
+	msg = append(msg, `,"response":`...)
+	bodyStart := len(msg)
+	if msg, err = AppendCanonical(msg, response); err != nil {
+		return nil, fmt.Errorf("attest: response: %w", err)
+	}
+	body := msg[bodyStart:]
+	if body[0] != '{' {
+		return nil, errors.New("attest: response is not a JSON object")
+	}
+	if hasTopLevelMember(body, attestationName) {
+		return nil, errors.New("attest: response already has an attestation")
+	}
+	empty := len(body) == 2
+	msg = append(msg, '}')
+
+	sig := ed25519.Sign(k.Private, msg)
+
+	// The response is valid JSON, so its last non-space byte is the closing brace of the object.
+	end := len(bytes.TrimRight(response, " \t\r\n")) - 1
+	out := make([]byte, 0, len(response)+len(timestamp)+len(k.Version)+160)
+	out = append(out, response[:end]...)
+	if !empty {
+		out = append(out, ',')
+	}
+	out = append(out, `"`+attestationName+`":{"algorithm":"`+Algorithm+`","key_version":`...)
+	out, _ = appendString(out, k.Version) // already checked above
+	out = append(out, `,"timestamp":`...)
+	out, _ = appendString(out, timestamp)
+	out = append(out, `,"signature":"`...)
+	out = base64.StdEncoding.AppendEncode(out, sig)
+	out = append(out, `"}`...)
+	out = append(out, response[end:]...)
+	return out, nil
+}
+
+// appendString appends s as an RFC 8785 string (minimal escaping, UTF-8 kept literal).
+func appendString(dst []byte, s string) ([]byte, error) {
+	start := len(dst)
+	out, err := jsontext.AppendQuote(dst, s)
+	if err != nil {
+		return out[:start], err
+	}
+	return out, nil
+}
+
+// hasTopLevelMember tells whether the canonical object obj has a member called name, where name
+// needs no escaping. Canonical form has no whitespace and escapes only '"', '\\' and controls, so
+// a byte scan that skips strings and tracks depth is exact.
+func hasTopLevelMember(obj []byte, name string) bool {
+	depth := 0
+	key := false
+	for i := 0; i < len(obj); i++ {
+		switch obj[i] {
+		case '{':
+			depth++
+			key = depth == 1
+		case '[':
+			depth++
+		case '}', ']':
+			depth--
+		case ',':
+			key = depth == 1
+		case '"':
+			j := i + 1
+			for ; j < len(obj) && obj[j] != '"'; j++ {
+				if obj[j] == '\\' {
+					j++
+				}
+			}
+			if key && string(obj[i+1:j]) == name {
+				return true
+			}
+			key = false
+			i = j
+		}
+	}
+	return false
+}

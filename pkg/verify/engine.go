@@ -1,0 +1,99 @@
+package verify
+
+import (
+	"fmt"
+
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
+)
+
+// Engine runs verifications. It is pure apart from its compiled-schema cache: ids, time and the
+// signing key are handed in, so the same input always gives the same report.
+type Engine struct {
+	limits Limits
+	cache  *SchemaCache
+}
+
+// NewEngine builds an engine with the given limits (zero fields take the defaults).
+func NewEngine(lim Limits) *Engine {
+	d := DefaultLimits
+	if lim.MaxBody > 0 {
+		d.MaxBody = lim.MaxBody
+	}
+	if lim.MaxDepth > 0 {
+		d.MaxDepth = lim.MaxDepth
+	}
+	if lim.MaxRules > 0 {
+		d.MaxRules = lim.MaxRules
+	}
+	if lim.MaxBounds > 0 {
+		d.MaxBounds = lim.MaxBounds
+	}
+	if lim.MaxPathLen > 0 {
+		d.MaxPathLen = lim.MaxPathLen
+	}
+	return &Engine{limits: d, cache: NewSchemaCache(SchemaCacheSize)}
+}
+
+// Limits returns the limits in force.
+func (e *Engine) Limits() Limits { return e.limits }
+
+// Decode parses and validates a request body and compiles its schema (or takes it from the
+// cache). Everything a caller can get wrong is reported here, before anything is charged.
+func (e *Engine) Decode(body []byte) (*Request, *Schema, error) {
+	req, err := DecodeRequest(body, e.limits)
+	if err != nil {
+		return nil, nil, err
+	}
+	key := req.Hashes.Schema
+	if req.StrictContentCheck {
+		key += ":strict"
+	}
+	sch, err := e.cache.Get(key, func() (*Schema, error) { return CompileSchema(req.Schema, req.StrictContentCheck) })
+	if err != nil {
+		return nil, nil, err
+	}
+	return req, sch, nil
+}
+
+// Check runs every check of a decoded request and shapes the report.
+func (e *Engine) Check(req *Request, sch *Schema, env Envelope) *Report {
+	var f Findings
+	var undeclared Tally
+	f.Schema, undeclared = sch.Check(req.Output)
+	f.Rules = EvaluateRules(req.Output, req.Rules)
+	f.Bounds = EvaluateBounds(req.Output, req.Bounds)
+	f.Content, f.Info = CheckContent(req.Output, req.StrictContentCheck)
+	f.Content.Add(undeclared)
+	f.Enforce, f.Strict, f.Compact = req.EnforceRules, req.StrictContentCheck, req.Detail == DetailCompact
+	return buildReport(req, f, env)
+}
+
+// Attester signs a response document; receipt.Key is one.
+type Attester interface {
+	Attest(context string, response []byte, timestamp string) ([]byte, error)
+}
+
+// Respond is one whole verification: decode, check, serialize and, when a is not nil, sign. It
+// returns the response bytes and the report they were made from.
+func (e *Engine) Respond(body []byte, env Envelope, a Attester) ([]byte, *Report, error) {
+	req, sch, err := e.Decode(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e.Finish(req, sch, env, a)
+}
+
+// Finish checks a decoded request, serializes the report and, when a is not nil, signs it.
+func (e *Engine) Finish(req *Request, sch *Schema, env Envelope, a Attester) ([]byte, *Report, error) {
+	rep := e.Check(req, sch, env)
+	out, err := rep.JSON()
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode report: %w", err)
+	}
+	if a != nil {
+		if out, err = a.Attest(receipt.ContextVerify, out, rep.VerifiedAt); err != nil {
+			return nil, nil, fmt.Errorf("attest report: %w", err)
+		}
+	}
+	return out, rep, nil
+}

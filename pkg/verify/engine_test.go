@@ -1,0 +1,211 @@
+package verify
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
+)
+
+var testEnv = Envelope{
+	VerificationID:  "00000000-0000-4000-8000-000000000000",
+	VerifiedAt:      time.Date(2026, 10, 14, 19, 12, 5, 645221000, time.UTC),
+	VerifierVersion: "test",
+	Verify:          NewVerifyInfo("http://127.0.0.1:8080", "test-key"),
+}
+
+// comparable drops what legitimately differs between two runs of the same request: ids, time,
+// version, the verify block and the signature.
+func comparable(t *testing.T, doc []byte, drop ...string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(doc, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range append([]string{"verification_id", "verified_at", "verifier_version", "verify", "attestation"}, drop...) {
+		delete(m, k)
+	}
+	return m
+}
+
+// The seed's invoice draft gives the live service's answer, field for field.
+func TestSeedInvoiceDraft(t *testing.T) {
+	out, rep, err := NewEngine(Limits{}).Respond(seedFile(t, "invoice-draft.request.json"), testEnv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Result != "fail" || rep.SchemaCompliance.Passed != 22 || rep.SchemaCompliance.Total != 22 {
+		t.Fatalf("result %s, schema %+v; want fail, 22/22", rep.Result, rep.SchemaCompliance)
+	}
+	got := comparable(t, out)
+	want := comparable(t, seedFile(t, "invoice-draft.response.json"))
+	if !reflect.DeepEqual(got, want) {
+		g, _ := json.MarshalIndent(got, "", " ")
+		w, _ := json.MarshalIndent(want, "", " ")
+		t.Errorf("report differs from the seed's\ngot:  %s\nwant: %s", g, w)
+	}
+	// The wire order of the members is the seed's too.
+	if !bytes.HasPrefix(out, []byte(`{"summary":{"result":"fail","blocking_checks":["consistency:sum_equals"]},"next_actions":[{"action":"repair_and_reverify","using":"hints"},{"action":"withhold_payment","for":"buyer"}],"result":"fail","verification_id":`)) {
+		t.Errorf("member order differs: %.200s", out)
+	}
+}
+
+// The corrected invoice passes; compact detail gives the seed's compact shape.
+func TestSeedInvoiceFinal(t *testing.T) {
+	body := strings.Replace(string(seedFile(t, "invoice-draft.request.json")), `"total": 135.0`, `"total": 129.5`, 1)
+	body = strings.Replace(body, `"invoice-7731-draft"`, `"invoice-7731-final"`, 1)
+	body = strings.Replace(body, `"detail": "full"`, `"detail": "compact"`, 1)
+	out, rep, err := NewEngine(Limits{}).Respond([]byte(body), testEnv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Passed() {
+		t.Fatalf("result %s, want pass", rep.Result)
+	}
+	// The seed's final request used a schema whose bytes the seed does not show, so its
+	// schema_hash cannot be reproduced; everything else must match.
+	got := comparable(t, out, "schema_hash")
+	want := comparable(t, seedFile(t, "invoice-final.response.json"), "schema_hash")
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("compact report differs from the seed's\ngot:  %v\nwant: %v", got, want)
+	}
+}
+
+func TestSignedReportVerifies(t *testing.T) {
+	key := receipt.Key{Version: "test-key", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))}
+	body := seedFile(t, "invoice-draft.request.json")
+	out, _, err := NewEngine(Limits{}).Respond(body, testEnv, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := receipt.VerifyReceipt(out, []receipt.PublicKey{key.Public()}, body); err != nil {
+		t.Fatalf("receipt does not verify: %v", err)
+	}
+	tampered := bytes.Replace(out, []byte(`"passed":22`), []byte(`"passed":21`), 1)
+	if err := receipt.VerifyReceipt(tampered, []receipt.PublicKey{key.Public()}, body); err == nil {
+		t.Fatal("a tampered receipt verified")
+	}
+}
+
+func TestRatioAndCaps(t *testing.T) {
+	if got := ratioOf(29, 30); got.Ratio != 0.966667 {
+		t.Errorf("ratio 29/30 = %v", got.Ratio)
+	}
+	if got := ratioOf(0, 0); got.Ratio != 1 {
+		t.Errorf("ratio 0/0 = %v, want 1", got.Ratio)
+	}
+	list := make([]int, 120)
+	kept, total, omitted := capped(list)
+	if len(kept) != ListCap || *total != 120 || *omitted != 70 {
+		t.Errorf("capped: %d kept, total %d, omitted %d", len(kept), *total, *omitted)
+	}
+}
+
+// benchInvoice is the seed invoice with n line items, each consistent with the total.
+func benchInvoice(b *testing.B, n int) []byte {
+	b.Helper()
+	var req map[string]any
+	if err := json.Unmarshal(seedFile(b, "invoice-draft.request.json"), &req); err != nil {
+		b.Fatal(err)
+	}
+	if n > 0 {
+		items := make([]any, n)
+		for i := range items {
+			items[i] = map[string]any{"sku": "SKU-" + strings.Repeat("9", i%7+1), "qty": i%5 + 1, "line_total": 10.25}
+		}
+		out := req["submitted_output"].(map[string]any)
+		out["line_items"] = items
+		out["total"] = 10.25 * float64(n)
+	}
+	body, _ := json.Marshal(req)
+	return body
+}
+
+// BenchmarkVerifySeedInvoice is one whole signed verification of the seed invoice with the
+// schema already compiled: decode, validate and count, rules, four hashes, report, sign.
+func BenchmarkVerifySeedInvoice(b *testing.B) {
+	key := receipt.Key{Version: "bench", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))}
+	for _, n := range []int{0, 200} {
+		body := benchInvoice(b, n)
+		eng := NewEngine(Limits{})
+		if _, _, err := eng.Respond(body, testEnv, key); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(itemsName(n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if _, _, err := eng.Respond(body, testEnv, key); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkVerifyUncachedSchema is the same job when every request brings a new schema.
+func BenchmarkVerifyUncachedSchema(b *testing.B) {
+	key := receipt.Key{Version: "bench", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))}
+	body := benchInvoice(b, 0)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := NewEngine(Limits{}).Respond(body, testEnv, key); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBareValidate is the baseline of SPEC §14: santhosh-tekuri's own parse of the same
+// request document and validation of its submitted_output against the already compiled schema.
+func BenchmarkBareValidate(b *testing.B) {
+	for _, n := range []int{0, 200} {
+		var req struct {
+			Schema json.RawMessage `json:"expected_schema"`
+			Output json.RawMessage `json:"submitted_output"`
+		}
+		body := benchInvoice(b, n)
+		if err := json.Unmarshal(body, &req); err != nil {
+			b.Fatal(err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(req.Schema))
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := jsonschema.NewCompiler()
+		c.AssertFormat()
+		if err := c.AddResource("urn:bench", doc); err != nil {
+			b.Fatal(err)
+		}
+		sch, err := c.Compile("urn:bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(itemsName(n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := sch.Validate(doc.(map[string]any)["submitted_output"]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func itemsName(n int) string {
+	if n == 0 {
+		return "seed"
+	}
+	return "items=200"
+}

@@ -1,0 +1,291 @@
+package verify
+
+import (
+	"math"
+	"time"
+
+	"github.com/go-json-experiment/json"
+)
+
+// Ratio is a share of passed checks, rounded to 6 decimals; 1 when nothing was checked.
+type Ratio struct {
+	Ratio  float64 `json:"ratio"`
+	Passed int     `json:"passed"`
+	Total  int     `json:"total"`
+}
+
+func ratioOf(passed, total int) Ratio {
+	r := 1.0
+	if total > 0 {
+		r = math.Round(float64(passed)/float64(total)*1e6) / 1e6
+	}
+	return Ratio{Ratio: r, Passed: passed, Total: total}
+}
+
+// Summary is the verdict at a glance.
+type Summary struct {
+	Result         string   `json:"result"`
+	BlockingChecks []string `json:"blocking_checks"`
+}
+
+// Action is one entry of next_actions: what the seller or buyer should do with this verdict.
+type Action struct {
+	Action string `json:"action"`
+	Using  string `json:"using,omitempty"`
+	For    string `json:"for,omitempty"`
+}
+
+var (
+	failActions = []Action{{Action: "repair_and_reverify", Using: "hints"}, {Action: "withhold_payment", For: "buyer"}}
+	passActions = []Action{{Action: "attach_receipt", For: "seller"}, {Action: "proceed_to_payment", For: "buyer"}}
+)
+
+// ErrorDetail describes one blocking failure.
+type ErrorDetail struct {
+	Check    string `json:"check"`
+	Path     string `json:"path"`
+	Expected string `json:"expected"`
+	Found    string `json:"found"`
+	Message  string `json:"message"`
+}
+
+// Flag records one failure of any severity: error (blocking), warning (not enforced), info.
+type Flag struct {
+	Check    string `json:"check"`
+	Field    string `json:"field"`
+	Severity string `json:"severity"`
+	Detail   string `json:"detail"`
+}
+
+// Hint tells what to repair, blocking failures first.
+type Hint struct {
+	Source   string `json:"source"`
+	Check    string `json:"check"`
+	Path     string `json:"path"`
+	Expected string `json:"expected"`
+	Found    string `json:"found"`
+}
+
+// VerifyInfo is the response's "verify" block: where to find the key and how the receipt is made.
+type VerifyInfo struct {
+	PublicKeyURL     string `json:"public_key_url"`
+	KeyVersion       string `json:"key_version"`
+	Canonicalization string `json:"canonicalization"`
+	HashAlgorithm    string `json:"hash_algorithm"`
+	Service          string `json:"service"`
+	MCP              string `json:"mcp"`
+}
+
+// NewVerifyInfo builds the verify block for a deployment at baseURL signing with keyVersion.
+func NewVerifyInfo(baseURL, keyVersion string) VerifyInfo {
+	return VerifyInfo{
+		PublicKeyURL: baseURL + "/.well-known/agent-card.json", KeyVersion: keyVersion,
+		Canonicalization: "RFC 8785 (JCS)", HashAlgorithm: "SHA-256",
+		Service: "Agent Output Verifier", MCP: baseURL + "/mcp",
+	}
+}
+
+// Report is the response of POST /verify/schema without its attestation. Field order is the
+// wire order of SPEC §4.6; the compact shape leaves the full-only fields nil.
+type Report struct {
+	Summary            Summary  `json:"summary"`
+	NextActions        []Action `json:"next_actions"`
+	Result             string   `json:"result"`
+	VerificationID     string   `json:"verification_id"`
+	TaskID             string   `json:"task_id"`
+	AgentID            *string  `json:"agent_id"`
+	OutputHash         string   `json:"output_hash"`
+	SchemaHash         string   `json:"schema_hash"`
+	RulesHash          string   `json:"rules_hash"`
+	RequestHash        string   `json:"request_hash,omitzero"`
+	VerifiedAt         string   `json:"verified_at"`
+	VerifierVersion    string   `json:"verifier_version"`
+	EnforceRules       bool     `json:"enforce_rules"`
+	StrictContentCheck bool     `json:"strict_content_check"`
+
+	Errors              []string      `json:"errors,omitzero"`
+	ErrorsTotal         *int          `json:"errors_total,omitzero"`
+	ErrorsOmitted       *int          `json:"errors_omitted,omitzero"`
+	ErrorsDetail        []ErrorDetail `json:"errors_detail,omitzero"`
+	ErrorsDetailTotal   *int          `json:"errors_detail_total,omitzero"`
+	ErrorsDetailOmitted *int          `json:"errors_detail_omitted,omitzero"`
+	Flags               []Flag        `json:"flags,omitzero"`
+	FlagsTotal          *int          `json:"flags_total,omitzero"`
+	FlagsOmitted        *int          `json:"flags_omitted,omitzero"`
+	Hints               []Hint        `json:"hints,omitzero"`
+	HintsTotal          *int          `json:"hints_total,omitzero"`
+	HintsOmitted        *int          `json:"hints_omitted,omitzero"`
+	SchemaCompliance    *Ratio        `json:"schema_compliance,omitzero"`
+	IntegrityChecks     *Ratio        `json:"integrity_checks,omitzero"`
+	Overall             *Ratio        `json:"overall,omitzero"`
+
+	Verify VerifyInfo `json:"verify"`
+}
+
+// JSON is the report's wire form (without attestation).
+func (r *Report) JSON() ([]byte, error) { return json.Marshal(r) }
+
+// Passed reports whether nothing blocked.
+func (r *Report) Passed() bool { return r.Result == "pass" }
+
+// FormatTime renders t as verified_at is written: RFC 3339 UTC with microseconds and "+00:00".
+func FormatTime(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000000") + "+00:00"
+}
+
+// failure sources and how each is named in errors and hints.
+const (
+	sourceSchema    = "schema"
+	sourceIntegrity = "integrity"
+	sourceContent   = "content"
+)
+
+// outcome is one failure with where it came from and whether it blocks.
+type outcome struct {
+	Failure
+	source   string
+	blocking bool
+	severity string
+}
+
+// Findings are everything the checks found, before they are shaped into a report.
+type Findings struct {
+	Schema  Tally     // schema_compliance
+	Rules   Tally     // consistency:*
+	Bounds  Tally     // bounds:range
+	Content Tally     // content:* (counted in integrity_checks)
+	Info    []Failure // info-only findings (inexact numbers outside strict mode)
+	Enforce bool
+	Strict  bool
+	Compact bool
+}
+
+// Envelope is what the engine does not decide itself: ids, time, version and the verify block.
+type Envelope struct {
+	VerificationID  string
+	VerifiedAt      time.Time
+	VerifierVersion string
+	Verify          VerifyInfo
+}
+
+// buildReport shapes findings into the response of SPEC §4.6.
+func buildReport(req *Request, f Findings, env Envelope) *Report {
+	var outs []outcome
+	add := func(t Tally, source string, blocking bool, nonBlockingSeverity string) {
+		for _, x := range t.Failures {
+			sev := "error"
+			if !blocking {
+				sev = nonBlockingSeverity
+			}
+			outs = append(outs, outcome{Failure: x, source: source, blocking: blocking, severity: sev})
+		}
+	}
+	add(f.Schema, sourceSchema, true, "error")
+	add(f.Rules, sourceIntegrity, f.Enforce, "warning")
+	add(f.Bounds, sourceIntegrity, f.Enforce, "warning")
+	add(f.Content, sourceContent, f.Strict, "warning")
+	add(Tally{Failures: f.Info}, sourceContent, false, "info")
+
+	rep := &Report{
+		VerificationID: env.VerificationID, TaskID: req.TaskID, AgentID: req.AgentID,
+		OutputHash: req.Hashes.Output, SchemaHash: req.Hashes.Schema, RulesHash: req.Hashes.Rules,
+		VerifiedAt: FormatTime(env.VerifiedAt), VerifierVersion: env.VerifierVersion,
+		EnforceRules: req.EnforceRules, StrictContentCheck: req.StrictContentCheck, Verify: env.Verify,
+	}
+	blocking := []string{}
+	for _, o := range outs {
+		if o.blocking && !contains(blocking, o.Check) {
+			blocking = append(blocking, o.Check)
+		}
+	}
+	rep.Result = "pass"
+	rep.NextActions = passActions
+	if len(blocking) > 0 {
+		rep.Result = "fail"
+		rep.NextActions = failActions
+	}
+	rep.Summary = Summary{Result: rep.Result, BlockingChecks: blocking}
+	if f.Compact {
+		return rep
+	}
+
+	rep.RequestHash = req.Hashes.Request
+	var (
+		errs    []string
+		details []ErrorDetail
+		flags   []Flag
+		hints   []Hint
+		later   []Hint
+	)
+	for _, o := range outs {
+		flags = append(flags, Flag{Check: o.Check, Field: o.Field, Severity: o.severity, Detail: o.Detail})
+		h := Hint{Source: o.source, Check: o.Check, Path: o.Path, Expected: o.Expected, Found: o.Found}
+		if !o.blocking {
+			if o.severity != "info" {
+				later = append(later, h)
+			}
+			continue
+		}
+		msg := messagePrefix(o.source) + ": " + o.Check + " at '" + fieldOrRoot(o.Field) + "': " + o.Detail
+		errs = append(errs, msg)
+		details = append(details, ErrorDetail{Check: o.Check, Path: o.Path, Expected: o.Expected, Found: o.Found, Message: msg})
+		hints = append(hints, h)
+	}
+	hints = append(hints, later...)
+
+	rep.Errors, rep.ErrorsTotal, rep.ErrorsOmitted = capped(errs)
+	rep.ErrorsDetail, rep.ErrorsDetailTotal, rep.ErrorsDetailOmitted = capped(details)
+	rep.Flags, rep.FlagsTotal, rep.FlagsOmitted = capped(flags)
+	rep.Hints, rep.HintsTotal, rep.HintsOmitted = capped(hints)
+
+	integrity := Tally{}
+	integrity.Add(f.Rules)
+	integrity.Add(f.Bounds)
+	integrity.Add(f.Content)
+	s := ratioOf(f.Schema.Passed, f.Schema.Total)
+	i := ratioOf(integrity.Passed, integrity.Total)
+	o := ratioOf(f.Schema.Passed+integrity.Passed, f.Schema.Total+integrity.Total)
+	rep.SchemaCompliance, rep.IntegrityChecks, rep.Overall = &s, &i, &o
+	return rep
+}
+
+func messagePrefix(source string) string {
+	switch source {
+	case sourceIntegrity:
+		return "enforce_rules"
+	case sourceContent:
+		return "strict_content_check"
+	}
+	return "schema"
+}
+
+func fieldOrRoot(field string) string {
+	if field == "" {
+		return "$"
+	}
+	return field
+}
+
+// capped keeps the first ListCap entries of a list and says how many there were and how many
+// were left out. The list is never null: an empty list is written as [].
+func capped[T any](list []T) ([]T, *int, *int) {
+	total := len(list)
+	omitted := 0
+	if total > ListCap {
+		omitted = total - ListCap
+		list = list[:ListCap]
+	}
+	if list == nil {
+		list = []T{}
+	}
+	return list, &total, &omitted
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,543 @@
+package verify
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"slices"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
+)
+
+// Detail selects the response shape; it is not hashed.
+type Detail string
+
+// The two response shapes of SPEC §4.6.
+const (
+	DetailFull    Detail = "full"
+	DetailCompact Detail = "compact"
+)
+
+// Request is a decoded, validated POST /verify/schema body with the canonical forms its receipt
+// hashes are computed from. Every caller-supplied subtree is canonicalized exactly once.
+type Request struct {
+	TaskID             string
+	AgentID            *string
+	Schema             any // the expected_schema tree
+	Output             any // the submitted_output tree
+	StrictContentCheck bool
+	Bounds             []Bound // in the order sent
+	Rules              []Rule
+	EnforceRules       bool
+	Detail             Detail
+
+	// Hashes of SPEC §5, computed by DecodeRequest.
+	Hashes receipt.Hashes
+}
+
+// requestFields are the members a request may have, in documentation order.
+var requestFields = []string{"task_id", "agent_id", "expected_schema", "submitted_output",
+	"strict_content_check", "bounds", "rules", "enforce_rules", "detail"}
+
+var ruleFields = []string{"type", "field", "equals_field", "equals", "other_field", "value",
+	"in_field", "values", "tolerance", "if_present"}
+
+var boundFields = []string{"min", "max", "if_present"}
+
+// problems collects field problems so one 422 can name all of them.
+type problems []apperr.FieldProblem
+
+func (p *problems) add(field, problem, fix string) {
+	*p = append(*p, apperr.FieldProblem{Field: field, Problem: problem, Fix: fix})
+}
+
+// members reads one JSON object's members as raw values, in order, rejecting duplicate names.
+type member struct {
+	name string
+	raw  jsontext.Value
+}
+
+// DecodeRequest parses and validates a request body (SPEC §4.1). Every rejection is an
+// *apperr.Error (422, or 413 past lim.MaxBody) naming the offending field(s) without echoing input.
+// Schema compilation is not part of decoding: the engine compiles (or finds in its cache) the
+// schema once the request is otherwise sound.
+func DecodeRequest(body []byte, lim Limits) (*Request, error) {
+	if int64(len(body)) > lim.MaxBody {
+		return nil, apperr.TooLarge(lim.MaxBody)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, apperr.Field("body", "is empty", "Send a JSON object with task_id, expected_schema and submitted_output.")
+	}
+	if !utf8.Valid(body) {
+		return nil, apperr.Field("body", "contains invalid UTF-8", "Encode the body as UTF-8.")
+	}
+	members, err := readObject(body)
+	if err != nil {
+		return nil, err
+	}
+
+	var (
+		req  = &Request{Detail: DetailFull}
+		bad  problems
+		raw  = make(map[string]jsontext.Value, len(members))
+		seen = make(map[string]bool, len(members))
+	)
+	for _, m := range members {
+		if !slices.Contains(requestFields, m.name) {
+			bad.add(safeName(m.name), "is not a known field", "Remove it; the fields are "+strings.Join(requestFields, ", ")+".")
+			continue
+		}
+		seen[m.name] = true
+		raw[m.name] = m.raw
+	}
+	for _, name := range []string{"task_id", "expected_schema", "submitted_output"} {
+		if !seen[name] {
+			bad.add(name, "is required", "Add "+name+".")
+		}
+	}
+	trees := make(map[string]any, len(raw))
+	for name, v := range raw {
+		t, err := decodeTree(v, lim.MaxDepth, 1)
+		switch {
+		case errors.Is(err, errDepth):
+			bad.add(name, fmt.Sprintf("nests deeper than %d levels", lim.MaxDepth), "Flatten the value.")
+			continue
+		case errors.Is(err, errNumberRange):
+			bad.add(name, errNumberRange.Error(), "Send numbers within ±1.7976931348623157e308.")
+			continue
+		case err != nil:
+			bad.add(name, "could not be read", "Send valid JSON.")
+			continue
+		}
+		trees[name] = t
+	}
+	if len(bad) > 0 {
+		return nil, apperr.Invalid(bad...)
+	}
+
+	if v, ok := trees["task_id"]; ok {
+		req.TaskID, _ = idField(&bad, "task_id", v, false)
+	}
+	if v, ok := trees["agent_id"]; ok {
+		if id, ok := idField(&bad, "agent_id", v, true); ok && v != nil {
+			req.AgentID = &id
+		}
+	}
+	if v, ok := trees["expected_schema"]; ok {
+		switch v.(type) {
+		case map[string]any, bool:
+			req.Schema = v
+		default:
+			bad.add("expected_schema", "must be a JSON Schema (an object or a boolean)", "Send a JSON Schema object.")
+		}
+	}
+	req.Output = trees["submitted_output"]
+	req.StrictContentCheck = boolField(&bad, "strict_content_check", trees["strict_content_check"])
+	req.EnforceRules = boolField(&bad, "enforce_rules", trees["enforce_rules"])
+	if v, ok := trees["detail"]; ok && v != nil {
+		switch v {
+		case "full":
+		case "compact":
+			req.Detail = DetailCompact
+		default:
+			bad.add("detail", "is not one of the allowed values", "Use 'full' or 'compact'.")
+		}
+	}
+	req.Rules = decodeRules(&bad, trees["rules"], lim)
+	req.Bounds = decodeBounds(&bad, raw["bounds"], trees["bounds"], lim)
+	if len(bad) > 0 {
+		return nil, apperr.Invalid(bad...)
+	}
+	if err := req.hash(raw); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// readObject splits the body into its top-level members, validating the whole body's syntax,
+// UTF-8 and member-name uniqueness at every depth.
+func readObject(body []byte) ([]member, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	fail := func(err error) error {
+		return apperr.Field("body", syntaxProblem(err, dec.InputOffset()), "Send one well-formed JSON object, UTF-8, without duplicate member names.")
+	}
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return nil, fail(err)
+	}
+	if tok.Kind() != '{' {
+		return nil, apperr.Field("body", "is not a JSON object", "Send a JSON object with task_id, expected_schema and submitted_output.")
+	}
+	var out []member
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			if errors.Is(err, jsontext.ErrDuplicateName) {
+				if n, ok := duplicateName(err); ok {
+					return nil, apperr.Field(n, "appears more than once", "Send each field once.")
+				}
+			}
+			return nil, fail(err)
+		}
+		v, err := readRaw(dec, body)
+		if err != nil {
+			return nil, apperr.Field(safeName(name.String()), syntaxProblem(err, dec.InputOffset()), "Send well-formed JSON without duplicate member names.")
+		}
+		out = append(out, member{name: name.String(), raw: v})
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, fail(err)
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return nil, apperr.Field("body", "has data after the JSON object", "Send exactly one JSON object.")
+	}
+	return out, nil
+}
+
+// duplicateName recovers which known top-level field was duplicated; unknown names are not echoed.
+func duplicateName(err error) (string, bool) {
+	for _, f := range requestFields {
+		if strings.Contains(err.Error(), `"`+f+`"`) {
+			return f, true
+		}
+	}
+	return "", false
+}
+
+// safeName shortens an unknown member name so that naming it never becomes a way to echo input.
+func safeName(name string) string {
+	const max = 40
+	if utf8.RuneCountInString(name) > max {
+		r := []rune(name)
+		return string(r[:max]) + "…"
+	}
+	return name
+}
+
+func idField(bad *problems, name string, v any, nullable bool) (string, bool) {
+	if v == nil && nullable {
+		return "", true
+	}
+	s, ok := v.(string)
+	if !ok {
+		bad.add(name, "must be a string", fmt.Sprintf("Send %s as a string of 1 to %d characters.", name, MaxIDLen))
+		return "", false
+	}
+	if n := utf8.RuneCountInString(s); n == 0 || n > MaxIDLen {
+		bad.add(name, fmt.Sprintf("must be 1 to %d characters long", MaxIDLen), fmt.Sprintf("Shorten %s to at most %d characters.", name, MaxIDLen))
+		return "", false
+	}
+	return s, true
+}
+
+func boolField(bad *problems, name string, v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return v
+	}
+	bad.add(name, "must be a boolean", "Send true or false.")
+	return false
+}
+
+func decodeRules(bad *problems, v any, lim Limits) []Rule {
+	if v == nil {
+		return nil
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		bad.add("rules", "must be an array of rule objects", "Send rules as a JSON array, or omit it.")
+		return nil
+	}
+	if len(arr) > lim.MaxRules {
+		bad.add("rules", fmt.Sprintf("has more than %d rules", lim.MaxRules), fmt.Sprintf("Send at most %d rules.", lim.MaxRules))
+		return nil
+	}
+	rules := make([]Rule, 0, len(arr))
+	for i, e := range arr {
+		at := fmt.Sprintf("rules[%d]", i)
+		obj, ok := e.(map[string]any)
+		if !ok {
+			bad.add(at, "must be an object", "Send each rule as an object with type and field.")
+			continue
+		}
+		if r, ok := decodeRule(bad, at, obj, lim); ok {
+			rules = append(rules, r)
+		}
+	}
+	return rules
+}
+
+var typeFix = "Use one of: 'sum_equals', 'gte', 'lte', 'exists_in' or 'unique'."
+
+// operands says which operand members each rule type takes; exactly one of them must be set.
+var operands = map[RuleType][]string{
+	SumEquals: {"equals_field", "equals"},
+	Gte:       {"other_field", "value"},
+	Lte:       {"other_field", "value"},
+	ExistsIn:  {"in_field", "values"},
+	Unique:    {},
+}
+
+func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule, bool) {
+	before := len(*bad)
+	for _, k := range sortedKeys(obj) {
+		if !slices.Contains(ruleFields, k) {
+			bad.add(at+"."+safeName(k), "is not a known rule field", "Remove it; rule fields are "+strings.Join(ruleFields, ", ")+".")
+		}
+	}
+	r := Rule{Tolerance: defaultTolerance(), ToleranceLiteral: DefaultTolerance}
+	typ, ok := obj["type"].(string)
+	switch {
+	case obj["type"] == nil:
+		bad.add(at+".type", "is required", typeFix)
+	case !ok || operands[RuleType(typ)] == nil:
+		bad.add(at+".type", "is not one of the allowed values", typeFix)
+	default:
+		r.Type = RuleType(typ)
+	}
+	if obj["field"] == nil {
+		bad.add(at+".field", "is required", "Give the path of the value(s) to check, e.g. 'line_items[].line_total'.")
+	} else if p, ok := pathField(bad, at+".field", obj["field"], lim); ok {
+		r.Field = p
+	}
+	// Operands: every operand member that is set must belong to the type, and exactly one must be.
+	set := []string{}
+	for _, k := range []string{"equals_field", "equals", "other_field", "value", "in_field", "values"} {
+		if obj[k] != nil {
+			set = append(set, k)
+		}
+	}
+	if r.Type != "" {
+		allowed := operands[r.Type]
+		for _, k := range set {
+			if !slices.Contains(allowed, k) {
+				bad.add(at+"."+k, "does not apply to rule type "+string(r.Type), operandFix(r.Type))
+			}
+		}
+		given := 0
+		for _, k := range set {
+			if slices.Contains(allowed, k) {
+				given++
+			}
+		}
+		switch {
+		case len(allowed) > 0 && given == 0:
+			bad.add(at, "is missing its operand", operandFix(r.Type))
+		case given > 1:
+			bad.add(at, "has two operands", operandFix(r.Type))
+		}
+	}
+	for _, k := range []string{"equals_field", "other_field", "in_field"} {
+		if obj[k] == nil {
+			continue
+		}
+		if p, ok := pathField(bad, at+"."+k, obj[k], lim); ok {
+			switch k {
+			case "equals_field":
+				r.EqualsField = &p
+			case "other_field":
+				r.OtherField = &p
+			case "in_field":
+				r.InField = &p
+			}
+		}
+	}
+	for _, k := range []string{"equals", "value"} {
+		if obj[k] == nil {
+			continue
+		}
+		n, ok := obj[k].(json.Number)
+		if !ok {
+			bad.add(at+"."+k, "must be a number", "Send a JSON number.")
+			continue
+		}
+		if k == "equals" {
+			r.Equals = &n
+		} else {
+			r.Value = &n
+		}
+	}
+	if obj["values"] != nil {
+		vs, ok := obj["values"].([]any)
+		if !ok {
+			bad.add(at+".values", "must be an array", "Send the allowed values as a JSON array.")
+		} else {
+			r.Values = vs
+		}
+	}
+	if t := obj["tolerance"]; t != nil {
+		n, ok := t.(json.Number)
+		rat, okRat := new(big.Rat).SetString(string(n))
+		switch {
+		case !ok:
+			bad.add(at+".tolerance", "must be a number", "Send a non-negative number such as 0.01.")
+		case !okRat || rat.Sign() < 0:
+			bad.add(at+".tolerance", "must be a finite non-negative number", "Send a non-negative number such as 0.01.")
+		default:
+			r.Tolerance, r.ToleranceLiteral = rat, n
+		}
+	}
+	switch v := obj["if_present"].(type) {
+	case nil:
+	case bool:
+		r.IfPresent = v
+	default:
+		bad.add(at+".if_present", "must be a boolean", "Send true or false.")
+	}
+	return r, len(*bad) == before
+}
+
+func operandFix(t RuleType) string {
+	switch t {
+	case SumEquals:
+		return "Give exactly one of equals_field (a path) or equals (a number)."
+	case Gte, Lte:
+		return "Give exactly one of other_field (a path) or value (a number)."
+	case ExistsIn:
+		return "Give exactly one of in_field (a path) or values (an array)."
+	}
+	return "A unique rule takes no operand; remove it."
+}
+
+func defaultTolerance() *big.Rat {
+	r, _ := new(big.Rat).SetString(DefaultTolerance)
+	return r
+}
+
+func pathField(bad *problems, at string, v any, lim Limits) (Path, bool) {
+	s, ok := v.(string)
+	if !ok {
+		bad.add(at, "must be a string path", "Write a path such as 'items[].price'.")
+		return Path{}, false
+	}
+	if len(s) > lim.MaxPathLen {
+		bad.add(at, fmt.Sprintf("is longer than %d bytes", lim.MaxPathLen), "Shorten the path.")
+		return Path{}, false
+	}
+	p, err := ParsePath(s)
+	if err != nil {
+		bad.add(at, "is not a valid path: it "+err.Error(), "Write a path such as 'a.b', 'items[].price', 'items[0].id' or '[\"key.with.dots\"]'.")
+		return Path{}, false
+	}
+	return p, true
+}
+
+// decodeBounds reads bounds in the order sent (the tree's map loses it, so the raw object is
+// walked again for its member order).
+func decodeBounds(bad *problems, raw jsontext.Value, v any, lim Limits) []Bound {
+	if v == nil {
+		return nil
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		bad.add("bounds", "must be an object mapping paths to {min, max}", "Send bounds as a JSON object, or omit it.")
+		return nil
+	}
+	if len(obj) > lim.MaxBounds {
+		bad.add("bounds", fmt.Sprintf("has more than %d bounds", lim.MaxBounds), fmt.Sprintf("Send at most %d bounds.", lim.MaxBounds))
+		return nil
+	}
+	bounds := make([]Bound, 0, len(obj))
+	for _, path := range memberOrder(raw) {
+		at := "bounds[" + strconvQuote(safeName(path)) + "]"
+		p, ok := pathField(bad, at, path, lim)
+		spec, isObj := obj[path].(map[string]any)
+		if !isObj {
+			bad.add(at, "must be an object with min and/or max", "Send {\"min\": 0, \"max\": 100}.")
+			continue
+		}
+		b := Bound{Path: p}
+		for _, k := range sortedKeys(spec) {
+			if !slices.Contains(boundFields, k) {
+				bad.add(at+"."+safeName(k), "is not a known bound field", "Use min, max and if_present.")
+			}
+		}
+		for _, k := range []string{"min", "max"} {
+			if spec[k] == nil {
+				continue
+			}
+			n, isNum := spec[k].(json.Number)
+			if !isNum {
+				bad.add(at+"."+k, "must be a number", "Send a JSON number.")
+				continue
+			}
+			if k == "min" {
+				b.Min = &n
+			} else {
+				b.Max = &n
+			}
+		}
+		switch v := spec["if_present"].(type) {
+		case nil:
+		case bool:
+			b.IfPresent = v
+		default:
+			bad.add(at+".if_present", "must be a boolean", "Send true or false.")
+		}
+		if spec["min"] == nil && spec["max"] == nil {
+			bad.add(at, "has neither min nor max", "Give min, max or both.")
+		}
+		if b.Min != nil && b.Max != nil {
+			lo, _ := new(big.Rat).SetString(string(*b.Min))
+			hi, _ := new(big.Rat).SetString(string(*b.Max))
+			if lo != nil && hi != nil && lo.Cmp(hi) > 0 {
+				bad.add(at, "has min greater than max", "Swap min and max.")
+			}
+		}
+		if ok {
+			bounds = append(bounds, b)
+		}
+	}
+	return bounds
+}
+
+// memberOrder lists an object's member names in the order they appear in raw.
+func memberOrder(raw jsontext.Value) []string {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.ReadToken(); err != nil {
+		return nil
+	}
+	var names []string
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return names
+		}
+		names = append(names, name.String())
+		if err := dec.SkipValue(); err != nil {
+			return names
+		}
+	}
+	return names
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func strconvQuote(s string) string {
+	b, _ := jsontext.AppendQuote(nil, s)
+	return string(b)
+}
+
+// utf16Less orders strings by UTF-16 code units, as RFC 8785 sorts object member names.
+func utf16Less(a, b string) int {
+	ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
+	return slices.Compare(ua, ub)
+}

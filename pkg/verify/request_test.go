@@ -1,0 +1,204 @@
+package verify
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agent-output-verifier/verifier/pkg/apperr"
+)
+
+// canary is planted in every invalid request; no error may ever contain it.
+const canary = "ZQXJ-canary"
+
+type invalidCase struct {
+	Name   string   `json:"name"`
+	Body   string   `json:"body"`
+	Fields []string `json:"fields"`
+}
+
+func invalidCases(t testing.TB) []invalidCase {
+	t.Helper()
+	b, err := os.ReadFile("testdata/invalid-requests.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []invalidCase
+	if err := json.Unmarshal(b, &cases); err != nil {
+		t.Fatal(err)
+	}
+	// Cases too large or too binary for the JSON file.
+	base := `{"task_id":"t","expected_schema":{},"submitted_output":%s%s}`
+	many := func(n int, item string) string {
+		return "[" + strings.TrimSuffix(strings.Repeat(item+",", n), ",") + "]"
+	}
+	bounds := make([]string, 201)
+	for i := range bounds {
+		bounds[i] = fmt.Sprintf(`"p%d":{"min":0}`, i)
+	}
+	cases = append(cases,
+		invalidCase{"201 rules", fmt.Sprintf(base, `"`+canary+`"`, `,"rules":`+many(201, `{"type":"unique","field":"a[]"}`)), []string{"rules"}},
+		invalidCase{"201 bounds", fmt.Sprintf(base, `"`+canary+`"`, `,"bounds":{`+strings.Join(bounds, ",")+`}`), []string{"bounds"}},
+		invalidCase{"path over 512 bytes", fmt.Sprintf(base, `"`+canary+`"`, `,"rules":[{"type":"unique","field":"`+strings.Repeat("a.", 256)+`b"}]`), []string{"rules[0].field"}},
+		invalidCase{"nesting 129 levels", fmt.Sprintf(base, strings.Repeat("[", 128)+`"`+canary+`"`+strings.Repeat("]", 128), ""), []string{"submitted_output"}},
+		invalidCase{"schema nesting 129 levels", `{"task_id":"t","submitted_output":1,"expected_schema":` + strings.Repeat(`{"not":`, 128) + `{}` + strings.Repeat("}", 128) + `}`, []string{"expected_schema"}},
+		invalidCase{"invalid UTF-8", fmt.Sprintf(base, "\"\xff\xfe"+canary+"\"", ""), []string{"body"}},
+		invalidCase{"empty body", "  ", []string{"body"}},
+	)
+	return cases
+}
+
+func TestDecodeRequestInvalid(t *testing.T) {
+	eng := NewEngine(Limits{})
+	for _, c := range invalidCases(t) {
+		t.Run(c.Name, func(t *testing.T) {
+			_, _, err := eng.Decode([]byte(c.Body))
+			e, ok := apperr.As(err)
+			if !ok {
+				t.Fatalf("got %v, want an *apperr.Error", err)
+			}
+			if e.Status != 422 || e.Code != apperr.InvalidRequest || e.Charged || e.Retryable {
+				t.Fatalf("got status %d code %s charged %v retryable %v, want 422 invalid_request", e.Status, e.Code, e.Charged, e.Retryable)
+			}
+			var got []string
+			for _, f := range e.Fields {
+				got = append(got, f.Field)
+				if f.Problem == "" || f.Fix == "" {
+					t.Errorf("field %s lacks problem or fix: %+v", f.Field, f)
+				}
+			}
+			if !slices.Equal(got, c.Fields) {
+				t.Errorf("fields = %q, want %q (message %q)", got, c.Fields, e.Message)
+			}
+			if len(e.NextAction) != 1 || !slices.Equal(e.NextAction[0].Fields, got) {
+				t.Errorf("next_actions = %+v, want fix_request_fields naming %q", e.NextAction, got)
+			}
+			b, _ := json.Marshal(e)
+			if strings.Contains(string(b), canary) {
+				t.Errorf("the error echoes the input: %s", b)
+			}
+		})
+	}
+}
+
+func TestDecodeRequestTooLarge(t *testing.T) {
+	eng := NewEngine(Limits{MaxBody: 1 << 20})
+	body := `{"task_id":"t","expected_schema":{},"submitted_output":"` + strings.Repeat("x", 1<<20) + `"}`
+	_, _, err := eng.Decode([]byte(body))
+	e, ok := apperr.As(err)
+	if !ok || e.Status != 413 || e.Limit != 1<<20 || e.Code != apperr.PayloadTooLarge {
+		t.Fatalf("got %#v, want 413 with the limit", err)
+	}
+}
+
+func TestDecodeRequestDefaults(t *testing.T) {
+	req, err := DecodeRequest([]byte(`{"task_id":"t","agent_id":null,"expected_schema":true,"submitted_output":null,
+		"rules":[{"type":"gte","field":"a","value":1,"if_present":true}],"bounds":{"b":{"max":2}},"detail":"compact"}`), DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.AgentID != nil || req.Output != nil || req.Detail != DetailCompact || req.EnforceRules || req.StrictContentCheck {
+		t.Errorf("got %+v", req)
+	}
+	if len(req.Rules) != 1 || req.Rules[0].Type != Gte || req.Rules[0].Value == nil || string(*req.Rules[0].Value) != "1" ||
+		!req.Rules[0].IfPresent || req.Rules[0].ToleranceLiteral != DefaultTolerance || req.Rules[0].Tolerance.RatString() != "1/1000000000" {
+		t.Errorf("rule = %+v", req.Rules[0])
+	}
+	if len(req.Bounds) != 1 || req.Bounds[0].Min != nil || string(*req.Bounds[0].Max) != "2" || req.Bounds[0].Path.Raw != "b" {
+		t.Errorf("bound = %+v", req.Bounds[0])
+	}
+}
+
+// The request-hash vectors of the seed, through the engine's fast canonical path.
+func TestRequestHashVectors(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/seed/request-hash-vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vectors []struct {
+		Request     json.RawMessage `json:"request"`
+		RequestHash string          `json:"request_hash"`
+	}
+	if err := json.Unmarshal(b, &vectors); err != nil {
+		t.Fatal(err)
+	}
+	if len(vectors) != 3 {
+		t.Fatalf("got %d vectors, want 3", len(vectors))
+	}
+	for i, v := range vectors {
+		req, err := DecodeRequest(v.Request, DefaultLimits)
+		if err != nil {
+			t.Fatalf("vector %d: %v", i+1, err)
+		}
+		if req.Hashes.Request != v.RequestHash {
+			t.Errorf("vector %d: request_hash = %s, want %s", i+1, req.Hashes.Request, v.RequestHash)
+		}
+	}
+}
+
+// The four hashes of the seed's invoice draft.
+func TestSeedInvoiceHashes(t *testing.T) {
+	body, want := seedFile(t, "invoice-draft.request.json"), seedResponse(t, "invoice-draft.response.json")
+	req, err := DecodeRequest(body, DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{"output_hash": req.Hashes.Output, "schema_hash": req.Hashes.Schema,
+		"rules_hash": req.Hashes.Rules, "request_hash": req.Hashes.Request}
+	for k, v := range got {
+		if v != want[k] {
+			t.Errorf("%s = %s, want %s", k, v, want[k])
+		}
+	}
+}
+
+func seedFile(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../../testdata/seed/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func seedResponse(t testing.TB, name string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(seedFile(t, name), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func FuzzDecodeRequest(f *testing.F) {
+	cases := invalidCases(f)
+	for _, c := range cases {
+		if len(c.Body) < 4096 {
+			f.Add([]byte(c.Body))
+		}
+	}
+	f.Add(seedFile(f, "invoice-draft.request.json"))
+	f.Add([]byte(`{"task_id":"t","expected_schema":{"type":"array","items":{"type":"number"}},"submitted_output":[1,2.50,-0,1e21],
+		"rules":[{"type":"sum_equals","field":"[]","equals":4.5}],"bounds":{"[0]":{"min":0}}}`))
+	eng := NewEngine(Limits{})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, sch, err := eng.Decode(body)
+		if err != nil {
+			e, ok := apperr.As(err)
+			if !ok || (e.Status != 422 && e.Status != 413) || len(e.Fields) == 0 && e.Status == 422 {
+				t.Fatalf("got %v, want a 422 naming fields or a 413", err)
+			}
+			return
+		}
+		rep := eng.Check(req, sch, Envelope{})
+		if rep.Result != "pass" && rep.Result != "fail" {
+			t.Fatalf("result %q", rep.Result)
+		}
+		if _, err := rep.JSON(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
