@@ -18,6 +18,7 @@ const (
 )
 
 const usage = `usage:
+  verifier serve [--addr 127.0.0.1:8080] [--data DIR]
   verifier check [--key FILE] [--detail full|compact] REQUEST.json|-
   verifier receipt verify (--key BASE64 | --card FILE_OR_URL) [--context verify|score|reputation] [--request REQUEST.json] RECEIPT.json|-
   verifier keygen --out FILE [--version V]
@@ -41,6 +42,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return exitInvalid
 		}
 		return runReceiptVerify(args[2:], stdin, stdout, stderr)
+	case "serve":
+		return runServe(args[1:], stdout, stderr)
 	case "keygen":
 		return runKeygen(args[1:], stdout, stderr)
 	case "help", "-h", "--help":

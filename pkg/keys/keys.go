@@ -115,7 +115,7 @@ func Parse(data []byte) (receipt.Key, error) {
 		// encoding/json's messages can quote a character of the input, which could be the seed's.
 		return receipt.Key{}, errors.New("not a key file: malformed JSON or unknown members (want keyVersion, algorithm, publicKey, seed)")
 	}
-	if dec.More() {
+	if err := dec.Decode(new(json.RawMessage)); err != io.EOF {
 		return receipt.Key{}, errors.New("not a key file: data after the JSON object")
 	}
 	if kf.KeyVersion == "" {
@@ -132,11 +132,26 @@ func Parse(data []byte) (receipt.Key, error) {
 	if err != nil {
 		return receipt.Key{}, err
 	}
-	k := receipt.Key{Version: kf.KeyVersion, Private: ed25519.NewKeyFromSeed(seed)}
+	k, err := FromSeed(kf.KeyVersion, seed)
+	if err != nil {
+		return receipt.Key{}, err
+	}
 	if !k.Public().Key.Equal(pub.Key) {
 		return receipt.Key{}, fmt.Errorf("publicKey of %q does not match its seed", kf.KeyVersion)
 	}
 	return k, nil
+}
+
+// FromSeed makes the signing key version from its 32-byte Ed25519 seed, the form Secrets Manager
+// holds (base64-decoded) and a KMS decryption yields. The error never contains the seed.
+func FromSeed(version string, seed []byte) (receipt.Key, error) {
+	if version == "" {
+		return receipt.Key{}, errors.New("key from seed: empty key version")
+	}
+	if len(seed) != ed25519.SeedSize {
+		return receipt.Key{}, fmt.Errorf("key from seed %q: seed is %d bytes, want %d", version, len(seed), ed25519.SeedSize)
+	}
+	return receipt.Key{Version: version, Private: ed25519.NewKeyFromSeed(seed)}, nil
 }
 
 // ParsePublicKey decodes a published key (base64 of the raw 32 bytes) under version, as configured

@@ -187,16 +187,30 @@ var (
 // request_hash over the eight hashed fields with every default filled in (SPEC §5). It is the
 // reference the engine is tested against and what a receipt verifier recomputes.
 func RequestHashes(requestBody []byte) (Hashes, error) {
+	f, err := requestForms(requestBody)
+	if err != nil {
+		return Hashes{}, err
+	}
+	return Hashes{Output: Digest(f.output), Schema: Digest(f.schema), Rules: Digest(f.rules), Request: Digest(f.request)}, nil
+}
+
+// canonicalForms are the exact bytes behind the four hashes, kept apart so tests can compare them
+// with the seed's published canonical forms.
+type canonicalForms struct{ output, schema, rules, request []byte }
+
+// requestForms builds the canonical forms of RequestHashes.
+func requestForms(requestBody []byte) (canonicalForms, error) {
+	var f canonicalForms
 	if _, err := decodeObject("request", requestBody); err != nil {
-		return Hashes{}, fmt.Errorf("request hashes: %w", err)
+		return f, fmt.Errorf("request hashes: %w", err)
 	}
 	var req map[string]json.RawMessage
 	if err := json.Unmarshal(requestBody, &req); err != nil {
-		return Hashes{}, fmt.Errorf("request hashes: %w", err)
+		return f, fmt.Errorf("request hashes: %w", err)
 	}
 	for _, name := range []string{"task_id", "expected_schema", "submitted_output"} {
 		if _, ok := req[name]; !ok {
-			return Hashes{}, fmt.Errorf("request hashes: %s is missing", name)
+			return f, fmt.Errorf("request hashes: %s is missing", name)
 		}
 	}
 	orDefault := func(name string, def json.RawMessage) json.RawMessage {
@@ -206,30 +220,29 @@ func RequestHashes(requestBody []byte) (Hashes, error) {
 		return def
 	}
 
-	var h Hashes
 	var err error
-	if h.Output, err = jcsDigest(req["submitted_output"]); err != nil {
-		return Hashes{}, fmt.Errorf("request hashes: submitted_output: %w", err)
+	if f.output, err = jcsForm(req["submitted_output"]); err != nil {
+		return f, fmt.Errorf("request hashes: submitted_output: %w", err)
 	}
-	if h.Schema, err = jcsDigest(req["expected_schema"]); err != nil {
-		return Hashes{}, fmt.Errorf("request hashes: expected_schema: %w", err)
+	if f.schema, err = jcsForm(req["expected_schema"]); err != nil {
+		return f, fmt.Errorf("request hashes: expected_schema: %w", err)
 	}
-	if h.Rules, err = jcsDigest(map[string]json.RawMessage{
+	if f.rules, err = jcsForm(map[string]json.RawMessage{
 		"bounds": orDefault("bounds", jsonNull),
 		"rules":  orDefault("rules", jsonNull),
 	}); err != nil {
-		return Hashes{}, fmt.Errorf("request hashes: rules: %w", err)
+		return f, fmt.Errorf("request hashes: rules: %w", err)
 	}
 
 	bounds, err := filledBounds(req["bounds"])
 	if err != nil {
-		return Hashes{}, fmt.Errorf("request hashes: %w", err)
+		return f, fmt.Errorf("request hashes: %w", err)
 	}
 	rules, err := filledRules(req["rules"])
 	if err != nil {
-		return Hashes{}, fmt.Errorf("request hashes: %w", err)
+		return f, fmt.Errorf("request hashes: %w", err)
 	}
-	if h.Request, err = jcsDigest(map[string]any{
+	if f.request, err = jcsForm(map[string]any{
 		"task_id":              req["task_id"],
 		"agent_id":             orDefault("agent_id", jsonNull),
 		"expected_schema":      req["expected_schema"],
@@ -239,9 +252,9 @@ func RequestHashes(requestBody []byte) (Hashes, error) {
 		"rules":                rules,
 		"enforce_rules":        orDefault("enforce_rules", jsonFalse),
 	}); err != nil {
-		return Hashes{}, fmt.Errorf("request hashes: request: %w", err)
+		return f, fmt.Errorf("request hashes: request: %w", err)
 	}
-	return h, nil
+	return f, nil
 }
 
 // filledBounds is bounds with each bound's defaults filled in, or nil (hashed as null) when bounds
@@ -295,17 +308,13 @@ func fillDefaults(m, defaults map[string]json.RawMessage) {
 	}
 }
 
-// jcsDigest is Digest of the gowebpki/jcs canonical form of v, marshalled by encoding/json.
-func jcsDigest(v any) (string, error) {
+// jcsForm is the gowebpki/jcs canonical form of v as encoding/json marshals it.
+func jcsForm(v any) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	c, err := jcs.Transform(b)
-	if err != nil {
-		return "", err
-	}
-	return Digest(c), nil
+	return jcs.Transform(b)
 }
 
 // decodeObject parses doc as one JSON object with encoding/json (numbers kept as literals). The

@@ -80,11 +80,12 @@ func (b *treeBuilder) value() (any, error) {
 			if err != nil {
 				return nil, err
 			}
+			key := name.String() // the token is void once the decoder moves on
 			v, err := b.value()
 			if err != nil {
 				return nil, err
 			}
-			obj[name.String()] = v
+			obj[key] = v
 		}
 		if _, err := b.dec.ReadToken(); err != nil {
 			return nil, err

@@ -228,11 +228,12 @@ func objectMembers(raw jsontext.Value) map[string]jsontext.Value {
 		if err != nil {
 			return out
 		}
+		key := name.String() // the token is void once the decoder moves on
 		v, err := readRaw(dec, raw)
 		if err != nil {
 			return out
 		}
-		out[name.String()] = v
+		out[key] = v
 	}
 	return out
 }

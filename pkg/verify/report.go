@@ -120,7 +120,12 @@ type Report struct {
 	Overall             *Ratio        `json:"overall,omitzero"`
 
 	Verify VerifyInfo `json:"verify"`
+
+	overall Ratio // kept for the history even when the compact shape omits it
 }
+
+// OverallRatio is the share of all checks that passed, whatever the response shape.
+func (r *Report) OverallRatio() float64 { return r.overall.Ratio }
 
 // JSON is the report's wire form (without attestation).
 func (r *Report) JSON() ([]byte, error) { return json.Marshal(r) }
@@ -205,6 +210,13 @@ func buildReport(req *Request, f Findings, env Envelope) *Report {
 		rep.NextActions = failActions
 	}
 	rep.Summary = Summary{Result: rep.Result, BlockingChecks: blocking}
+	integrity := Tally{}
+	integrity.Add(f.Rules)
+	integrity.Add(f.Bounds)
+	integrity.Add(f.Content)
+	schema := ratioOf(f.Schema.Passed, f.Schema.Total)
+	integ := ratioOf(integrity.Passed, integrity.Total)
+	rep.overall = ratioOf(f.Schema.Passed+integrity.Passed, f.Schema.Total+integrity.Total)
 	if f.Compact {
 		return rep
 	}
@@ -238,14 +250,8 @@ func buildReport(req *Request, f Findings, env Envelope) *Report {
 	rep.Flags, rep.FlagsTotal, rep.FlagsOmitted = capped(flags)
 	rep.Hints, rep.HintsTotal, rep.HintsOmitted = capped(hints)
 
-	integrity := Tally{}
-	integrity.Add(f.Rules)
-	integrity.Add(f.Bounds)
-	integrity.Add(f.Content)
-	s := ratioOf(f.Schema.Passed, f.Schema.Total)
-	i := ratioOf(integrity.Passed, integrity.Total)
-	o := ratioOf(f.Schema.Passed+integrity.Passed, f.Schema.Total+integrity.Total)
-	rep.SchemaCompliance, rep.IntegrityChecks, rep.Overall = &s, &i, &o
+	overall := rep.overall
+	rep.SchemaCompliance, rep.IntegrityChecks, rep.Overall = &schema, &integ, &overall
 	return rep
 }
 

@@ -188,11 +188,12 @@ func readObject(body []byte) ([]member, error) {
 			}
 			return nil, fail(err)
 		}
+		key := name.String() // the token is void once the decoder moves on
 		v, err := readRaw(dec, body)
 		if err != nil {
-			return nil, apperr.Field(safeName(name.String()), syntaxProblem(err, dec.InputOffset()), "Send well-formed JSON without duplicate member names.")
+			return nil, apperr.Field(safeName(key), syntaxProblem(err, dec.InputOffset()), "Send well-formed JSON without duplicate member names.")
 		}
-		out = append(out, member{name: name.String(), raw: v})
+		out = append(out, member{name: key, raw: v})
 	}
 	if _, err := dec.ReadToken(); err != nil {
 		return nil, fail(err)

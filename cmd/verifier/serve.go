@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/agent-output-verifier/verifier/pkg/app"
+	"github.com/agent-output-verifier/verifier/pkg/config"
+)
+
+// shutdownGrace is how long in-flight requests get to finish after a stop signal.
+const shutdownGrace = 10 * time.Second
+
+func runServe(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
+	data := fs.String("data", "", "data directory (default $VERIFIER_DATA_DIR or .data)")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+		fmt.Fprint(stderr, usage)
+		return exitInvalid
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "verifier serve: listen: %v\n", err)
+		return exitError
+	}
+	getenv := func(name string) string {
+		switch {
+		case name == "VERIFIER_DATA_DIR" && *data != "":
+			return *data
+		case name == "VERIFIER_BASE_URL" && os.Getenv(name) == "":
+			// The local server names its own address in receipts unless told otherwise.
+			return "http://" + ln.Addr().String()
+		}
+		return os.Getenv(name)
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "verifier serve: %v\n", err)
+		return exitError
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	aws, err := app.NewAWS(context.Background())
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "verifier serve: %v\n", err)
+		return exitError
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	svc, closeStore, err := app.Build(ctx, cfg, app.Options{CreateDevKey: true, Log: log, KeySource: aws.KeySource, OpenStore: aws.OpenStore})
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "verifier serve: %v\n", err)
+		return exitError
+	}
+	defer closeStore()
+
+	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
+	fmt.Fprintf(stdout, "serving %s on http://%s (key %s, store %s)\n", cfg.BaseURL, ln.Addr(), svc.Keys.Current.Version, cfg.Store)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(stderr, "verifier serve: %v\n", err)
+			return exitError
+		}
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			fmt.Fprintf(stderr, "verifier serve: shutdown: %v\n", err)
+			return exitError
+		}
+	}
+	return exitOK
+}

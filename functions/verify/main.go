@@ -1,0 +1,9 @@
+// Command verify is the Lambda function behind POST /verify/schema and /verify/deliverable.
+package main
+
+import (
+	"github.com/agent-output-verifier/verifier/pkg/app"
+	"github.com/agent-output-verifier/verifier/pkg/httpapi"
+)
+
+func main() { app.StartLambda((*httpapi.Service).VerifyHandler) }

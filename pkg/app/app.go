@@ -1,0 +1,142 @@
+// Package app wires the service from its configuration: key ring, store, engine and HTTP
+// handlers. The local server and every Lambda main build the same Service through it, so they
+// differ only in which routes they mount.
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agent-output-verifier/verifier/pkg/config"
+	"github.com/agent-output-verifier/verifier/pkg/httpapi"
+	"github.com/agent-output-verifier/verifier/pkg/keys"
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/store/bolt"
+	"github.com/agent-output-verifier/verifier/pkg/verify"
+)
+
+// Options are the choices a caller of Build makes beyond the configuration.
+type Options struct {
+	// CreateDevKey generates the key file on first run when a file: key does not exist yet
+	// (the local server does; Lambda functions never do).
+	CreateDevKey bool
+	Log          *slog.Logger
+	// KeySource loads non-file keys (Secrets Manager, KMS); nil means only file: keys work.
+	KeySource func(ctx context.Context, source, version string) (receipt.Key, error)
+	// OpenStore opens a non-bolt store (DynamoDB); nil means only bolt works.
+	OpenStore func(ctx context.Context, cfg config.Config) (Store, error)
+}
+
+// Store is the store as the service uses it.
+type Store interface {
+	httpapi.Recorder
+	httpapi.Pinger
+	Close() error
+}
+
+// Build makes the service. The returned close function releases the store. A key source that
+// cannot be read is an error: a half-started service is never returned.
+func Build(ctx context.Context, cfg config.Config, opt Options) (*httpapi.Service, func() error, error) {
+	log := opt.Log
+	if log == nil {
+		log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	key, err := loadKey(ctx, cfg, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	ring := receipt.KeyRing{Current: key}
+	for _, p := range cfg.PreviousKeys {
+		pk, err := keys.ParsePublicKey(p.KeyVersion, p.PublicKey)
+		if err != nil {
+			return nil, nil, fmt.Errorf("configuration: VERIFIER_PREVIOUS_KEYS: %w", err)
+		}
+		ring.Previous = append(ring.Previous, pk)
+	}
+	if err := ring.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("key ring: %w", err)
+	}
+
+	var st Store
+	switch cfg.Store {
+	case "bolt":
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return nil, nil, fmt.Errorf("create data directory: %w", err)
+		}
+		b, err := bolt.Open(filepath.Join(cfg.DataDir, "verifier.db"))
+		if err != nil {
+			return nil, nil, fmt.Errorf("open embedded store: %w", err)
+		}
+		st = b
+	default:
+		if opt.OpenStore == nil {
+			return nil, nil, fmt.Errorf("store %q is not available in this binary", cfg.Store)
+		}
+		if st, err = opt.OpenStore(ctx, cfg); err != nil {
+			return nil, nil, fmt.Errorf("open store: %w", err)
+		}
+	}
+	svc := &httpapi.Service{
+		Engine:           verify.NewEngine(verify.Limits{MaxBody: cfg.MaxBody}),
+		Keys:             ring,
+		BaseURL:          cfg.BaseURL,
+		Store:            st,
+		Log:              log,
+		TrustedProxyHops: cfg.TrustedProxyHops,
+		CallerSalt:       callerSalt(key),
+	}
+	return svc, st.Close, nil
+}
+
+// callerSalt derives the per-deployment salt of caller ids from the signing key, so a deployment
+// needs no second secret and the salt changes when the key does.
+func callerSalt(k receipt.Key) []byte {
+	h := sha256.New()
+	h.Write([]byte("agent-output-verifier caller-id salt v1\x00"))
+	h.Write(k.Private.Seed())
+	return h.Sum(nil)
+}
+
+func loadKey(ctx context.Context, cfg config.Config, opt Options) (receipt.Key, error) {
+	path, isFile := strings.CutPrefix(cfg.SigningKey, "file:")
+	if !isFile {
+		if opt.KeySource == nil {
+			return receipt.Key{}, errors.New("configuration: VERIFIER_SIGNING_KEY names a key source this binary cannot read")
+		}
+		k, err := opt.KeySource(ctx, cfg.SigningKey, cfg.KeyVersion)
+		if err != nil {
+			return receipt.Key{}, fmt.Errorf("load signing key: %w", err)
+		}
+		return k, nil
+	}
+	k, err := keys.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && opt.CreateDevKey {
+		version := cfg.KeyVersion
+		if version == "" {
+			version = "dev-" + time.Now().UTC().Format("2006-01-02")
+		}
+		if k, err = keys.Generate(version, rand.Reader); err != nil {
+			return receipt.Key{}, fmt.Errorf("generate dev key: %w", err)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return receipt.Key{}, fmt.Errorf("create key directory: %w", err)
+		}
+		if err := keys.WriteFile(path, k); err != nil {
+			return receipt.Key{}, fmt.Errorf("write dev key: %w", err)
+		}
+		return k, nil
+	}
+	if err != nil {
+		return receipt.Key{}, fmt.Errorf("load signing key: %w", err)
+	}
+	return k, nil
+}

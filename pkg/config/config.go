@@ -1,0 +1,142 @@
+// Package config reads the service's configuration from the environment, once, into one typed
+// value. Every variable has a documented default; an invalid value fails start-up with a message
+// naming the variable (and never its value, which may be a secret).
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// PreviousKey is a public key the service signed with before the current one.
+type PreviousKey struct {
+	KeyVersion string `json:"keyVersion"`
+	PublicKey  string `json:"publicKey"`
+}
+
+// Config is the whole configuration.
+type Config struct {
+	BaseURL          string        // VERIFIER_BASE_URL: public base URL named in receipts
+	Store            string        // VERIFIER_STORE: "bolt" or "dynamodb"
+	DataDir          string        // VERIFIER_DATA_DIR: the bolt file and the generated dev key
+	Table            string        // VERIFIER_TABLE: the DynamoDB table
+	SigningKey       string        // VERIFIER_SIGNING_KEY: file:<path> | secretsmanager:<id> | kms:<b64>
+	KeyVersion       string        // VERIFIER_KEY_VERSION: the current key's version label
+	PreviousKeys     []PreviousKey // VERIFIER_PREVIOUS_KEYS: JSON list of earlier public keys
+	FreeCallsPerDay  int           // VERIFIER_FREE_CALLS_PER_DAY
+	FreeMaxBody      int64         // VERIFIER_FREE_MAX_BODY: largest body served free
+	MaxBody          int64         // VERIFIER_MAX_BODY: absolute body limit (413 beyond)
+	TrustedProxyHops int           // VERIFIER_TRUSTED_PROXY_HOPS
+	PriceVerify      string        // VERIFIER_PRICE_VERIFY: USD per paid verification
+	PriceScore       string        // VERIFIER_PRICE_SCORE: USD per paid score lookup
+}
+
+// Variable describes one environment variable for the README and error messages.
+type Variable struct {
+	Name, Default, Meaning string
+}
+
+// Variables lists every variable the service reads, with its default.
+var Variables = []Variable{
+	{"VERIFIER_BASE_URL", "http://127.0.0.1:8080", "public base URL written into receipts (public_key_url, mcp)"},
+	{"VERIFIER_STORE", "bolt", "bolt (embedded file) or dynamodb"},
+	{"VERIFIER_DATA_DIR", ".data", "directory of the bolt file and of the generated dev key"},
+	{"VERIFIER_TABLE", "", "DynamoDB table (required with VERIFIER_STORE=dynamodb)"},
+	{"VERIFIER_SIGNING_KEY", "file:<data dir>/signing-key.json", "file:<path>, secretsmanager:<arn or name> or kms:<base64 ciphertext of the seed>"},
+	{"VERIFIER_KEY_VERSION", "", "version label of the current key (required for secretsmanager: and kms:)"},
+	{"VERIFIER_PREVIOUS_KEYS", "[]", `JSON list of {"keyVersion","publicKey"} signed with before`},
+	{"VERIFIER_FREE_CALLS_PER_DAY", "1000", "free verifications per client per UTC day"},
+	{"VERIFIER_FREE_MAX_BODY", "65536", "largest body served free, in bytes"},
+	{"VERIFIER_MAX_BODY", "1048576", "absolute body limit in bytes (413 beyond)"},
+	{"VERIFIER_TRUSTED_PROXY_HOPS", "0", "how many X-Forwarded-For hops to trust (0: use the peer address)"},
+	{"VERIFIER_PRICE_VERIFY", "0.02", "USD per paid verification"},
+	{"VERIFIER_PRICE_SCORE", "0.01", "USD per paid score lookup"},
+}
+
+// maxAbsoluteBody is the most any deployment may accept: the engine's tested limit.
+const maxAbsoluteBody = 1 << 20
+
+// Load reads the configuration through getenv (os.Getenv in production, a map in tests).
+func Load(getenv func(string) string) (Config, error) {
+	get := func(name string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		for _, v := range Variables {
+			if v.Name == name {
+				return v.Default
+			}
+		}
+		return ""
+	}
+	c := Config{
+		BaseURL: strings.TrimRight(get("VERIFIER_BASE_URL"), "/"), Store: get("VERIFIER_STORE"),
+		DataDir: get("VERIFIER_DATA_DIR"), Table: get("VERIFIER_TABLE"),
+		SigningKey: strings.TrimSpace(getenv("VERIFIER_SIGNING_KEY")), KeyVersion: get("VERIFIER_KEY_VERSION"),
+		PriceVerify: get("VERIFIER_PRICE_VERIFY"), PriceScore: get("VERIFIER_PRICE_SCORE"),
+	}
+	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return Config{}, bad("VERIFIER_BASE_URL", "must be an absolute http(s) URL")
+	}
+	switch c.Store {
+	case "bolt":
+	case "dynamodb":
+		if c.Table == "" {
+			return Config{}, bad("VERIFIER_TABLE", "is required when VERIFIER_STORE is dynamodb")
+		}
+	default:
+		return Config{}, bad("VERIFIER_STORE", "must be bolt or dynamodb")
+	}
+	if c.SigningKey == "" {
+		c.SigningKey = "file:" + strings.TrimRight(c.DataDir, "/") + "/signing-key.json"
+	}
+	switch {
+	case strings.HasPrefix(c.SigningKey, "file:"):
+	case strings.HasPrefix(c.SigningKey, "secretsmanager:"), strings.HasPrefix(c.SigningKey, "kms:"):
+		if c.KeyVersion == "" {
+			return Config{}, bad("VERIFIER_KEY_VERSION", "is required with a secretsmanager: or kms: signing key")
+		}
+	default:
+		return Config{}, bad("VERIFIER_SIGNING_KEY", "must start with file:, secretsmanager: or kms:")
+	}
+	if err := json.Unmarshal([]byte(get("VERIFIER_PREVIOUS_KEYS")), &c.PreviousKeys); err != nil {
+		return Config{}, bad("VERIFIER_PREVIOUS_KEYS", `must be a JSON list of {"keyVersion","publicKey"}`)
+	}
+	var err error
+	if c.FreeCallsPerDay, err = intVar(get, "VERIFIER_FREE_CALLS_PER_DAY", 0, 1_000_000_000); err != nil {
+		return Config{}, err
+	}
+	if c.TrustedProxyHops, err = intVar(get, "VERIFIER_TRUSTED_PROXY_HOPS", 0, 16); err != nil {
+		return Config{}, err
+	}
+	maxBody, err := intVar(get, "VERIFIER_MAX_BODY", 1024, maxAbsoluteBody)
+	if err != nil {
+		return Config{}, err
+	}
+	freeMax, err := intVar(get, "VERIFIER_FREE_MAX_BODY", 0, maxBody)
+	if err != nil {
+		return Config{}, err
+	}
+	c.MaxBody, c.FreeMaxBody = int64(maxBody), int64(freeMax)
+	for _, p := range []struct{ name, v string }{{"VERIFIER_PRICE_VERIFY", c.PriceVerify}, {"VERIFIER_PRICE_SCORE", c.PriceScore}} {
+		if f, err := strconv.ParseFloat(p.v, 64); err != nil || f <= 0 || f > 1000 {
+			return Config{}, bad(p.name, "must be a positive USD amount such as 0.02")
+		}
+	}
+	return c, nil
+}
+
+func intVar(get func(string) string, name string, lo, hi int) (int, error) {
+	n, err := strconv.Atoi(get(name))
+	if err != nil || n < lo || n > hi {
+		return 0, bad(name, fmt.Sprintf("must be an integer from %d to %d", lo, hi))
+	}
+	return n, nil
+}
+
+func bad(name, problem string) error {
+	return fmt.Errorf("configuration: %s %s", name, problem)
+}

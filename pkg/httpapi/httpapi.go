@@ -1,0 +1,139 @@
+// Package httpapi serves the verifier over HTTP: the same handlers behind the local server and
+// behind each Lambda function, so local and cloud behave identically.
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/store"
+	"github.com/agent-output-verifier/verifier/pkg/verify"
+)
+
+// DefaultDeadline bounds one request's work, well inside API Gateway's 29 s integration timeout.
+const DefaultDeadline = 10 * time.Second
+
+// Recorder is the part of the store the verify routes need: a best-effort history write.
+type Recorder interface {
+	RecordVerification(ctx context.Context, v store.Verification) error
+}
+
+// Pinger is the part of the store /health probes.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Service holds what the handlers share. Build it once per process (per Lambda cold start).
+type Service struct {
+	Engine  *verify.Engine
+	Keys    receipt.KeyRing
+	BaseURL string // public base URL, never taken from a request's Host header
+	Store   interface {
+		Recorder
+		Pinger
+	}
+	Log              *slog.Logger
+	Now              func() time.Time
+	NewID            func() string
+	TrustedProxyHops int
+	Deadline         time.Duration
+	CallerSalt       []byte // per-deployment salt of caller ids
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *Service) newID() string {
+	if s.NewID != nil {
+		return s.NewID()
+	}
+	return uuid.Must(uuid.NewRandomFromReader(rand.Reader)).String()
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.Default()
+}
+
+// ClientIP is the client of SPEC §8.1: the TCP peer locally, API Gateway's sourceIp on Lambda
+// (the adapter puts it in RemoteAddr), and X-Forwarded-For only as far as the operator trusts
+// proxies: with n trusted hops the client is the n-th address from the right.
+func ClientIP(r *http.Request, trustedHops int) string {
+	peer := r.RemoteAddr
+	if host, _, err := net.SplitHostPort(peer); err == nil {
+		peer = host
+	}
+	if trustedHops <= 0 {
+		return peer
+	}
+	var hops []string
+	for _, h := range r.Header.Values("X-Forwarded-For") {
+		for _, part := range strings.Split(h, ",") {
+			if p := strings.TrimSpace(part); p != "" {
+				hops = append(hops, p)
+			}
+		}
+	}
+	if len(hops) < trustedHops {
+		return peer
+	}
+	ip := hops[len(hops)-trustedHops]
+	if net.ParseIP(ip) == nil {
+		return peer
+	}
+	return ip
+}
+
+// CallerID is the salted SHA-256 of a client IP: it tells callers apart without storing the IP.
+func (s *Service) CallerID(ip string) string {
+	h := sha256.New()
+	h.Write(s.CallerSalt)
+	h.Write([]byte(ip))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// writeJSON writes a JSON body with status.
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// WriteError writes err in the §7 envelope. Errors that are not *apperr.Error are internal: the
+// caller gets a generic 500 and the log gets the cause.
+func (s *Service) WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	e, ok := apperr.As(err)
+	if !ok {
+		s.log().Error("internal error", "route", r.URL.Path, "err", err.Error())
+		e = apperr.New(apperr.Internal, "The request could not be completed. Nothing was charged; try again.")
+		e.RetryAfter = 1
+	}
+	if e.Retryable && e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	b, _ := jsonMarshal(e)
+	writeJSON(w, e.Status, b)
+}
+
+// errDeadline is returned when a request's work outlives its deadline.
+var errDeadline = errors.New("deadline exceeded")

@@ -1,0 +1,124 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agent-output-verifier/verifier/pkg/apperr"
+)
+
+// route is one path with a handler per method. A path ending in "/" matches by prefix (for
+// /reputation/{agent_id} and /score/{agent_id}).
+type route struct {
+	path    string
+	methods map[string]http.HandlerFunc
+}
+
+// Router maps paths and methods to handlers and answers everything else in the error envelope:
+// 404 for unknown paths, 405 with Allow for known paths and other methods.
+type Router struct {
+	svc    *Service
+	routes []route
+}
+
+// NewRouter starts an empty router for svc's error writer and logger.
+func NewRouter(svc *Service) *Router { return &Router{svc: svc} }
+
+// Handle registers h for method on path.
+func (rt *Router) Handle(method, path string, h http.HandlerFunc) {
+	for i := range rt.routes {
+		if rt.routes[i].path == path {
+			rt.routes[i].methods[method] = h
+			return
+		}
+	}
+	rt.routes = append(rt.routes, route{path: path, methods: map[string]http.HandlerFunc{method: h}})
+}
+
+func (rt *Router) match(path string) *route {
+	for i := range rt.routes {
+		r := &rt.routes[i]
+		if r.path == path || (r.path != "/" && strings.HasSuffix(r.path, "/") && strings.HasPrefix(path, r.path) && len(path) > len(r.path)) {
+			return r
+		}
+	}
+	return nil
+}
+
+// ServeHTTP dispatches, logs one structured line per request (no payloads, IPs or keys) and
+// recovers from panics into a 500 envelope.
+func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w, status: 200}
+	defer func() {
+		if p := recover(); p != nil {
+			rt.svc.log().Error("panic", "route", routeLabel(r.URL.Path), "panic", slog.AnyValue(p).String())
+			rt.svc.WriteError(sw, r, errPanic)
+		}
+		rt.svc.log().Info("request", "method", r.Method, "route", routeLabel(r.URL.Path),
+			"status", sw.status, "duration_ms", float64(time.Since(start).Microseconds())/1000)
+	}()
+	rt.serve(sw, r)
+}
+
+func (rt *Router) serve(w http.ResponseWriter, r *http.Request) {
+	ro := rt.match(r.URL.Path)
+	if ro == nil {
+		rt.svc.WriteError(w, r, apperr.New(apperr.NotFound, "No route matches this path. GET / lists every route."))
+		return
+	}
+	h, ok := ro.methods[r.Method]
+	if !ok && r.Method == http.MethodHead {
+		h, ok = ro.methods[http.MethodGet]
+	}
+	if !ok {
+		allow := make([]string, 0, len(ro.methods))
+		for m := range ro.methods {
+			allow = append(allow, m)
+		}
+		slices.Sort(allow)
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		rt.svc.WriteError(w, r, apperr.New(apperr.MethodNotAllowed, "This route does not accept "+safeMethod(r.Method)+"; see the Allow header."))
+		return
+	}
+	h(w, r)
+}
+
+// safeMethod keeps a method name printable and short, since it is caller input.
+func safeMethod(m string) string {
+	if len(m) > 16 || strings.IndexFunc(m, func(c rune) bool { return c < 'A' || c > 'Z' }) >= 0 {
+		return "this method"
+	}
+	return m
+}
+
+// routeLabel names a route for logs without the caller-chosen parts (agent ids).
+func routeLabel(path string) string {
+	for _, p := range []string{"/reputation/", "/score/"} {
+		if strings.HasPrefix(path, p) {
+			return p + "{agent_id}"
+		}
+	}
+	if len(path) > 64 {
+		return path[:64] + "…"
+	}
+	return path
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+var errPanic = apperr.New(apperr.Internal, "The request could not be completed. Nothing was charged; try again.")
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

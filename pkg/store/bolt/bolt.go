@@ -1,0 +1,397 @@
+// Package bolt is the store.Store of the local server: one bbolt file under the data directory, so
+// allowances, spent payments and agent histories survive a restart without any database server.
+//
+// Layout: bucket "allowance" maps client NUL day to the day's counter and its expiry; bucket
+// "payments" maps a payment id to its expiry; bucket "history" holds one nested bucket per agent,
+// mapping the shared history sort key to the record as JSON. Expired counters and reservations are
+// ignored on read, deleted lazily when met, and swept when the file is opened.
+package bolt
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/agent-output-verifier/verifier/pkg/store"
+	"github.com/agent-output-verifier/verifier/pkg/store/internal/storekey"
+)
+
+// FileName is the name of the store's file inside the data directory, so that the wiring and the
+// operator's backups agree on where the state lives.
+const FileName = "verifier.db"
+
+// openTimeout bounds the wait for bbolt's file lock: a second server on the same data directory
+// should fail start-up with an error instead of hanging.
+const openTimeout = 2 * time.Second
+
+var (
+	bucketAllowance = []byte("allowance")
+	bucketPayments  = []byte("payments")
+	bucketHistory   = []byte("history")
+)
+
+// Store is the bbolt-backed store.Store. It is safe for concurrent use: bbolt runs one write
+// transaction at a time, which is what makes ConsumeAllowance and ReservePayment atomic.
+type Store struct {
+	db  *bbolt.DB
+	now func() time.Time
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Option adjusts a Store at Open.
+type Option func(*Store)
+
+// WithClock replaces the wall clock used to decide whether counters and reservations have expired,
+// so tests can move time instead of waiting for it.
+func WithClock(now func() time.Time) Option {
+	return func(s *Store) { s.now = now }
+}
+
+// Open opens (creating it and its directory if needed) the store file at path, usually
+// filepath.Join(dataDir, FileName), and sweeps out expired counters and reservations.
+func Open(path string, opts ...Option) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("open bolt store: empty path")
+	}
+	s := &Store{now: time.Now}
+	for _, opt := range opts {
+		opt(s)
+	}
+	if s.now == nil {
+		return nil, errors.New("open bolt store: nil clock")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("open bolt store: create data directory: %w", err)
+	}
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: openTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("open bolt store: %w", err)
+	}
+	s.db = db
+	if err := db.Update(func(tx *bbolt.Tx) error {
+		for _, name := range [][]byte{bucketAllowance, bucketPayments, bucketHistory} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		return sweepExpired(tx, s.now())
+	}); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open bolt store: %w", err)
+	}
+	return s, nil
+}
+
+// sweepExpired deletes every expired counter and reservation, so the file does not grow by one
+// counter per client per day forever.
+func sweepExpired(tx *bbolt.Tx, now time.Time) error {
+	for _, name := range [][]byte{bucketAllowance, bucketPayments} {
+		b := tx.Bucket(name)
+		var dead [][]byte
+		err := b.ForEach(func(k, v []byte) error {
+			if exp, ok := expiryOf(name, v); !ok || storekey.Expired(exp, now) {
+				dead = append(dead, append([]byte(nil), k...))
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("sweep %s: %w", name, err)
+		}
+		for _, k := range dead {
+			if err := b.Delete(k); err != nil {
+				return fmt.Errorf("sweep %s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// expiryOf reads the expiry out of a counter or reservation value; ok is false for a value this
+// version did not write, which the sweep treats as garbage.
+func expiryOf(bucket, v []byte) (int64, bool) {
+	if string(bucket) == string(bucketAllowance) {
+		_, exp, ok := decodeCounter(v)
+		return exp, ok
+	}
+	return decodeExpiry(v)
+}
+
+// A counter value is the count then the expiry (epoch seconds), both big-endian 64-bit.
+func encodeCounter(n int, expires int64) []byte {
+	b := make([]byte, 16)
+	binary.BigEndian.PutUint64(b[:8], uint64(n))
+	binary.BigEndian.PutUint64(b[8:], uint64(expires))
+	return b
+}
+
+func decodeCounter(b []byte) (n int, expires int64, ok bool) {
+	if len(b) != 16 {
+		return 0, 0, false
+	}
+	return int(binary.BigEndian.Uint64(b[:8])), int64(binary.BigEndian.Uint64(b[8:])), true
+}
+
+// A reservation value is its expiry (epoch seconds), big-endian 64-bit.
+func encodeExpiry(expires int64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, uint64(expires))
+	return b
+}
+
+func decodeExpiry(b []byte) (int64, bool) {
+	if len(b) != 8 {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(b)), true
+}
+
+// allowanceKey is client NUL day; ids never contain NUL (storekey.CheckID), so it is unambiguous.
+func allowanceKey(client, day string) []byte {
+	return []byte(client + "\x00" + day)
+}
+
+// ConsumeAllowance implements store.Store in one write transaction, which bbolt serialises.
+func (s *Store) ConsumeAllowance(ctx context.Context, client, day string, limit int, expires time.Time) (bool, int, error) {
+	if err := checkAllowanceArgs(client, day); err != nil {
+		return false, 0, fmt.Errorf("consume allowance: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return false, 0, fmt.Errorf("consume allowance: %w", err)
+	}
+	if limit <= 0 {
+		return false, 0, nil
+	}
+	var granted bool
+	var remaining int
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketAllowance)
+		key := allowanceKey(client, day)
+		used := 0
+		if n, exp, ok := decodeCounter(b.Get(key)); ok && !storekey.Expired(exp, s.now()) {
+			used = n
+		}
+		if used >= limit {
+			remaining = 0
+			return nil
+		}
+		used++
+		granted, remaining = true, storekey.Remaining(limit, used)
+		return b.Put(key, encodeCounter(used, expires.Unix()))
+	})
+	if err != nil {
+		return false, 0, fmt.Errorf("consume allowance: %w", err)
+	}
+	return granted, remaining, nil
+}
+
+// AllowanceUsed implements store.Store.
+func (s *Store) AllowanceUsed(ctx context.Context, client, day string) (int, error) {
+	if err := checkAllowanceArgs(client, day); err != nil {
+		return 0, fmt.Errorf("read allowance: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("read allowance: %w", err)
+	}
+	key := allowanceKey(client, day)
+	var used int
+	var expired bool
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		n, exp, ok := decodeCounter(tx.Bucket(bucketAllowance).Get(key))
+		switch {
+		case !ok:
+		case storekey.Expired(exp, s.now()):
+			expired = true
+		default:
+			used = n
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read allowance: %w", err)
+	}
+	if expired {
+		s.deleteIfExpired(bucketAllowance, key)
+	}
+	return used, nil
+}
+
+// deleteIfExpired is the lazy deletion of an expired item met by a read. It is best-effort: the
+// read already ignored the item, and the next Open sweeps whatever is left.
+func (s *Store) deleteIfExpired(bucket, key []byte) {
+	_ = s.db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucket)
+		if exp, ok := expiryOf(bucket, b.Get(key)); ok && storekey.Expired(exp, s.now()) {
+			return b.Delete(key)
+		}
+		return nil
+	})
+}
+
+func checkAllowanceArgs(client, day string) error {
+	if err := storekey.CheckID("client", client); err != nil {
+		return err
+	}
+	return storekey.CheckDay(day)
+}
+
+// ReservePayment implements store.Store in one write transaction; an expired reservation of the
+// same id is overwritten.
+func (s *Store) ReservePayment(ctx context.Context, id string, expires time.Time) error {
+	if err := storekey.CheckID("payment id", id); err != nil {
+		return fmt.Errorf("reserve payment: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("reserve payment %s: %w", id, err)
+	}
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketPayments)
+		if exp, ok := decodeExpiry(b.Get([]byte(id))); ok && !storekey.Expired(exp, s.now()) {
+			return store.ErrPaymentReplayed
+		}
+		return b.Put([]byte(id), encodeExpiry(expires.Unix()))
+	})
+	if err != nil {
+		return fmt.Errorf("reserve payment %s: %w", id, err)
+	}
+	return nil
+}
+
+// record is a verification as stored in its agent's bucket; the agent is the bucket's name.
+type record struct {
+	VerificationID string    `json:"verification_id"`
+	TaskID         string    `json:"task_id,omitempty"`
+	Result         string    `json:"result"`
+	OverallRatio   float64   `json:"overall_ratio"`
+	VerifiedAt     time.Time `json:"verified_at"`
+	Paid           bool      `json:"paid"`
+	CallerID       string    `json:"caller_id,omitempty"`
+}
+
+// RecordVerification implements store.Store.
+func (s *Store) RecordVerification(ctx context.Context, v store.Verification) error {
+	if err := storekey.CheckVerification(v); err != nil {
+		return fmt.Errorf("record verification: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
+	}
+	value, err := json.Marshal(record{
+		VerificationID: v.VerificationID,
+		TaskID:         v.TaskID,
+		Result:         v.Result,
+		OverallRatio:   v.OverallRatio,
+		VerifiedAt:     v.VerifiedAt.UTC(),
+		Paid:           v.Paid,
+		CallerID:       v.CallerID,
+	})
+	if err != nil {
+		return fmt.Errorf("record verification %s: encode: %w", v.VerificationID, err)
+	}
+	key := []byte(storekey.HistoryKey(v.VerifiedAt, v.VerificationID))
+	err = s.db.Update(func(tx *bbolt.Tx) error {
+		b, err := tx.Bucket(bucketHistory).CreateBucketIfNotExists([]byte(v.AgentID))
+		if err != nil {
+			return err
+		}
+		if b.Get(key) != nil {
+			return nil // already recorded: a retry must not count twice
+		}
+		return b.Put(key, value)
+	})
+	if err != nil {
+		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
+	}
+	return nil
+}
+
+// History implements store.Store by walking the agent's bucket backwards from the cursor.
+func (s *Store) History(ctx context.Context, agentID string, limit int, cursor string) ([]store.Verification, string, error) {
+	if err := storekey.CheckID("agent id", agentID); err != nil {
+		return nil, "", fmt.Errorf("read history: %w", err)
+	}
+	limit, err := storekey.PageLimit(limit)
+	if err != nil {
+		return nil, "", fmt.Errorf("read history: %w", err)
+	}
+	var after string
+	if cursor != "" {
+		if after, err = storekey.DecodeCursor(cursor); err != nil {
+			return nil, "", fmt.Errorf("read history: %w", err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, "", fmt.Errorf("read history: %w", err)
+	}
+	var page []store.Verification
+	var next string
+	err = s.db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketHistory).Bucket([]byte(agentID))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		var k, v []byte
+		if after == "" {
+			k, v = c.Last()
+		} else if k, _ = c.Seek([]byte(after)); k == nil {
+			k, v = c.Last() // every key sorts before the cursor
+		} else {
+			k, v = c.Prev() // the first key strictly before the cursor
+		}
+		for ; k != nil && len(page) < limit; k, v = c.Prev() {
+			var r record
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("decode record %q: %w", k, err)
+			}
+			page = append(page, store.Verification{
+				AgentID:        agentID,
+				VerificationID: r.VerificationID,
+				TaskID:         r.TaskID,
+				Result:         r.Result,
+				OverallRatio:   r.OverallRatio,
+				VerifiedAt:     r.VerifiedAt,
+				Paid:           r.Paid,
+				CallerID:       r.CallerID,
+			})
+			if len(page) == limit {
+				if more, _ := c.Prev(); more != nil {
+					next = storekey.EncodeCursor(string(k))
+				}
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("read history: %w", err)
+	}
+	return page, next, nil
+}
+
+// Ping implements store.Store: a read transaction fails once the file is closed. bbolt's errors do
+// not name the file, so nothing about the deployment leaks.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("ping bolt store: %w", err)
+	}
+	if err := s.db.View(func(*bbolt.Tx) error { return nil }); err != nil {
+		return fmt.Errorf("ping bolt store: %w", err)
+	}
+	return nil
+}
+
+// Close implements store.Store.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close bolt store: %w", err)
+	}
+	return nil
+}

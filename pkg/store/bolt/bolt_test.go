@@ -1,0 +1,171 @@
+package bolt
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/agent-output-verifier/verifier/pkg/store"
+	"github.com/agent-output-verifier/verifier/pkg/store/storetest"
+)
+
+func TestContract(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := Open(filepath.Join(t.TempDir(), FileName))
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
+// clock is a settable clock for the expiry tests.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *clock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.now = t }
+
+func TestSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "nested", "dir", FileName) // Open creates the directories
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	exp := time.Now().Add(time.Hour)
+	if _, _, err := s.ConsumeAllowance(ctx, "client", "2025-03-01", 5, exp); err != nil {
+		t.Fatalf("ConsumeAllowance: %v", err)
+	}
+	if err := s.ReservePayment(ctx, "nonce", exp); err != nil {
+		t.Fatalf("ReservePayment: %v", err)
+	}
+	v := store.Verification{AgentID: "agent", VerificationID: "v1", Result: "pass", VerifiedAt: time.Now()}
+	if err := s.RecordVerification(ctx, v); err != nil {
+		t.Fatalf("RecordVerification: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	s, err = Open(path)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if got, err := s.AllowanceUsed(ctx, "client", "2025-03-01"); err != nil || got != 1 {
+		t.Errorf("AllowanceUsed after restart = %d, %v; want 1, nil", got, err)
+	}
+	if err := s.ReservePayment(ctx, "nonce", exp); !errors.Is(err, store.ErrPaymentReplayed) {
+		t.Errorf("ReservePayment after restart = %v, want ErrPaymentReplayed", err)
+	}
+	if page, _, err := s.History(ctx, "agent", 10, ""); err != nil || len(page) != 1 {
+		t.Errorf("History after restart = %d records, %v; want 1", len(page), err)
+	}
+}
+
+func TestExpiry(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), FileName)
+	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+	s, err := Open(path, WithClock(clk.Now))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	midnight := time.Date(2025, 3, 2, 0, 0, 0, 0, time.UTC)
+	for range 2 {
+		if g, _, err := s.ConsumeAllowance(ctx, "client", "2025-03-01", 2, midnight); err != nil || !g {
+			t.Fatalf("ConsumeAllowance = %v, %v; want a grant", g, err)
+		}
+	}
+	if err := s.ReservePayment(ctx, "nonce", midnight); err != nil {
+		t.Fatalf("ReservePayment: %v", err)
+	}
+
+	// Through the second it expires in, an item is alive.
+	clk.Set(midnight.Add(999 * time.Millisecond))
+	if got, _ := s.AllowanceUsed(ctx, "client", "2025-03-01"); got != 2 {
+		t.Fatalf("AllowanceUsed in the expiry second = %d, want 2", got)
+	}
+
+	clk.Set(midnight.Add(time.Second))
+	if got, err := s.AllowanceUsed(ctx, "client", "2025-03-01"); err != nil || got != 0 {
+		t.Fatalf("AllowanceUsed after expiry = %d, %v; want 0, nil", got, err)
+	}
+	if n := count(t, s, bucketAllowance); n != 0 {
+		t.Errorf("expired counter still stored after a read (%d items); want it deleted lazily", n)
+	}
+	if g, r, err := s.ConsumeAllowance(ctx, "client", "2025-03-01", 2, midnight.Add(time.Hour)); err != nil || !g || r != 1 {
+		t.Errorf("ConsumeAllowance over an expired counter = %v, %d, %v; want true, 1, nil", g, r, err)
+	}
+
+	// The sweep at Open removes what no read met.
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	clk.Set(midnight.Add(2 * time.Hour))
+	s, err = Open(path, WithClock(clk.Now))
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if a, p := count(t, s, bucketAllowance), count(t, s, bucketPayments); a != 0 || p != 0 {
+		t.Errorf("after the sweep: %d counters and %d reservations left, want none", a, p)
+	}
+	if err := s.ReservePayment(ctx, "nonce", midnight.Add(3*time.Hour)); err != nil {
+		t.Errorf("ReservePayment of an expired nonce = %v, want nil", err)
+	}
+}
+
+func count(t *testing.T, s *Store, bucket []byte) int {
+	t.Helper()
+	n := 0
+	if err := s.db.View(func(tx *bbolt.Tx) error {
+		n = tx.Bucket(bucket).Stats().KeyN
+		return nil
+	}); err != nil {
+		t.Fatalf("count %s: %v", bucket, err)
+	}
+	return n
+}
+
+func TestPingAfterClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	err = s.Ping(context.Background())
+	if err == nil {
+		t.Fatal("Ping of a closed store: no error")
+	}
+	if got := err.Error(); strings.Contains(got, path) || strings.Contains(got, filepath.Base(filepath.Dir(path))) {
+		t.Errorf("Ping error %q names the store's file", got)
+	}
+}
+
+func TestOpenRefusesSecondOpener(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if s2, err := Open(path); err == nil {
+		_ = s2.Close()
+		t.Fatal("a second Open of a file in use succeeded; want a timeout error")
+	}
+}

@@ -1,0 +1,239 @@
+// Package dynalitetest starts dynalite, a local server speaking DynamoDB's real wire protocol, for
+// tests that need a DynamoDB without AWS or Docker: the store contract suite, and later the HTTP
+// and payment tests. dynalite is pinned by infra/dynalite/package-lock.json; each Start runs its own
+// in-memory server on 127.0.0.1 and stops it (by process group) when the test ends.
+package dynalitetest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// cliPath is where `npm ci --prefix infra/dynalite` puts dynalite's server, relative to the repo root.
+var cliPath = filepath.Join("infra", "dynalite", "node_modules", "dynalite", "cli.js")
+
+// installHint is the fix for a missing dynalite, repeated wherever the tests stop for it.
+const installHint = "dynalite is not installed: run `npm ci --prefix infra/dynalite` from the repository root"
+
+// startTimeout bounds the wait for dynalite to listen; node starts in well under a second, but the
+// machine may be busy with other tests.
+const startTimeout = 20 * time.Second
+
+// startAttempts covers the small window in which another process can take the free port we picked
+// before dynalite binds it.
+const startAttempts = 3
+
+// Region is the region the test clients sign for; dynalite accepts any, and a fixed one keeps the
+// SDK from looking for configuration on the machine.
+const Region = "us-east-1"
+
+// Required reports whether a missing dynalite must fail the test instead of skipping it: on CI
+// (CI=true) and wherever VERIFIER_REQUIRE_DYNALITE=1, so the DynamoDB contract can never be
+// silently skipped where it is meant to run.
+func Required() bool {
+	return os.Getenv("CI") == "true" || os.Getenv("VERIFIER_REQUIRE_DYNALITE") == "1"
+}
+
+// Start runs a fresh in-memory dynalite on 127.0.0.1 and returns its endpoint URL
+// ("http://127.0.0.1:<port>"). The process (and its process group) is killed in t.Cleanup. If node
+// or dynalite is missing, the test is skipped, or failed when Required.
+func Start(t testing.TB) string {
+	t.Helper()
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatalf("dynalite: %v", err)
+	}
+	cli := filepath.Join(root, cliPath)
+	if _, err := os.Stat(cli); err != nil {
+		unavailable(t, installHint)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		unavailable(t, "node is not on PATH; dynalite needs Node.js 20 or later")
+	}
+	var lastErr error
+	for range startAttempts {
+		endpoint, err := start(t, node, cli)
+		if err == nil {
+			return endpoint
+		}
+		lastErr = err
+	}
+	t.Fatalf("dynalite: %v", lastErr)
+	return ""
+}
+
+func unavailable(t testing.TB, msg string) {
+	t.Helper()
+	if Required() {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// start makes one attempt: pick a free port, run dynalite on it, wait for its "listening" line.
+// Waiting for that line rather than for the port to answer makes sure the server on the port is
+// ours and not some other process that took the port first.
+func start(t testing.TB, node, cli string) (string, error) {
+	port, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command(node, cli,
+		"--host", "127.0.0.1",
+		"--port", strconv.Itoa(port),
+		// Tables are ACTIVE at once; the default half second per table adds up over many tests.
+		"--createTableMs", "0",
+		"--deleteTableMs", "0",
+		"--updateTableMs", "0",
+	)
+	setProcessGroup(cmd)
+	// An os.Pipe rather than cmd.StdoutPipe: Wait runs concurrently with the reader below, and
+	// Wait closes a StdoutPipe under the reader's feet.
+	stdout, w, err := os.Pipe()
+	if err != nil {
+		return "", fmt.Errorf("pipe stdout: %w", err)
+	}
+	cmd.Stdout = w
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	err = cmd.Start()
+	_ = w.Close() // the child holds its own copy
+	if err != nil {
+		_ = stdout.Close()
+		return "", fmt.Errorf("start %s: %w", cli, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	stop := func() {
+		killProcessGroup(cmd.Process.Pid, false)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			killProcessGroup(cmd.Process.Pid, true)
+			<-exited
+		}
+	}
+
+	listening := make(chan struct{})
+	go func() {
+		defer stdout.Close()
+		sc := bufio.NewScanner(stdout)
+		once := sync.Once{}
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "listening") {
+				once.Do(func() { close(listening) })
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+
+	select {
+	case <-listening:
+	case <-exited:
+		return "", fmt.Errorf("dynalite exited before listening on port %d: %s", port, stderr.String())
+	case <-time.After(startTimeout):
+		stop()
+		return "", fmt.Errorf("dynalite did not listen on port %d within %s: %s", port, startTimeout, stderr.String())
+	}
+	t.Cleanup(stop)
+
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	conn, err := net.DialTimeout("tcp", addr, startTimeout)
+	if err != nil {
+		return "", fmt.Errorf("dial dynalite at %s: %w", addr, err)
+	}
+	_ = conn.Close()
+	return "http://" + addr, nil
+}
+
+// freePort asks the kernel for a free loopback port; dynalite cannot be told to pick one itself
+// (its --port 0 means its default, 4567).
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// repoRoot walks up from the working directory (a test runs in its package's directory) to the
+// directory holding go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("find repository root: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("find repository root: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Client returns a DynamoDB client for endpoint with dummy static credentials, built without
+// reading the machine's AWS configuration, so a test can never reach real AWS.
+func Client(endpoint string) *dynamodb.Client {
+	return dynamodb.New(dynamodb.Options{
+		Region:       Region,
+		BaseEndpoint: aws.String(endpoint),
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "dynalite", SecretAccessKey: "dynalite", Source: "dynalitetest"}, nil
+		}),
+	})
+}
+
+var tableSeq atomic.Int64
+
+// TableName returns a table name no other test of this process uses, so every test can create its
+// own table in a shared dynalite.
+func TableName(t testing.TB) string {
+	t.Helper()
+	return fmt.Sprintf("verifier-test-%d-%d", os.Getpid(), tableSeq.Add(1))
+}
+
+// lockedBuffer collects dynalite's stderr for error messages while the process may still write.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.buf.Len() < 64<<10 {
+		b.buf.Write(p)
+	}
+	return len(p), nil
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,453 @@
+// Package dynamo is the store.Store of the Lambda deployment: one DynamoDB table shared by every
+// function, so the allowance, spent payments and histories are the same whichever function answers.
+//
+// The table has string keys pk and sk and the TTL attribute expires_at (epoch seconds):
+//
+//	allowance    pk CLIENT#<client>   sk ALLOWANCE#<day>          n (count), expires_at
+//	payment      pk PAYMENT#<id>      sk PAYMENT                  expires_at
+//	verification pk AGENT#<agent id>  sk V#<time>#<verification>  the record's fields
+//
+// Every write is one conditional UpdateItem or PutItem and never a transaction, so the design runs
+// on any DynamoDB-compatible server and each write is atomic on its own. DynamoDB deletes expired
+// items late (within days), so every read ignores an item whose expires_at has passed.
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/agent-output-verifier/verifier/pkg/store"
+	"github.com/agent-output-verifier/verifier/pkg/store/internal/storekey"
+)
+
+// Attribute names and key prefixes of the single-table layout (see the package comment).
+const (
+	attrPK         = "pk"
+	attrSK         = "sk"
+	attrExpiresAt  = "expires_at"
+	attrCount      = "n"
+	attrAgentID    = "agent_id"
+	attrVerifID    = "verification_id"
+	attrTaskID     = "task_id"
+	attrResult     = "result"
+	attrRatio      = "overall_ratio"
+	attrVerifiedAt = "verified_at"
+	attrPaid       = "paid"
+	attrCallerID   = "caller_id"
+
+	prefixClient    = "CLIENT#"
+	prefixAllowance = "ALLOWANCE#"
+	prefixPayment   = "PAYMENT#"
+	skPayment       = "PAYMENT"
+	prefixAgent     = "AGENT#"
+	prefixHistory   = "V#"
+	pingKey         = "PING"
+)
+
+// Store is the DynamoDB-backed store.Store. It is safe for concurrent use; it holds no state but
+// the client, the table name and the clock.
+type Store struct {
+	client *dynamodb.Client
+	table  string
+	now    func() time.Time
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Option adjusts a Store at New.
+type Option func(*Store)
+
+// WithClock replaces the wall clock used to decide whether items have expired, so tests can move
+// time instead of waiting for it.
+func WithClock(now func() time.Time) Option {
+	return func(s *Store) {
+		if now != nil {
+			s.now = now
+		}
+	}
+}
+
+// New returns a store on table, which must already exist with string keys pk and sk (template.yaml
+// creates it in production; the service never creates or alters tables).
+func New(client *dynamodb.Client, table string, opts ...Option) *Store {
+	s := &Store{client: client, table: table, now: time.Now}
+	for _, opt := range opts {
+		opt(s)
+	}
+	return s
+}
+
+func allowanceKey(client, day string) map[string]types.AttributeValue {
+	return key(prefixClient+client, prefixAllowance+day)
+}
+
+func paymentKey(id string) map[string]types.AttributeValue {
+	return key(prefixPayment+id, skPayment)
+}
+
+func key(pk, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		attrPK: &types.AttributeValueMemberS{Value: pk},
+		attrSK: &types.AttributeValueMemberS{Value: sk},
+	}
+}
+
+func number(n int64) *types.AttributeValueMemberN {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+func isConditionFailed(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	return errors.As(err, &ccf)
+}
+
+// ConsumeAllowance implements store.Store with one conditional UpdateItem: the ADD and the check
+// against the limit happen in one atomic step on the server, so concurrent callers can never take
+// more than limit between them.
+func (s *Store) ConsumeAllowance(ctx context.Context, client, day string, limit int, expires time.Time) (bool, int, error) {
+	if err := checkAllowanceArgs(client, day); err != nil {
+		return false, 0, fmt.Errorf("consume allowance: %w", err)
+	}
+	if limit <= 0 {
+		return false, 0, nil
+	}
+	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.table),
+		Key:                 allowanceKey(client, day),
+		UpdateExpression:    aws.String("ADD #n :one SET #exp = :exp"),
+		ConditionExpression: aws.String("attribute_not_exists(#n) OR #n < :limit"),
+		ExpressionAttributeNames: map[string]string{
+			"#n":   attrCount,
+			"#exp": attrExpiresAt,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":one":   number(1),
+			":limit": number(int64(limit)),
+			":exp":   number(expires.Unix()),
+		},
+		ReturnValues: types.ReturnValueUpdatedNew,
+	})
+	if isConditionFailed(err) {
+		return false, 0, nil
+	}
+	if err != nil {
+		return false, 0, fmt.Errorf("consume allowance: %w", err)
+	}
+	used, err := intAttr(out.Attributes, attrCount)
+	if err != nil {
+		return false, 0, fmt.Errorf("consume allowance: %w", err)
+	}
+	return true, storekey.Remaining(limit, int(used)), nil
+}
+
+// AllowanceUsed implements store.Store with a strongly consistent read, so a caller sees its own
+// calls at once.
+func (s *Store) AllowanceUsed(ctx context.Context, client, day string) (int, error) {
+	if err := checkAllowanceArgs(client, day); err != nil {
+		return 0, fmt.Errorf("read allowance: %w", err)
+	}
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      allowanceKey(client, day),
+		ConsistentRead:           aws.Bool(true),
+		ProjectionExpression:     aws.String("#n, #exp"),
+		ExpressionAttributeNames: map[string]string{"#n": attrCount, "#exp": attrExpiresAt},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read allowance: %w", err)
+	}
+	if out.Item == nil || s.expired(out.Item) {
+		return 0, nil
+	}
+	used, err := intAttr(out.Item, attrCount)
+	if err != nil {
+		return 0, fmt.Errorf("read allowance: %w", err)
+	}
+	return int(used), nil
+}
+
+// expired reports whether an item's expires_at has passed; an item without one never expires.
+func (s *Store) expired(item map[string]types.AttributeValue) bool {
+	if _, ok := item[attrExpiresAt]; !ok {
+		return false
+	}
+	exp, err := intAttr(item, attrExpiresAt)
+	return err == nil && storekey.Expired(exp, s.now())
+}
+
+func checkAllowanceArgs(client, day string) error {
+	if err := storekey.CheckID("client", client); err != nil {
+		return err
+	}
+	return storekey.CheckDay(day)
+}
+
+// ReservePayment implements store.Store with one conditional PutItem. The condition also accepts
+// an expired leftover of the same id, because DynamoDB's TTL deletes late and an expired
+// reservation must not block.
+func (s *Store) ReservePayment(ctx context.Context, id string, expires time.Time) error {
+	if err := storekey.CheckID("payment id", id); err != nil {
+		return fmt.Errorf("reserve payment: %w", err)
+	}
+	item := paymentKey(id)
+	item[attrExpiresAt] = number(expires.Unix())
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                 aws.String(s.table),
+		Item:                      item,
+		ConditionExpression:       aws.String("attribute_not_exists(#pk) OR #exp < :now"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#exp": attrExpiresAt},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":now": number(s.now().Unix())},
+	})
+	if isConditionFailed(err) {
+		return fmt.Errorf("reserve payment %s: %w", id, store.ErrPaymentReplayed)
+	}
+	if err != nil {
+		return fmt.Errorf("reserve payment %s: %w", id, err)
+	}
+	return nil
+}
+
+// RecordVerification implements store.Store with one PutItem that only writes a record not yet
+// there, so a retry neither duplicates nor rewrites it.
+func (s *Store) RecordVerification(ctx context.Context, v store.Verification) error {
+	if err := storekey.CheckVerification(v); err != nil {
+		return fmt.Errorf("record verification: %w", err)
+	}
+	item := key(prefixAgent+v.AgentID, prefixHistory+storekey.HistoryKey(v.VerifiedAt, v.VerificationID))
+	item[attrAgentID] = &types.AttributeValueMemberS{Value: v.AgentID}
+	item[attrVerifID] = &types.AttributeValueMemberS{Value: v.VerificationID}
+	item[attrResult] = &types.AttributeValueMemberS{Value: v.Result}
+	item[attrRatio] = &types.AttributeValueMemberN{Value: strconv.FormatFloat(v.OverallRatio, 'g', -1, 64)}
+	item[attrVerifiedAt] = &types.AttributeValueMemberS{Value: v.VerifiedAt.UTC().Format(time.RFC3339Nano)}
+	item[attrPaid] = &types.AttributeValueMemberBOOL{Value: v.Paid}
+	// Empty strings are left out rather than stored: older DynamoDB-compatible servers refuse them.
+	if v.TaskID != "" {
+		item[attrTaskID] = &types.AttributeValueMemberS{Value: v.TaskID}
+	}
+	if v.CallerID != "" {
+		item[attrCallerID] = &types.AttributeValueMemberS{Value: v.CallerID}
+	}
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                aws.String(s.table),
+		Item:                     item,
+		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+	})
+	if err != nil && !isConditionFailed(err) {
+		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
+	}
+	return nil
+}
+
+// History implements store.Store with a descending Query on the agent's partition. It asks for one
+// item more than the page, so next is "" exactly when nothing follows (DynamoDB's own
+// LastEvaluatedKey would announce one empty page too many).
+func (s *Store) History(ctx context.Context, agentID string, limit int, cursor string) ([]store.Verification, string, error) {
+	if err := storekey.CheckID("agent id", agentID); err != nil {
+		return nil, "", fmt.Errorf("read history: %w", err)
+	}
+	limit, err := storekey.PageLimit(limit)
+	if err != nil {
+		return nil, "", fmt.Errorf("read history: %w", err)
+	}
+	var start map[string]types.AttributeValue
+	if cursor != "" {
+		after, err := storekey.DecodeCursor(cursor)
+		if err != nil {
+			return nil, "", fmt.Errorf("read history: %w", err)
+		}
+		start = key(prefixAgent+agentID, prefixHistory+after)
+	}
+	var items []map[string]types.AttributeValue
+	for {
+		out, err := s.client.Query(ctx, &dynamodb.QueryInput{
+			TableName:                aws.String(s.table),
+			KeyConditionExpression:   aws.String("#pk = :pk AND begins_with(#sk, :v)"),
+			ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#sk": attrSK},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":pk": &types.AttributeValueMemberS{Value: prefixAgent + agentID},
+				":v":  &types.AttributeValueMemberS{Value: prefixHistory},
+			},
+			ScanIndexForward:  aws.Bool(false),
+			ConsistentRead:    aws.Bool(true),
+			Limit:             aws.Int32(int32(limit + 1 - len(items))),
+			ExclusiveStartKey: start,
+		})
+		if err != nil {
+			return nil, "", fmt.Errorf("read history: %w", err)
+		}
+		items = append(items, out.Items...)
+		// A query page also ends at 1 MB, before Limit; keep reading until the page is full.
+		if len(items) > limit || out.LastEvaluatedKey == nil {
+			break
+		}
+		start = out.LastEvaluatedKey
+	}
+	var next string
+	if len(items) > limit {
+		items = items[:limit]
+		sk, err := stringAttr(items[limit-1], attrSK)
+		if err != nil {
+			return nil, "", fmt.Errorf("read history: %w", err)
+		}
+		next = storekey.EncodeCursor(sk[len(prefixHistory):])
+	}
+	page := make([]store.Verification, 0, len(items))
+	for _, item := range items {
+		v, err := decodeVerification(item)
+		if err != nil {
+			return nil, "", fmt.Errorf("read history: %w", err)
+		}
+		page = append(page, v)
+	}
+	return page, next, nil
+}
+
+func decodeVerification(item map[string]types.AttributeValue) (store.Verification, error) {
+	var v store.Verification
+	var err error
+	if v.AgentID, err = stringAttr(item, attrAgentID); err != nil {
+		return v, err
+	}
+	if v.VerificationID, err = stringAttr(item, attrVerifID); err != nil {
+		return v, err
+	}
+	if v.Result, err = stringAttr(item, attrResult); err != nil {
+		return v, err
+	}
+	if _, ok := item[attrTaskID]; ok {
+		if v.TaskID, err = stringAttr(item, attrTaskID); err != nil {
+			return v, err
+		}
+	}
+	if _, ok := item[attrCallerID]; ok {
+		if v.CallerID, err = stringAttr(item, attrCallerID); err != nil {
+			return v, err
+		}
+	}
+	at, err := stringAttr(item, attrVerifiedAt)
+	if err != nil {
+		return v, err
+	}
+	if v.VerifiedAt, err = time.Parse(time.RFC3339Nano, at); err != nil {
+		return v, fmt.Errorf("attribute %s of %s: %w", attrVerifiedAt, v.VerificationID, err)
+	}
+	ratio, ok := item[attrRatio].(*types.AttributeValueMemberN)
+	if !ok {
+		return v, fmt.Errorf("attribute %s of %s is not a number", attrRatio, v.VerificationID)
+	}
+	if v.OverallRatio, err = strconv.ParseFloat(ratio.Value, 64); err != nil || math.IsInf(v.OverallRatio, 0) {
+		return v, fmt.Errorf("attribute %s of %s is not a finite number", attrRatio, v.VerificationID)
+	}
+	paid, ok := item[attrPaid].(*types.AttributeValueMemberBOOL)
+	if !ok {
+		return v, fmt.Errorf("attribute %s of %s is not a boolean", attrPaid, v.VerificationID)
+	}
+	v.Paid = paid.Value
+	return v, nil
+}
+
+func stringAttr(item map[string]types.AttributeValue, name string) (string, error) {
+	s, ok := item[name].(*types.AttributeValueMemberS)
+	if !ok {
+		return "", fmt.Errorf("attribute %s is missing or not a string", name)
+	}
+	return s.Value, nil
+}
+
+func intAttr(item map[string]types.AttributeValue, name string) (int64, error) {
+	n, ok := item[name].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, fmt.Errorf("attribute %s is missing or not a number", name)
+	}
+	v, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("attribute %s is not an integer: %w", name, err)
+	}
+	return v, nil
+}
+
+// Ping implements store.Store with a GetItem of a key that never exists: it needs only the read
+// permission the service already has, and proves the endpoint, credentials and table all work.
+func (s *Store) Ping(ctx context.Context) error {
+	_, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table),
+		Key:       key(pingKey, pingKey),
+	})
+	if err != nil {
+		return newPingError(ctx, err)
+	}
+	return nil
+}
+
+// PingError is what Ping returns: its message names only the kind of failure (an AWS error code,
+// "timeout" or "unreachable"), because SDK errors carry the endpoint URL and the table name, which
+// /health must not show. The full cause stays reachable with errors.Unwrap for the log.
+type PingError struct {
+	// Reason is the AWS error code (e.g. "ResourceNotFoundException"), "timeout" or "unreachable".
+	Reason string
+	cause  error
+}
+
+func newPingError(ctx context.Context, err error) *PingError {
+	var apiErr smithy.APIError
+	switch {
+	case errors.As(err, &apiErr):
+		return &PingError{Reason: apiErr.ErrorCode(), cause: err}
+	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
+		return &PingError{Reason: "timeout", cause: err}
+	default:
+		return &PingError{Reason: "unreachable", cause: err}
+	}
+}
+
+// Error returns the safe message.
+func (e *PingError) Error() string { return "ping dynamodb: " + e.Reason }
+
+// Unwrap returns the full cause, for logging only.
+func (e *PingError) Unwrap() error { return e.cause }
+
+// Close implements store.Store; the DynamoDB client holds nothing that needs releasing.
+func (s *Store) Close() error { return nil }
+
+// tableReadyTimeout bounds CreateTable's wait for the table to become ACTIVE.
+const tableReadyTimeout = 30 * time.Second
+
+// CreateTable creates table with the layout this package expects (string keys pk and sk,
+// on-demand billing) and waits until it is ACTIVE. It is FOR TESTS ONLY: in production the table
+// and its TTL setting come from template.yaml and the service never creates or alters tables. It
+// does not enable TTL, since dynalite has no TTL API and reads ignore expired items anyway.
+func CreateTable(ctx context.Context, client *dynamodb.Client, table string) error {
+	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String(table),
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String(attrPK), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(attrSK), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(attrSK), KeyType: types.KeyTypeRange},
+		},
+		BillingMode: types.BillingModePayPerRequest,
+	})
+	if err != nil {
+		return fmt.Errorf("create table %s: %w", table, err)
+	}
+	waiter := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay = 50 * time.Millisecond
+		o.MaxDelay = time.Second
+	})
+	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, tableReadyTimeout); err != nil {
+		return fmt.Errorf("create table %s: wait until active: %w", table, err)
+	}
+	return nil
+}

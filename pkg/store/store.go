@@ -1,0 +1,59 @@
+// Package store declares what the verifier persists and the errors its callers must tell apart.
+//
+// The service keeps four things: the per-client free allowance of each UTC day, the payments it has
+// already accepted (so one payment never buys two answers), and each agent's verification history.
+// Two adapters implement Store: store/bolt (one local file, for the local server) and store/dynamo
+// (one DynamoDB table, on Lambda). Both pass the one contract suite in store/storetest, so handlers
+// never need to know which one they talk to.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Store is everything the service persists.
+type Store interface {
+	// ConsumeAllowance atomically takes one free call for client on day (UTC "2006-01-02") if fewer
+	// than limit were taken; it returns whether one was granted and how many remain after this call.
+	// Never grants more than limit under any concurrency. The counter item expires (TTL) after its day.
+	ConsumeAllowance(ctx context.Context, client, day string, limit int, expires time.Time) (granted bool, remaining int, err error)
+	// AllowanceUsed reads how many calls client used on day (0 if none), for the 402 body's live state.
+	AllowanceUsed(ctx context.Context, client, day string) (int, error)
+	// ReservePayment records a payment id (EVM authorization nonce / Solana tx) once; a second
+	// reservation of the same id returns ErrPaymentReplayed. expires bounds how long the record is kept.
+	ReservePayment(ctx context.Context, id string, expires time.Time) error
+	// RecordVerification appends a delivered verification to the agent's history. Recording the same
+	// VerificationID for the same agent again changes nothing, so a retried write never counts twice.
+	RecordVerification(ctx context.Context, v Verification) error
+	// History returns the agent's verifications newest first, at most limit, continuing after cursor
+	// ("" = start); next is "" at the end. A limit above MaxHistoryPage is lowered to it.
+	History(ctx context.Context, agentID string, limit int, cursor string) (page []Verification, next string, err error)
+	// Ping checks the store answers (for /health), without leaking configuration in its error.
+	Ping(ctx context.Context) error
+	// Close releases the store's resources; the store must not be used afterwards.
+	Close() error
+}
+
+// ErrPaymentReplayed is returned (wrapped) by ReservePayment when the payment id was already
+// reserved and has not expired, so the payment layer can answer 402 payment_replayed before doing
+// any work.
+var ErrPaymentReplayed = errors.New("payment already used")
+
+// ErrBadCursor is returned (wrapped) by History when the cursor was not produced by History: the
+// caller sent garbage, which the HTTP layer answers with 422 rather than 500.
+var ErrBadCursor = errors.New("invalid history cursor")
+
+// MaxHistoryPage bounds one History page so that a single request can neither make the store read
+// an agent's whole history nor build an unbounded response.
+const MaxHistoryPage = 500
+
+// Verification is one recorded verification (SPEC §9 fields).
+type Verification struct {
+	AgentID, VerificationID, TaskID, Result string // Result "pass"|"fail"
+	OverallRatio                            float64
+	VerifiedAt                              time.Time
+	Paid                                    bool
+	CallerID                                string // salted SHA-256 of the client IP, never the IP
+}

@@ -1,0 +1,453 @@
+// Package storetest is the one contract every store.Store must pass. Each implementation's tests
+// call Run with a function that opens a fresh, empty store, so bolt and DynamoDB are held to exactly
+// the same behaviour: the handlers above them are written against this contract, not against either.
+package storetest
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agent-output-verifier/verifier/pkg/store"
+)
+
+// Run runs the contract against stores made by open. open must return a new, empty store each
+// time (it is called once per subtest, possibly in parallel) and arrange its own cleanup.
+func Run(t *testing.T, open func(t *testing.T) store.Store) {
+	t.Helper()
+	tests := []struct {
+		name string
+		run  func(t *testing.T, s store.Store)
+	}{
+		{"AllowanceConcurrentCap", testAllowanceConcurrentCap},
+		{"AllowanceSeparation", testAllowanceSeparation},
+		{"AllowanceZeroLimit", testAllowanceZeroLimit},
+		{"AllowanceBadArguments", testAllowanceBadArguments},
+		{"PaymentReservedOnce", testPaymentReservedOnce},
+		{"PaymentConcurrentReservation", testPaymentConcurrent},
+		{"PaymentExpiredReservationReused", testPaymentExpiredReused},
+		{"HistoryPagination", testHistoryPagination},
+		{"HistoryFieldsRoundTrip", testHistoryFields},
+		{"HistoryRecordIsIdempotent", testHistoryIdempotent},
+		{"HistoryUnknownAgent", testHistoryUnknownAgent},
+		{"HistoryBadCursor", testHistoryBadCursor},
+		{"HistoryBadLimit", testHistoryBadLimit},
+		{"RecordRejectsInvalid", testRecordRejectsInvalid},
+		{"Ping", testPing},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(t, open(t))
+		})
+	}
+}
+
+const (
+	day1 = "2025-03-01"
+	day2 = "2025-03-02"
+)
+
+// future is far enough ahead that nothing the suite writes expires while it runs.
+func future() time.Time { return time.Now().Add(48 * time.Hour) }
+
+func testAllowanceConcurrentCap(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	const limit, callers = 20, 50
+	type answer struct {
+		granted   bool
+		remaining int
+		err       error
+	}
+	answers := make([]answer, callers)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range callers {
+		wg.Go(func() {
+			<-start
+			g, r, err := s.ConsumeAllowance(ctx, "198.51.100.7", day1, limit, future())
+			answers[i] = answer{g, r, err}
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	var remainders []int
+	for i, a := range answers {
+		if a.err != nil {
+			t.Fatalf("caller %d: ConsumeAllowance: %v", i, a.err)
+		}
+		if a.granted {
+			remainders = append(remainders, a.remaining)
+		} else if a.remaining != 0 {
+			t.Errorf("caller %d: refused with remaining %d, want 0", i, a.remaining)
+		}
+	}
+	if got, want := len(remainders), limit; got != want {
+		t.Fatalf("granted %d of %d concurrent calls, want exactly %d", got, callers, want)
+	}
+	// Each grant saw a distinct count, so the remainders are exactly limit-1 down to 0.
+	slices.Sort(remainders)
+	for i, r := range remainders {
+		if r != i {
+			t.Fatalf("remaining values of the grants = %v, want 0..%d each once", remainders, limit-1)
+		}
+	}
+	if got, err := s.AllowanceUsed(ctx, "198.51.100.7", day1); err != nil || got != limit {
+		t.Fatalf("AllowanceUsed = %d, %v; want %d, nil", got, err, limit)
+	}
+	if g, r, err := s.ConsumeAllowance(ctx, "198.51.100.7", day1, limit, future()); err != nil || g || r != 0 {
+		t.Fatalf("call after the cap = %v, %d, %v; want false, 0, nil", g, r, err)
+	}
+}
+
+func testAllowanceSeparation(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	const limit = 2
+	steps := []struct {
+		client, day   string
+		wantGranted   bool
+		wantRemaining int
+	}{
+		{"client-a", day1, true, 1},
+		{"client-a", day1, true, 0},
+		{"client-a", day1, false, 0},
+		{"client-b", day1, true, 1}, // another client has its own allowance
+		{"client-a", day2, true, 1}, // a new day starts afresh
+		{"client-a", day1, false, 0},
+	}
+	for i, st := range steps {
+		g, r, err := s.ConsumeAllowance(ctx, st.client, st.day, limit, future())
+		if err != nil {
+			t.Fatalf("step %d: ConsumeAllowance(%s, %s): %v", i, st.client, st.day, err)
+		}
+		if g != st.wantGranted || r != st.wantRemaining {
+			t.Fatalf("step %d: ConsumeAllowance(%s, %s) = %v, %d; want %v, %d", i, st.client, st.day, g, r, st.wantGranted, st.wantRemaining)
+		}
+	}
+	used := []struct {
+		client, day string
+		want        int
+	}{
+		{"client-a", day1, 2},
+		{"client-a", day2, 1},
+		{"client-b", day1, 1},
+		{"client-b", day2, 0},
+		{"client-never-seen", day1, 0},
+	}
+	for _, u := range used {
+		got, err := s.AllowanceUsed(ctx, u.client, u.day)
+		if err != nil {
+			t.Fatalf("AllowanceUsed(%s, %s): %v", u.client, u.day, err)
+		}
+		if got != u.want {
+			t.Errorf("AllowanceUsed(%s, %s) = %d, want %d", u.client, u.day, got, u.want)
+		}
+	}
+}
+
+func testAllowanceZeroLimit(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	g, r, err := s.ConsumeAllowance(ctx, "client-z", day1, 0, future())
+	if err != nil || g || r != 0 {
+		t.Fatalf("ConsumeAllowance with limit 0 = %v, %d, %v; want false, 0, nil", g, r, err)
+	}
+	if got, err := s.AllowanceUsed(ctx, "client-z", day1); err != nil || got != 0 {
+		t.Fatalf("AllowanceUsed after a refused call = %d, %v; want 0, nil", got, err)
+	}
+}
+
+func testAllowanceBadArguments(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	cases := []struct{ name, client, day string }{
+		{"empty client", "", day1},
+		{"day not a date", "client-a", "yesterday"},
+		{"day out of range", "client-a", "2025-13-01"},
+		{"day with time", "client-a", "2025-03-01T00:00:00Z"},
+	}
+	for _, c := range cases {
+		if _, _, err := s.ConsumeAllowance(ctx, c.client, c.day, 5, future()); err == nil {
+			t.Errorf("ConsumeAllowance with %s: no error", c.name)
+		}
+		if _, err := s.AllowanceUsed(ctx, c.client, c.day); err == nil {
+			t.Errorf("AllowanceUsed with %s: no error", c.name)
+		}
+	}
+}
+
+func testPaymentReservedOnce(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	const id = "0x3b9aca00f1e2d3c4b5a6978812345678900abcdef0123456789abcdef0123456"
+	if err := s.ReservePayment(ctx, id, future()); err != nil {
+		t.Fatalf("first ReservePayment: %v", err)
+	}
+	if err := s.ReservePayment(ctx, id, future()); !errors.Is(err, store.ErrPaymentReplayed) {
+		t.Fatalf("second ReservePayment = %v, want ErrPaymentReplayed", err)
+	}
+	if err := s.ReservePayment(ctx, id+"-other", future()); err != nil {
+		t.Fatalf("ReservePayment of another id: %v", err)
+	}
+	if err := s.ReservePayment(ctx, "", future()); err == nil || errors.Is(err, store.ErrPaymentReplayed) {
+		t.Fatalf("ReservePayment of an empty id = %v, want a plain error", err)
+	}
+}
+
+func testPaymentConcurrent(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	const racers = 20
+	errs := make([]error, racers)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range racers {
+		wg.Go(func() {
+			<-start
+			errs[i] = s.ReservePayment(ctx, "5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW", future())
+		})
+	}
+	close(start)
+	wg.Wait()
+	won := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case errors.Is(err, store.ErrPaymentReplayed):
+		default:
+			t.Fatalf("racer %d: ReservePayment: %v", i, err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d of %d concurrent reservations of one payment won, want exactly 1", won, racers)
+	}
+}
+
+func testPaymentExpiredReused(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	const id = "nonce-expired"
+	if err := s.ReservePayment(ctx, id, time.Now().Add(-time.Hour)); err != nil {
+		t.Fatalf("ReservePayment with a past expiry: %v", err)
+	}
+	if err := s.ReservePayment(ctx, id, future()); err != nil {
+		t.Fatalf("ReservePayment over an expired reservation = %v, want nil", err)
+	}
+	if err := s.ReservePayment(ctx, id, future()); !errors.Is(err, store.ErrPaymentReplayed) {
+		t.Fatalf("ReservePayment over a live reservation = %v, want ErrPaymentReplayed", err)
+	}
+}
+
+// sampleHistory is agent's verifications in the order History must return them: newest first,
+// and for one instant the larger verification id first.
+func sampleHistory(agent string) []store.Verification {
+	base := time.Date(2025, 3, 1, 12, 0, 0, 123456789, time.UTC)
+	zone := time.FixedZone("UTC+2", 2*60*60)
+	at := []time.Time{
+		base.Add(3 * time.Hour).In(zone), // stored in UTC, compared with Equal
+		base.Add(2 * time.Hour),
+		base.Add(time.Hour + time.Nanosecond),
+		base.Add(time.Hour), // the next two share an instant
+		base.Add(time.Hour),
+		base,
+		base.Add(-400 * 24 * time.Hour),
+	}
+	ids := []string{"v-7", "v-6", "v-5", "v-4b", "v-4a", "v-2", "v-1"}
+	out := make([]store.Verification, len(at))
+	for i := range at {
+		out[i] = store.Verification{
+			AgentID:        agent,
+			VerificationID: ids[i],
+			TaskID:         fmt.Sprintf("task-%d", i%3),
+			Result:         []string{"pass", "fail"}[i%2],
+			OverallRatio:   float64(i) / 7,
+			VerifiedAt:     at[i],
+			Paid:           i%3 == 0,
+			CallerID:       fmt.Sprintf("%064x", i),
+		}
+	}
+	return out
+}
+
+// recordShuffled records vs in an order unrelated to the expected one, so the store's ordering is
+// what is tested.
+func recordShuffled(t *testing.T, s store.Store, vs []store.Verification) {
+	t.Helper()
+	for _, i := range []int{3, 0, 6, 1, 5, 2, 4} {
+		if i >= len(vs) {
+			continue
+		}
+		if err := s.RecordVerification(context.Background(), vs[i]); err != nil {
+			t.Fatalf("RecordVerification(%s): %v", vs[i].VerificationID, err)
+		}
+	}
+}
+
+func ids(vs []store.Verification) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.VerificationID
+	}
+	return out
+}
+
+func testHistoryPagination(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	want := sampleHistory("agent-paged")
+	recordShuffled(t, s, want)
+	recordShuffled(t, s, sampleHistory("agent-other")) // must not leak into agent-paged's pages
+
+	for _, limit := range []int{1, 2, 3, 6, 7, 8, 100} {
+		t.Run(fmt.Sprintf("limit%d", limit), func(t *testing.T) {
+			var got []store.Verification
+			cursor := ""
+			for pages := 0; ; pages++ {
+				if pages > len(want)+1 {
+					t.Fatalf("pagination did not end after %d pages", pages)
+				}
+				page, next, err := s.History(ctx, "agent-paged", limit, cursor)
+				if err != nil {
+					t.Fatalf("History(limit %d, page %d): %v", limit, pages, err)
+				}
+				if len(page) > limit {
+					t.Fatalf("page %d has %d items, limit %d", pages, len(page), limit)
+				}
+				got = append(got, page...)
+				if next == "" {
+					break
+				}
+				if len(page) != limit {
+					t.Fatalf("page %d has %d items and a next cursor; only the last page may be short", pages, len(page))
+				}
+				cursor = next
+			}
+			if !slices.Equal(ids(got), ids(want)) {
+				t.Fatalf("history through cursors = %v, want %v", ids(got), ids(want))
+			}
+			for _, v := range got {
+				if v.AgentID != "agent-paged" {
+					t.Fatalf("history of agent-paged holds a record of %q", v.AgentID)
+				}
+			}
+		})
+	}
+}
+
+func testHistoryFields(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	want := sampleHistory("agent-fields")
+	// Optional fields left empty must come back empty.
+	want[1].TaskID, want[1].CallerID = "", ""
+	want[2].OverallRatio = 1
+	want[3].OverallRatio = 0
+	recordShuffled(t, s, want)
+	got, next, err := s.History(ctx, "agent-fields", len(want), "")
+	if err != nil {
+		t.Fatalf("History: %v", err)
+	}
+	if next != "" {
+		t.Errorf("History of every record: next = %q, want \"\"", next)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("History returned %d records, want %d", len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if !g.VerifiedAt.Equal(w.VerifiedAt) {
+			t.Errorf("record %d: VerifiedAt = %v, want %v", i, g.VerifiedAt, w.VerifiedAt)
+		}
+		g.VerifiedAt, w.VerifiedAt = time.Time{}, time.Time{}
+		if g != w {
+			t.Errorf("record %d = %+v, want %+v", i, g, w)
+		}
+	}
+}
+
+func testHistoryIdempotent(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	v := sampleHistory("agent-twice")[0]
+	for range 3 {
+		if err := s.RecordVerification(ctx, v); err != nil {
+			t.Fatalf("RecordVerification: %v", err)
+		}
+	}
+	got, _, err := s.History(ctx, "agent-twice", 10, "")
+	if err != nil {
+		t.Fatalf("History: %v", err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("recording one verification three times left %d records, want 1", len(got))
+	}
+}
+
+func testHistoryUnknownAgent(t *testing.T, s store.Store) {
+	recordShuffled(t, s, sampleHistory("agent-known"))
+	page, next, err := s.History(context.Background(), "agent-unknown", 10, "")
+	if err != nil || len(page) != 0 || next != "" {
+		t.Fatalf("History of an unknown agent = %d records, next %q, %v; want none, \"\", nil", len(page), next, err)
+	}
+}
+
+func testHistoryBadCursor(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	recordShuffled(t, s, sampleHistory("agent-cursor"))
+	b64 := base64.RawURLEncoding.EncodeToString
+	cursors := []struct{ name, cursor string }{
+		{"not base64", "%%%not-a-cursor%%%"},
+		{"padded standard base64", "aGVsbG8="},
+		{"random text", b64([]byte("hello"))},
+		{"time without id", b64([]byte("2025-03-01T12:00:00.000000000Z#"))},
+		{"bad time", b64([]byte("2025-02-30T12:00:00.000000000Z#v-1"))},
+		{"short time", b64([]byte("2025-03-01T12:00:00Z#v-1"))},
+		{"wrong separator", b64([]byte("2025-03-01T12:00:00.000000000Z/v-1"))},
+	}
+	for _, c := range cursors {
+		page, next, err := s.History(ctx, "agent-cursor", 3, c.cursor)
+		if !errors.Is(err, store.ErrBadCursor) {
+			t.Errorf("History with cursor %s = %d records, next %q, %v; want ErrBadCursor", c.name, len(page), next, err)
+		}
+	}
+}
+
+func testHistoryBadLimit(t *testing.T, s store.Store) {
+	for _, limit := range []int{0, -1} {
+		if _, _, err := s.History(context.Background(), "agent-limit", limit, ""); err == nil || errors.Is(err, store.ErrBadCursor) {
+			t.Errorf("History with limit %d = %v, want a plain error", limit, err)
+		}
+	}
+	if _, _, err := s.History(context.Background(), "", 10, ""); err == nil {
+		t.Errorf("History of an empty agent id: no error")
+	}
+}
+
+func testRecordRejectsInvalid(t *testing.T, s store.Store) {
+	valid := sampleHistory("agent-invalid")[0]
+	cases := []struct {
+		name   string
+		mutate func(*store.Verification)
+	}{
+		{"empty agent id", func(v *store.Verification) { v.AgentID = "" }},
+		{"empty verification id", func(v *store.Verification) { v.VerificationID = "" }},
+		{"unknown result", func(v *store.Verification) { v.Result = "maybe" }},
+		{"zero time", func(v *store.Verification) { v.VerifiedAt = time.Time{} }},
+	}
+	for _, c := range cases {
+		v := valid
+		c.mutate(&v)
+		if err := s.RecordVerification(context.Background(), v); err == nil {
+			t.Errorf("RecordVerification with %s: no error", c.name)
+		}
+	}
+	page, _, err := s.History(context.Background(), "agent-invalid", 10, "")
+	if err != nil || len(page) != 0 {
+		t.Fatalf("History after refused records = %d records, %v; want none", len(page), err)
+	}
+}
+
+func testPing(t *testing.T, s store.Store) {
+	if err := s.Ping(context.Background()); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+}

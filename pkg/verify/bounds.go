@@ -1,0 +1,82 @@
+package verify
+
+import "encoding/json"
+
+// boundsCheck is the check name of every bound (SPEC §4.3).
+const boundsCheck = "bounds:range"
+
+// EvaluateBounds runs the numeric ranges in order against submitted_output (SPEC §4.4): every
+// value a bound's path resolves to is one check, passing when it is a number within [min, max]
+// (inclusive, compared exactly as written). A path that resolves to nothing is one failed check,
+// or none when if_present, so that a typo in a path can never pass silently.
+func EvaluateBounds(output any, bounds []Bound) Tally {
+	var t Tally
+	ev := evaluator{root: output}
+	for i := range bounds {
+		ev.bound(&bounds[i], &t)
+	}
+	return t
+}
+
+func (ev *evaluator) bound(b *Bound, t *Tally) {
+	values, at, found := resolveSteps(b.Path.Steps, ev.root, true)
+	if !found {
+		if !b.IfPresent {
+			t.Fail(Failure{Check: boundsCheck, Path: b.Path.Display(), Field: b.Path.Raw, Expected: boundExpected(b),
+				Found: "field not found", Detail: shorten(b.Path.Raw) + " was not found"})
+		}
+		return
+	}
+	// The limits are parsed into ev.target (min) and ev.total (max) once per bound.
+	for _, lim := range []struct {
+		lit  *json.Number
+		into *decimal
+		name string
+	}{{b.Min, &ev.target, "minimum"}, {b.Max, &ev.total, "maximum"}} {
+		if lim.lit == nil {
+			continue
+		}
+		if err := parseDecimal(string(*lim.lit), lim.into); err != nil {
+			t.Fail(Failure{Check: boundsCheck, Path: b.Path.Display(), Field: b.Path.Raw, Expected: boundExpected(b),
+				Found: "an unusable " + lim.name, Detail: "the bound's " + lim.name + " " + shorten(string(*lim.lit)) + " " + err.Error()})
+			return
+		}
+	}
+	width := countAll(b.Path.Steps)
+	for i, v := range values {
+		n, ok := v.(json.Number)
+		var err error
+		if ok {
+			err = parseDecimal(string(n), &ev.x)
+		}
+		var detail string
+		switch {
+		case !ok || err != nil:
+			detail = notNumberDetail(formatSteps(b.Path.Steps, at[i*width:(i+1)*width]), v, err)
+		case b.Min != nil && ev.c.cmp(&ev.x, &ev.target) < 0:
+			detail = describe(v) + " is below the minimum " + shorten(string(*b.Min))
+		case b.Max != nil && ev.c.cmp(&ev.x, &ev.total) > 0:
+			detail = describe(v) + " is above the maximum " + shorten(string(*b.Max))
+		default:
+			t.Pass()
+			continue
+		}
+		loc := formatSteps(b.Path.Steps, at[i*width:(i+1)*width])
+		t.Fail(Failure{Check: boundsCheck, Path: displayRaw(loc), Field: b.Path.Raw, Expected: boundExpected(b),
+			Found: describe(v), Detail: detail})
+	}
+}
+
+// boundExpected says what a bound wants: "a number between 0 and 100", "a number >= 0" or
+// "a number <= 100".
+func boundExpected(b *Bound) string {
+	switch {
+	case b.Min != nil && b.Max != nil:
+		return "a number between " + shorten(string(*b.Min)) + " and " + shorten(string(*b.Max))
+	case b.Min != nil:
+		return "a number >= " + shorten(string(*b.Min))
+	case b.Max != nil:
+		return "a number <= " + shorten(string(*b.Max))
+	}
+	return "a number"
+}

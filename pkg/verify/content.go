@@ -1,0 +1,319 @@
+package verify
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// The content check names of SPEC §4.5 that this file decides.
+const (
+	checkEmptyString   = "content:empty_string"
+	checkPlaceholder   = "content:placeholder"
+	checkInexactNumber = "content:inexact_number"
+)
+
+// CheckContent runs the content checks of SPEC §4.5 that need no schema over submitted_output.
+// Every string is one check, failing as "content:empty_string" when empty or whitespace-only,
+// else as "content:placeholder" when it is placeholder text (see placeholders); one check per
+// string, named by what failed. Numbers whose literal does not survive IEEE-754 double precision
+// (see inexactNumber) are "content:inexact_number": when strict, every number is one counted
+// check; when not, numbers are not counted and each inexact one is returned in info, because
+// RFC 8785 hashes it rounded and the caller should know the output_hash cannot tell it apart.
+// Failures come in document order with object members sorted by name.
+func CheckContent(output any, strict bool) (t Tally, info []Failure) {
+	// Nearly every output is clean: count it without building paths or sorting keys, and walk
+	// again in order only when something is to be reported.
+	checks := 0
+	if !scanContent(output, strict, &checks) {
+		return Tally{Total: checks, Passed: checks}, nil
+	}
+	w := contentWalker{strict: strict}
+	w.walk(output)
+	return w.t, w.info
+}
+
+// scanContent counts the checks under v and reports whether any would fail or any number is
+// inexact. It stops counting at the first problem.
+func scanContent(v any, strict bool, checks *int) (problem bool) {
+	switch x := v.(type) {
+	case string:
+		*checks++
+		check, _ := stringProblem(x)
+		return check != ""
+	case json.Number:
+		if strict {
+			*checks++
+		}
+		inexact, _ := inexactNumber(string(x))
+		return inexact
+	case []any:
+		for _, e := range x {
+			if scanContent(e, strict, checks) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if scanContent(e, strict, checks) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// contentWalker visits the output in order, keeping the path to the current value as steps.
+type contentWalker struct {
+	strict bool
+	at     []Step
+	t      Tally
+	info   []Failure
+}
+
+func (w *contentWalker) walk(v any) {
+	switch x := v.(type) {
+	case string:
+		check, detail := stringProblem(x)
+		if check == "" {
+			w.t.Pass()
+			return
+		}
+		expected := "a non-empty string"
+		if check == checkPlaceholder {
+			expected = "real content, not placeholder text"
+		}
+		w.t.Fail(w.failure(check, expected, describe(x), detail))
+	case json.Number:
+		inexact, becomes := inexactNumber(string(x))
+		switch {
+		case inexact:
+			f := w.failure(checkInexactNumber, "a number that IEEE-754 double precision holds exactly", describe(x),
+				describe(x)+" does not survive IEEE-754 double precision: it reads as "+becomes+
+					", so its output_hash cannot tell it from that number")
+			if w.strict {
+				w.t.Fail(f)
+			} else {
+				w.info = append(w.info, f)
+			}
+		case w.strict:
+			w.t.Pass()
+		}
+	case []any:
+		for i, e := range x {
+			w.at = append(w.at, Step{Kind: StepIndex, Index: i})
+			w.walk(e)
+			w.at = w.at[:len(w.at)-1]
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			w.at = append(w.at, Step{Kind: StepKey, Key: k})
+			w.walk(x[k])
+			w.at = w.at[:len(w.at)-1]
+		}
+	}
+}
+
+// failure names the current location: Path "$.line_items[0].sku", Field "line_items[0].sku" (""
+// for the root, which reports show as "$").
+func (w *contentWalker) failure(check, expected, found, detail string) Failure {
+	raw := formatSteps(w.at, nil)
+	return Failure{Check: check, Path: displayRaw(raw), Field: raw, Expected: expected, Found: found, Detail: detail}
+}
+
+// stringProblem returns the check a string fails and why, or "" when it passes.
+func stringProblem(s string) (check, detail string) {
+	t := strings.TrimSpace(s)
+	switch {
+	case s == "":
+		return checkEmptyString, "the string is empty"
+	case t == "":
+		return checkEmptyString, "the string is only whitespace"
+	}
+	if why := placeholderKind(t); why != "" {
+		return checkPlaceholder, "the string is placeholder text (" + why + ")"
+	}
+	return "", ""
+}
+
+// placeholders is the one list of what content checks call placeholder text (SPEC §4.5). It aims
+// at text an agent left unfinished, never at real values, so every rule needs the whole string,
+// or an unmistakable marking, to match. Matching ignores case and the whitespace around the string:
+//
+//   - Whole: the string is one of these words, optionally wrapped in one pair of (), [] or <>
+//     and followed by '.', '!', ':' or '…' ("TBD", "(TBD)", "FIXME!"). "N/A", "none" and "-" are
+//     not placeholders: they are how forms say "not applicable".
+//   - Marked: the string starts with one of these words followed by ':' ("TODO: write summary");
+//     "To do list for Monday" and "Todo app" pass.
+//   - Anywhere: the string contains one of these ("Lorem ipsum dolor sit amet").
+//   - Angle brackets: the whole string is <...> around a name: it starts with a letter and holds
+//     no '<', '>', '@', '/', '=', '"' or ':' ("<customer name>"; "<john@example.com>",
+//     "<https://example.com>" and "a < b > c" pass).
+//   - Template fields: the string contains {{name}} where name is 1–64 letters, digits, '_', '.',
+//     '-' or spaces ("Dear {{ customer.name }}"): an unfilled template field.
+//   - Bracketed prompts: the string contains [ followed by one of BracketLeads as a whole word,
+//     closed by ] that does not open a Markdown link ("Dear [Your Name],", "[insert date]";
+//     "[your account](https://…)" and "[1]" pass).
+//   - "... here" prompts: the whole string ends with the word "here" and either starts with one of
+//     HereLeads ("Insert text here", "Type here"), or ends with "goes here" ("Description goes
+//     here"), or is "your" plus one or two words plus "here" ("Your name here"; "Your order ships
+//     from here" passes).
+var placeholders = struct {
+	Whole, Marked, Anywhere, BracketLeads, HereLeads []string
+}{
+	Whole:        []string{"todo", "tbd", "tbc", "tba", "fixme", "xxx", "placeholder", "changeme", "change me"},
+	Marked:       []string{"todo", "fixme", "tbd", "xxx"},
+	Anywhere:     []string{"lorem ipsum"},
+	BracketLeads: []string{"insert", "placeholder", "your", "enter", "fill in", "todo", "tbd"},
+	HereLeads:    []string{"insert", "enter", "type", "put", "write", "paste"},
+}
+
+// placeholderKind applies the rules of placeholders to t (trimmed, not empty) and names the rule
+// that matched, or returns "".
+func placeholderKind(t string) string {
+	if u := strings.TrimRight(t, ".!:… "); len(u) <= 24 {
+		if len(u) >= 2 {
+			switch a, z := u[0], u[len(u)-1]; {
+			case a == '(' && z == ')', a == '[' && z == ']', a == '<' && z == '>':
+				u = strings.TrimSpace(u[1 : len(u)-1])
+			}
+		}
+		for _, w := range placeholders.Whole {
+			if strings.EqualFold(u, w) {
+				return "a placeholder word"
+			}
+		}
+	}
+	for _, m := range placeholders.Marked {
+		if len(t) > len(m) && strings.EqualFold(t[:len(m)], m) && strings.HasPrefix(strings.TrimLeft(t[len(m):], " \t"), ":") {
+			return "a " + strings.ToUpper(m) + " marker"
+		}
+	}
+	for _, a := range placeholders.Anywhere {
+		if containsFold(t, a) {
+			return a + " filler"
+		}
+	}
+	switch {
+	case angleName(t):
+		return "a <...> placeholder"
+	case templateField(t):
+		return "an unfilled {{...}} template field"
+	case bracketPrompt(t):
+		return "a [...] placeholder"
+	case herePrompt(t):
+		return `a "... here" prompt`
+	}
+	return ""
+}
+
+// containsFold reports whether s contains sub (ASCII, lower case) ignoring case.
+func containsFold(s, sub string) bool {
+	first := sub[0]
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i]|0x20 == first && strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasPrefixWord reports whether s starts with word (ignoring case) followed by a non-letter or
+// the end.
+func hasPrefixWord(s, word string) bool {
+	if len(s) < len(word) || !strings.EqualFold(s[:len(word)], word) {
+		return false
+	}
+	if len(s) == len(word) {
+		return true
+	}
+	r, _ := utf8.DecodeRuneInString(s[len(word):])
+	return !unicode.IsLetter(r)
+}
+
+func angleName(t string) bool {
+	if len(t) < 3 || t[0] != '<' || t[len(t)-1] != '>' {
+		return false
+	}
+	inner := strings.TrimSpace(t[1 : len(t)-1])
+	r, _ := utf8.DecodeRuneInString(inner)
+	return unicode.IsLetter(r) && !strings.ContainsAny(inner, `<>@/=":`)
+}
+
+func templateField(t string) bool {
+	rest := t
+	for {
+		j := strings.Index(rest, "}}")
+		if j < 0 {
+			return false
+		}
+		if i := strings.LastIndex(rest[:j], "{{"); i >= 0 {
+			if name := strings.TrimSpace(rest[i+2 : j]); name != "" && len(name) <= 64 && templateName(name) {
+				return true
+			}
+		}
+		rest = rest[j+2:]
+	}
+}
+
+func templateName(s string) bool {
+	for _, r := range s {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("_.- ", r) {
+			return false
+		}
+	}
+	return true
+}
+
+func bracketPrompt(t string) bool {
+	closeAt := -1 // the first ']' at or after the current '[', found once per stretch
+	for i := 0; i < len(t); i++ {
+		if t[i] != '[' {
+			continue
+		}
+		inner := strings.TrimLeft(t[i+1:], " ")
+		lead := false
+		for _, w := range placeholders.BracketLeads {
+			if hasPrefixWord(inner, w) {
+				lead = true
+				break
+			}
+		}
+		if !lead {
+			continue
+		}
+		if closeAt < i {
+			j := strings.IndexByte(t[i:], ']')
+			if j < 0 {
+				return false
+			}
+			closeAt = i + j
+		}
+		if closeAt+1 >= len(t) || t[closeAt+1] != '(' {
+			return true
+		}
+	}
+	return false
+}
+
+func herePrompt(t string) bool {
+	u := strings.TrimRight(t, ".!:… ")
+	if len(u) < 5 || !strings.EqualFold(u[len(u)-4:], "here") {
+		return false
+	}
+	words := strings.Fields(u)
+	if len(words) < 2 || !strings.EqualFold(words[len(words)-1], "here") {
+		return false
+	}
+	for _, w := range placeholders.HereLeads {
+		if strings.EqualFold(words[0], w) {
+			return true
+		}
+	}
+	n := len(words)
+	return (n >= 3 && strings.EqualFold(words[n-2], "goes")) ||
+		(strings.EqualFold(words[0], "your") && n >= 3 && n <= 4)
+}

@@ -1,0 +1,471 @@
+package verify
+
+import (
+	"cmp"
+	"errors"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+)
+
+// This file is the one place where JSON number literals are read. Rules compare and add the
+// literals exactly as sent (SPEC §4.3: `1000000000.10 + 0.20` equals `1000000000.30`), so nothing
+// here goes through float64 except the check of whether a literal survives float64 at all.
+
+const (
+	// maxDecimalExponent bounds the magnitude of a number the rules compute with: its leading
+	// digit must sit within 10^±400. Every finite float64 (and the request decoder accepts no
+	// other) lies well inside, while a hostile `1e-999999999` would need a coefficient of a
+	// billion digits to line up with an ordinary number.
+	maxDecimalExponent = 400
+	// maxDecimalDigits bounds the significant digits of a number the rules compute with. Far
+	// beyond any real amount, and it keeps parsing linear (big.Int parses decimal in quadratic
+	// time).
+	maxDecimalDigits = 1000
+	// maxExponentLiteral is where reading an exponent stops: anything larger is already far past
+	// maxDecimalExponent and must not overflow an int.
+	maxExponentLiteral = 100_000_000
+	// maxToleranceScale is the largest power of ten a tolerance may need as its denominator to be
+	// held as a decimal; a finer tolerance is compared as a big.Rat instead.
+	maxToleranceScale = 2 * (maxDecimalExponent + maxDecimalDigits)
+)
+
+// Why a literal cannot be computed with. The texts complete "number 1e-999 ..." in messages.
+var (
+	errNotNumber    = errors.New("is not a JSON number")
+	errExponent     = errors.New("has an exponent beyond ±400, too far to compute exactly")
+	errManyDigits   = errors.New("has more than 1000 significant digits, too many to compute exactly")
+	errNotTolerance = errors.New("tolerance is not a finite decimal")
+)
+
+// numParts is a number literal taken apart without arithmetic: its value is
+// (-1)^neg × (hi+lo) × 10^exp, where the digit string hi+lo has no leading or trailing zeros
+// (empty for zero, which is never negative). hi comes from the integer part, lo from the fraction.
+type numParts struct {
+	neg    bool
+	hi, lo string
+	exp    int
+	huge   bool // the literal's exponent is too large to hold; exp is meaningless
+}
+
+// digits is how many significant digits the number has.
+func (p numParts) digits() int { return len(p.hi) + len(p.lo) }
+
+// digit returns the i-th significant digit.
+func (p numParts) digit(i int) byte {
+	if i < len(p.hi) {
+		return p.hi[i]
+	}
+	return p.lo[i-len(p.hi)]
+}
+
+// isZero tells whether the number is zero.
+func (p numParts) isZero() bool { return p.hi == "" && p.lo == "" && !p.huge }
+
+// check says whether the number is small enough to compute with (see maxDecimalExponent).
+func (p numParts) check() error {
+	switch {
+	case p.isZero():
+		return nil
+	case p.huge:
+		return errExponent
+	case p.digits() > maxDecimalDigits:
+		return errManyDigits
+	}
+	if adj := p.exp + p.digits() - 1; adj > maxDecimalExponent || adj < -maxDecimalExponent {
+		return errExponent
+	}
+	return nil
+}
+
+// splitNumber takes a literal apart following the JSON number grammar exactly; ok is false for
+// anything else. It does not allocate.
+func splitNumber(s string) (p numParts, ok bool) {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		p.neg = true
+		i++
+	}
+	intStart := i
+	for i < len(s) && isDecimalDigit(s[i]) {
+		i++
+	}
+	intEnd := i
+	if intEnd == intStart || (s[intStart] == '0' && intEnd-intStart > 1) {
+		return numParts{}, false
+	}
+	fracStart, fracEnd := i, i
+	if i < len(s) && s[i] == '.' {
+		i++
+		fracStart = i
+		for i < len(s) && isDecimalDigit(s[i]) {
+			i++
+		}
+		fracEnd = i
+		if fracEnd == fracStart {
+			return numParts{}, false
+		}
+	}
+	exp := 0
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		expNeg := false
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			expNeg = s[i] == '-'
+			i++
+		}
+		start := i
+		for i < len(s) && isDecimalDigit(s[i]) {
+			if exp < maxExponentLiteral {
+				exp = exp*10 + int(s[i]-'0')
+			} else {
+				p.huge = true
+			}
+			i++
+		}
+		if i == start {
+			return numParts{}, false
+		}
+		if expNeg {
+			exp = -exp
+		}
+	}
+	if i != len(s) {
+		return numParts{}, false
+	}
+	hi := strings.TrimLeft(s[intStart:intEnd], "0")
+	frac := s[fracStart:fracEnd]
+	lo := frac
+	if hi == "" {
+		lo = strings.TrimLeft(frac, "0")
+	}
+	exp -= len(frac)
+	if t := strings.TrimRight(lo, "0"); len(t) < len(lo) {
+		exp += len(lo) - len(t)
+		lo = t
+	}
+	if lo == "" {
+		t := strings.TrimRight(hi, "0")
+		exp += len(hi) - len(t)
+		hi = t
+	}
+	p.hi, p.lo, p.exp = hi, lo, exp
+	if hi == "" && lo == "" {
+		return numParts{}, true // zero, whatever its sign or exponent
+	}
+	return p, true
+}
+
+func isDecimalDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// decimal is an exact number: coef × 10^exp. The zero value is 0.
+type decimal struct {
+	coef big.Int
+	exp  int
+}
+
+// parseDecimal reads a literal into d exactly, or says why it will not compute with it. This is
+// the one entry point from json.Number to arithmetic.
+func parseDecimal(lit string, d *decimal) error {
+	p, ok := splitNumber(lit)
+	if !ok {
+		return errNotNumber
+	}
+	if err := p.check(); err != nil {
+		return err
+	}
+	d.exp = p.exp
+	if n := p.digits(); n <= 18 {
+		var u uint64
+		for i := 0; i < n; i++ {
+			u = u*10 + uint64(p.digit(i)-'0')
+		}
+		d.coef.SetUint64(u)
+	} else {
+		d.coef.SetString(p.hi+p.lo, 10)
+	}
+	if p.neg {
+		d.coef.Neg(&d.coef)
+	}
+	return nil
+}
+
+// integerLiteral tells whether a literal is written as an integer (no fraction, no exponent), the
+// way Python's json module decides between int and float; the seed's sums are printed by that rule.
+func integerLiteral(lit string) bool { return !strings.ContainsAny(lit, ".eE") }
+
+// pow10s holds 10^0 … 10^63, the alignments ordinary amounts need.
+var pow10s = func() (t [64]*big.Int) {
+	ten := big.NewInt(10)
+	t[0] = big.NewInt(1)
+	for i := 1; i < len(t); i++ {
+		t[i] = new(big.Int).Mul(t[i-1], ten)
+	}
+	return t
+}()
+
+// pow10 returns 10^k (k ≥ 0). The result is shared and must not be modified.
+func pow10(k int) *big.Int {
+	if k < len(pow10s) {
+		return pow10s[k]
+	}
+	return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(k)), nil)
+}
+
+// calc does decimal arithmetic with one scratch integer, so that a rule evaluated over many values
+// allocates only while its numbers grow.
+type calc struct{ tmp big.Int }
+
+// add sets z = x + y. z may be x or y.
+func (c *calc) add(z, x, y *decimal) { c.combine(z, x, y, false) }
+
+// sub sets z = x − y. z may be x or y.
+func (c *calc) sub(z, x, y *decimal) { c.combine(z, x, y, true) }
+
+func (c *calc) combine(z, x, y *decimal, minus bool) {
+	op := (*big.Int).Add
+	if minus {
+		op = (*big.Int).Sub
+	}
+	switch {
+	case x.exp == y.exp:
+		op(&z.coef, &x.coef, &y.coef)
+		z.exp = x.exp
+	case x.exp > y.exp:
+		c.tmp.Mul(&x.coef, pow10(x.exp-y.exp))
+		op(&z.coef, &c.tmp, &y.coef)
+		z.exp = y.exp
+	default:
+		c.tmp.Mul(&y.coef, pow10(y.exp-x.exp))
+		op(&z.coef, &x.coef, &c.tmp)
+		z.exp = x.exp
+	}
+}
+
+// cmp compares x and y: -1, 0 or +1.
+func (c *calc) cmp(x, y *decimal) int {
+	switch {
+	case x.exp == y.exp:
+		return x.coef.Cmp(&y.coef)
+	case x.coef.Sign() != y.coef.Sign():
+		return cmp.Compare(x.coef.Sign(), y.coef.Sign())
+	case x.exp > y.exp:
+		c.tmp.Mul(&x.coef, pow10(x.exp-y.exp))
+		return c.tmp.Cmp(&y.coef)
+	default:
+		c.tmp.Mul(&y.coef, pow10(y.exp-x.exp))
+		return x.coef.Cmp(&c.tmp)
+	}
+}
+
+// rat is d as a big.Rat, for the rare comparison with a tolerance that is not a decimal.
+func (d *decimal) rat() *big.Rat {
+	num := new(big.Int).Set(&d.coef)
+	den := big.NewInt(1)
+	if d.exp >= 0 {
+		num.Mul(num, pow10(d.exp))
+	} else {
+		den.Set(pow10(-d.exp))
+	}
+	return new(big.Rat).SetFrac(num, den)
+}
+
+// tolerance is a rule's tolerance prepared once per rule: as a decimal when it is one (every
+// tolerance decoded from a JSON literal is), else kept as the rational it is.
+type tolerance struct {
+	d     decimal
+	r     *big.Rat
+	exact bool // d holds the tolerance
+}
+
+// newTolerance prepares r (nil means the default, SPEC §4.3).
+func newTolerance(r *big.Rat) *tolerance {
+	if r == nil {
+		r = defaultToleranceRat
+	}
+	t := &tolerance{r: r}
+	if d, err := ratDecimal(r); err == nil {
+		t.d.coef.Set(&d.coef)
+		t.d.exp = d.exp
+		t.exact = true
+	}
+	return t
+}
+
+// ratDecimal writes r as coef × 10^-k when its denominator divides a power of ten of manageable
+// size.
+func ratDecimal(r *big.Rat) (*decimal, error) {
+	den := new(big.Int).Set(r.Denom())
+	twos := int(den.TrailingZeroBits())
+	den.Rsh(den, uint(twos))
+	fives := 0
+	five := big.NewInt(5)
+	var q, m big.Int
+	for den.Cmp(big.NewInt(1)) != 0 && fives <= maxToleranceScale {
+		q.QuoRem(den, five, &m)
+		if m.Sign() != 0 {
+			return nil, errNotTolerance
+		}
+		den.Set(&q)
+		fives++
+	}
+	k := max(twos, fives)
+	if den.Cmp(big.NewInt(1)) != 0 || k > maxToleranceScale {
+		return nil, errNotTolerance
+	}
+	d := &decimal{exp: -k}
+	d.coef.Mul(r.Num(), pow10(k))
+	d.coef.Quo(&d.coef, r.Denom())
+	return d, nil
+}
+
+// within tells whether |diff| ≤ t. It may change diff's sign.
+func (c *calc) within(diff *decimal, t *tolerance) bool {
+	diff.coef.Abs(&diff.coef)
+	if t.exact {
+		return c.cmp(diff, &t.d) <= 0
+	}
+	return diff.rat().Cmp(t.r) <= 0
+}
+
+// defaultToleranceRat is DefaultTolerance as a number, to tell when messages may leave the
+// tolerance unsaid.
+var defaultToleranceRat, _ = new(big.Rat).SetString(DefaultTolerance)
+
+// isDefault tells whether the tolerance is the default one, which messages leave unsaid.
+func (t *tolerance) isDefault() bool { return t.r.Cmp(defaultToleranceRat) == 0 }
+
+// pyString formats d the way the seed's messages show numbers, which is how Python prints what
+// its json module decoded: intLike (every operand was an integer literal) prints all digits of
+// the integer ("130"); otherwise the repr of a float, but with exact digits: at least one
+// fractional digit ("130.0", "129.5"), and exponent notation when the decimal point would sit more
+// than 16 places right or 4 places left of the first digit ("1e+16", "1.5e-05").
+func (d *decimal) pyString(intLike bool) string {
+	digits := d.coef.String()
+	neg := strings.HasPrefix(digits, "-")
+	digits = strings.TrimPrefix(digits, "-")
+	exp := d.exp
+	if t := strings.TrimRight(digits, "0"); t != "" {
+		exp += len(digits) - len(t)
+		digits = t
+	} else {
+		digits, exp, neg = "0", 0, false
+	}
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	if digits == "0" {
+		if intLike {
+			return "0"
+		}
+		return "0.0"
+	}
+	if intLike && exp >= 0 {
+		b.WriteString(digits)
+		b.WriteString(strings.Repeat("0", exp))
+		return b.String()
+	}
+	decpt := len(digits) + exp // the decimal point sits after this many digits
+	switch {
+	case decpt > 16 || decpt <= -4:
+		b.WriteByte(digits[0])
+		if len(digits) > 1 {
+			b.WriteByte('.')
+			b.WriteString(digits[1:])
+		}
+		e := decpt - 1
+		b.WriteByte('e')
+		if e < 0 {
+			b.WriteByte('-')
+			e = -e
+		} else {
+			b.WriteByte('+')
+		}
+		if e < 10 {
+			b.WriteByte('0')
+		}
+		b.WriteString(strconv.Itoa(e))
+	case decpt <= 0:
+		b.WriteString("0.")
+		b.WriteString(strings.Repeat("0", -decpt))
+		b.WriteString(digits)
+	case decpt < len(digits):
+		b.WriteString(digits[:decpt])
+		b.WriteByte('.')
+		b.WriteString(digits[decpt:])
+	default:
+		b.WriteString(digits)
+		b.WriteString(strings.Repeat("0", decpt-len(digits)))
+		b.WriteString(".0")
+	}
+	return b.String()
+}
+
+// appendNumberKey appends the canonical form of a number literal for equality (exists_in,
+// unique): equal exact values give equal keys (1, 1.0, 1e0 and 10e-1 all give "#1e0;"). A literal
+// whose exponent does not fit is keyed by its own text.
+func appendNumberKey(b []byte, lit string) []byte {
+	p, ok := splitNumber(lit)
+	if !ok || p.huge {
+		b = append(b, "#?"...)
+		b = append(b, lit...)
+		return append(b, ';')
+	}
+	b = append(b, '#')
+	if p.neg {
+		b = append(b, '-')
+	}
+	b = append(b, p.hi...)
+	b = append(b, p.lo...)
+	b = append(b, 'e')
+	b = strconv.AppendInt(b, int64(p.exp), 10)
+	return append(b, ';')
+}
+
+// inexactNumber tells whether a literal does not survive IEEE-754 double precision, and if so what
+// it becomes. The rule: parse the literal to the nearest float64, write that float64 in its
+// shortest round-trip form (as RFC 8785 serializes it), and compare the exact decimal values of
+// the two. They differ for 9007199254740993 (→ 9007199254740992), for more than 17 significant
+// digits, and for values that underflow (1e-400 → 0); they agree for 0.1 (→ 0.1) and 1.0 (→ 1),
+// whose hashes are faithful even though 0.1 is not exactly a binary fraction.
+func inexactNumber(lit string) (inexact bool, becomes string) {
+	p, ok := splitNumber(lit)
+	if !ok || p.isZero() {
+		return false, ""
+	}
+	// Up to 15 significant digits survive in the normal range (DBL_DIG), which covers nearly
+	// every real number without parsing a float.
+	if adj := p.exp + p.digits() - 1; !p.huge && p.digits() <= 15 && adj >= -300 && adj <= 300 {
+		return false, ""
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return false, ""
+	}
+	q, ok := splitNumber(strconv.FormatFloat(f, 'e', -1, 64))
+	if ok && !p.huge && q.neg == p.neg && q.exp == p.exp && q.digits() == p.digits() {
+		same := true
+		for i := 0; i < p.digits() && same; i++ {
+			same = p.digit(i) == q.digit(i)
+		}
+		if same {
+			return false, ""
+		}
+	}
+	return true, esNumber(f)
+}
+
+// esNumber writes f as ECMAScript (and so RFC 8785) does, for messages.
+func esNumber(f float64) string {
+	if a := math.Abs(f); a == 0 || (a >= 1e-7 && a < 1e21) {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	s := strconv.FormatFloat(f, 'e', -1, 64)
+	// Go pads the exponent to two digits ("1e-07"); ECMAScript does not ("1e-7").
+	if i := strings.IndexByte(s, 'e'); i >= 0 && len(s) > i+3 && s[i+2] == '0' {
+		s = s[:i+2] + s[i+3:]
+	}
+	return s
+}

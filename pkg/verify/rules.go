@@ -1,0 +1,647 @@
+package verify
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// EvaluateRules runs the cross-field rules in order against submitted_output and returns their
+// tally (SPEC §4.3): sum_equals and unique count one check per rule, gte, lte and exists_in one per
+// value tested, and a rule skipped by if_present counts nothing. Numbers are compared exactly as
+// written, so a report never passes or fails an amount because of float rounding.
+func EvaluateRules(output any, rules []Rule) Tally {
+	var t Tally
+	ev := evaluator{root: output}
+	for i := range rules {
+		ev.rule(&rules[i], &t)
+	}
+	return t
+}
+
+// evaluator holds what evaluating rules and bounds over one output reuses: the output, decimal
+// scratch space and a buffer for equality keys.
+type evaluator struct {
+	root             any
+	c                calc
+	x, target, total decimal
+	diff             decimal
+	key              []byte
+}
+
+// ruleCheck is the check name of a rule type ("consistency:<type>").
+func ruleCheck(t RuleType) string {
+	switch t {
+	case SumEquals:
+		return "consistency:sum_equals"
+	case Gte:
+		return "consistency:gte"
+	case Lte:
+		return "consistency:lte"
+	case ExistsIn:
+		return "consistency:exists_in"
+	case Unique:
+		return "consistency:unique"
+	}
+	return "consistency:" + shorten(string(t))
+}
+
+func (ev *evaluator) rule(r *Rule, t *Tally) {
+	switch r.Type {
+	case SumEquals:
+		ev.sumEquals(r, t)
+	case Gte, Lte:
+		ev.compare(r, t)
+	case ExistsIn:
+		ev.existsIn(r, t)
+	case Unique:
+		ev.unique(r, t)
+	default:
+		t.Fail(ev.ruleFailure(r, r.Field.Display(), "a known rule type", "rule type "+quoteShort(string(r.Type)),
+			"the rule type is not one this verifier knows"))
+	}
+}
+
+// ruleFailure builds a failure of rule r; Field is always the rule's own field, so every failure
+// of one rule is filed under the path the caller wrote, while path says where to repair.
+func (ev *evaluator) ruleFailure(r *Rule, path, expected, found, detail string) Failure {
+	return Failure{Check: ruleCheck(r.Type), Path: path, Field: r.Field.Raw, Expected: expected, Found: found, Detail: detail}
+}
+
+// notFound is the one failing check of a rule whose field or operand field resolves to nothing.
+func (ev *evaluator) notFound(r *Rule, p Path, expected string) Failure {
+	return ev.ruleFailure(r, p.Display(), expected, "field not found", shorten(p.Raw)+" was not found")
+}
+
+// noOperand guards against a rule that reached evaluation without its operand (the decoder
+// rejects those); it fails rather than passes.
+func (ev *evaluator) noOperand(r *Rule, t *Tally) {
+	t.Fail(ev.ruleFailure(r, r.Field.Display(), "a rule with its operand", "no operand", "the rule has no operand to compare with"))
+}
+
+// sumEquals: the numbers at field add up to the target within the tolerance. One check.
+func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
+	values, found := r.Field.Resolve(ev.root)
+	if !found {
+		if !r.IfPresent {
+			t.Fail(ev.notFound(r, r.Field, "a sum of the values at "+shorten(r.Field.Raw)))
+		}
+		return
+	}
+	var lit, label string
+	switch {
+	case r.EqualsField != nil:
+		ef := *r.EqualsField
+		tv, found := ef.Resolve(ev.root)
+		if !found {
+			if !r.IfPresent {
+				t.Fail(ev.notFound(r, ef, "a sum equal to "+shorten(ef.Raw)))
+			}
+			return
+		}
+		if len(tv) != 1 {
+			t.Fail(ev.ruleFailure(r, ef.Display(), "exactly one number at "+shorten(ef.Raw), strconv.Itoa(len(tv))+" values",
+				"equals_field "+shorten(ef.Raw)+" resolves to "+strconv.Itoa(len(tv))+" values, not one number"))
+			return
+		}
+		n, ok := tv[0].(json.Number)
+		if !ok {
+			t.Fail(ev.ruleFailure(r, ef.Display(), "a number at "+shorten(ef.Raw), describe(tv[0]),
+				shorten(ef.Raw)+" is "+describe(tv[0])+", not a number"))
+			return
+		}
+		lit, label = string(n), shorten(ef.Raw)+" ("+shorten(string(n))+")"
+	case r.Equals != nil:
+		lit = string(*r.Equals)
+		label = shorten(lit)
+	default:
+		ev.noOperand(r, t)
+		return
+	}
+	if err := parseDecimal(lit, &ev.target); err != nil {
+		t.Fail(ev.ruleFailure(r, r.Field.Display(), "a number to compare the sum with", "number "+shorten(lit),
+			"the target number "+shorten(lit)+" "+err.Error()))
+		return
+	}
+	ev.total.coef.SetInt64(0)
+	ev.total.exp = 0
+	intLike := true
+	for i, v := range values {
+		n, ok := v.(json.Number)
+		var err error
+		if ok {
+			err = parseDecimal(string(n), &ev.x)
+		}
+		if !ok || err != nil {
+			loc := locate(r.Field.Steps, ev.root, i)
+			t.Fail(ev.ruleFailure(r, displayRaw(loc), "a number to add up", describe(v), notNumberDetail(loc, v, err)))
+			return
+		}
+		intLike = intLike && integerLiteral(string(n))
+		ev.c.add(&ev.total, &ev.total, &ev.x)
+	}
+	tol := newTolerance(r.Tolerance)
+	ev.c.sub(&ev.diff, &ev.total, &ev.target)
+	if ev.c.within(&ev.diff, tol) {
+		t.Pass()
+		return
+	}
+	sum := shorten(ev.total.pyString(intLike))
+	within := ""
+	if !tol.isDefault() {
+		within = " within " + toleranceText(r)
+	}
+	t.Fail(ev.ruleFailure(r, r.Field.Display(), "a sum equal to "+label+within, "sum "+sum,
+		"values sum to "+sum+", expected "+label+within))
+}
+
+// compare: gte and lte, one check per value of field. The operand is value, a single number at
+// other_field, or, when field and other_field share their `[]` prefix, the operand of the same
+// element (see elementwisePrefix).
+func (ev *evaluator) compare(r *Rule, t *Tally) {
+	values, at, found := resolveSteps(r.Field.Steps, ev.root, true)
+	if !found {
+		if !r.IfPresent {
+			t.Fail(ev.notFound(r, r.Field, "numbers at "+shorten(r.Field.Raw)))
+		}
+		return
+	}
+	tol := newTolerance(r.Tolerance)
+	width := countAll(r.Field.Steps)
+	switch {
+	case r.Value != nil:
+		lit := string(*r.Value)
+		if err := parseDecimal(lit, &ev.target); err != nil {
+			t.Fail(ev.ruleFailure(r, r.Field.Display(), "a number to compare with", "number "+shorten(lit),
+				"the rule's value "+shorten(lit)+" "+err.Error()))
+			return
+		}
+		for i, v := range values {
+			ev.compareOne(r, t, tol, v, where{steps: r.Field.Steps, at: at[i*width : (i+1)*width]}, operand{lit: lit})
+		}
+	case r.OtherField != nil:
+		other := *r.OtherField
+		ovals, found := other.Resolve(ev.root)
+		if !found {
+			if !r.IfPresent {
+				t.Fail(ev.notFound(r, other, "a number at "+shorten(other.Raw)))
+			}
+			return
+		}
+		if n := elementwisePrefix(r.Field, other); n > 0 {
+			ev.compareElementwise(r, t, tol, other, n)
+			return
+		}
+		if len(ovals) != 1 {
+			t.Fail(ev.ruleFailure(r, other.Display(), "exactly one number at "+shorten(other.Raw), strconv.Itoa(len(ovals))+" values",
+				"other_field "+shorten(other.Raw)+" resolves to "+strconv.Itoa(len(ovals))+
+					" values; it must be one number, or share field's [] prefix to compare element by element"))
+			return
+		}
+		n, ok := ovals[0].(json.Number)
+		var err error
+		if ok {
+			err = parseDecimal(string(n), &ev.target)
+		}
+		if !ok || err != nil {
+			t.Fail(ev.ruleFailure(r, other.Display(), "a number at "+shorten(other.Raw), describe(ovals[0]),
+				notNumberDetail(other.Raw, ovals[0], err)))
+			return
+		}
+		for i, v := range values {
+			ev.compareOne(r, t, tol, v, where{steps: r.Field.Steps, at: at[i*width : (i+1)*width]},
+				operand{lit: string(n), at: where{steps: other.Steps}})
+		}
+	default:
+		ev.noOperand(r, t)
+	}
+}
+
+// compareElementwise compares, for each element the shared prefix selects, the values of field
+// under it with the one value of other_field under it.
+func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other Path, n int) {
+	prefix := r.Field.Steps[:n]
+	rest, orest := r.Field.Steps[n:], other.Steps[n:]
+	elems, eat, _ := resolveSteps(prefix, ev.root, true)
+	pw, rw := countAll(prefix), countAll(rest)
+	for i, e := range elems {
+		eAt := eat[i*pw : (i+1)*pw]
+		opAt := where{steps: other.Steps, at: eAt}
+		ov, _ := resolveOne(orest, e) // found: other_field as a whole resolved
+		n, ok := ov.(json.Number)
+		var err error
+		if ok {
+			err = parseDecimal(string(n), &ev.target)
+		}
+		if rw == 0 {
+			v, _ := resolveOne(rest, e)
+			ev.compareElement(r, t, tol, v, where{steps: r.Field.Steps, at: eAt}, ov, opAt, ok && err == nil, err)
+			continue
+		}
+		vals, vat, _ := resolveSteps(rest, e, true)
+		for j, v := range vals {
+			w := where{steps: r.Field.Steps, at: eAt, more: vat[j*rw : (j+1)*rw]}
+			ev.compareElement(r, t, tol, v, w, ov, opAt, ok && err == nil, err)
+		}
+	}
+}
+
+// compareElement is one element-wise check; a non-number operand fails the check and names it.
+func (ev *evaluator) compareElement(r *Rule, t *Tally, tol *tolerance, v any, w where, ov any, opAt where, opOK bool, opErr error) {
+	if opOK {
+		ev.compareOne(r, t, tol, v, w, operand{lit: string(ov.(json.Number)), at: opAt, elementwise: true})
+		return
+	}
+	loc := opAt.raw()
+	t.Fail(ev.ruleFailure(r, displayRaw(loc), "a number at "+shorten(loc)+" to compare "+shorten(w.raw())+" with",
+		describe(ov), notNumberDetail(loc, ov, opErr)))
+}
+
+// operand is what a gte or lte value is compared with (already parsed into ev.target): a literal,
+// and where it came from when it came from other_field.
+type operand struct {
+	lit         string
+	at          where // empty steps for a `value` operand
+	elementwise bool  // name the operand's concrete element
+}
+
+// label shows the operand in messages: "10", "limit (10)", "items[2].start (10)".
+func (o operand) label() string {
+	switch {
+	case len(o.at.steps) == 0:
+		return shorten(o.lit)
+	case o.elementwise:
+		return shorten(o.at.raw()) + " (" + shorten(o.lit) + ")"
+	}
+	return shorten(formatSteps(o.at.steps, nil)) + " (" + shorten(o.lit) + ")"
+}
+
+// compareOne checks v against ev.target: gte passes when v ≥ target − tolerance, lte when
+// v ≤ target + tolerance.
+func (ev *evaluator) compareOne(r *Rule, t *Tally, tol *tolerance, v any, w where, op operand) {
+	gte := r.Type == Gte
+	n, ok := v.(json.Number)
+	var err error
+	if ok {
+		err = parseDecimal(string(n), &ev.x)
+	}
+	if ok && err == nil {
+		if gte {
+			ev.c.sub(&ev.diff, &ev.target, &ev.x) // how far v falls short
+		} else {
+			ev.c.sub(&ev.diff, &ev.x, &ev.target) // how far v goes over
+		}
+		if ev.diff.coef.Sign() <= 0 || ev.c.within(&ev.diff, tol) {
+			t.Pass()
+			return
+		}
+	}
+	rel, word := ">=", "less than"
+	if !gte {
+		rel, word = "<=", "greater than"
+	}
+	expected := "a number " + rel + " " + op.label()
+	if !tol.isDefault() {
+		expected += " (tolerance " + toleranceText(r) + ")"
+	}
+	loc := w.raw()
+	if !ok || err != nil {
+		t.Fail(ev.ruleFailure(r, displayRaw(loc), expected, describe(v), notNumberDetail(loc, v, err)))
+		return
+	}
+	t.Fail(ev.ruleFailure(r, displayRaw(loc), expected, describe(v), describe(v)+" is "+word+" "+op.label()))
+}
+
+// existsIn: each value of field occurs among the operand values (canonical JSON equality). One
+// check per value.
+func (ev *evaluator) existsIn(r *Rule, t *Tally) {
+	values, at, found := resolveSteps(r.Field.Steps, ev.root, true)
+	if !found {
+		if !r.IfPresent {
+			t.Fail(ev.notFound(r, r.Field, "values at "+shorten(r.Field.Raw)))
+		}
+		return
+	}
+	var set []any
+	var expected, missing string
+	switch {
+	case r.InField != nil:
+		in := *r.InField
+		var found bool
+		if set, found = in.Resolve(ev.root); !found {
+			if !r.IfPresent {
+				t.Fail(ev.notFound(r, in, "values at "+shorten(in.Raw)))
+			}
+			return
+		}
+		expected, missing = "a value that occurs in "+shorten(in.Raw), " does not occur in "+shorten(in.Raw)
+	case r.Values != nil:
+		set = r.Values
+		expected, missing = "one of "+preview(set), " is not one of "+preview(set)
+	default:
+		ev.noOperand(r, t)
+		return
+	}
+	members := newValueSet(len(set))
+	for i, v := range set {
+		ev.remember(members, v, i)
+	}
+	width := countAll(r.Field.Steps)
+	for i, v := range values {
+		if _, ok := ev.find(members, v); ok {
+			t.Pass()
+			continue
+		}
+		loc := formatSteps(r.Field.Steps, at[i*width:(i+1)*width])
+		t.Fail(ev.ruleFailure(r, displayRaw(loc), expected, describe(v), describe(v)+missing))
+	}
+}
+
+// unique: no two values of field are equal (canonical JSON equality). One check per rule; the
+// failure names the first value that repeats an earlier one.
+func (ev *evaluator) unique(r *Rule, t *Tally) {
+	values, found := r.Field.Resolve(ev.root)
+	if !found {
+		if !r.IfPresent {
+			t.Fail(ev.notFound(r, r.Field, "distinct values at "+shorten(r.Field.Raw)))
+		}
+		return
+	}
+	seen := newValueSet(len(values))
+	repeats, first, again := 0, -1, -1
+	for i, v := range values {
+		if j, ok := ev.find(seen, v); ok {
+			if repeats == 0 {
+				first, again = j, i
+			}
+			repeats++
+			continue
+		}
+		ev.remember(seen, v, i)
+	}
+	if repeats == 0 {
+		t.Pass()
+		return
+	}
+	_, at, _ := resolveSteps(r.Field.Steps, ev.root, true)
+	w := countAll(r.Field.Steps)
+	locA := formatSteps(r.Field.Steps, at[first*w:(first+1)*w])
+	locB := formatSteps(r.Field.Steps, at[again*w:(again+1)*w])
+	detail := "values are not unique: " + shorten(locB) + " repeats " + shorten(locA) + " (" + describe(values[again]) + ")"
+	if repeats > 1 {
+		detail += "; " + strconv.Itoa(repeats-1) + " more value(s) repeat earlier ones"
+	}
+	t.Fail(ev.ruleFailure(r, r.Field.Display(), "no two values equal", "duplicate "+describe(values[again]), detail))
+}
+
+// valueSet holds values by canonical JSON equality, remembering the position each was first
+// seen at. Strings, the common case, are keyed by themselves so that adding them allocates
+// nothing; every other value by its canonical key (see appendKey).
+type valueSet struct {
+	strs  map[string]int
+	other map[string]int
+}
+
+func newValueSet(n int) *valueSet { return &valueSet{strs: make(map[string]int, n)} }
+
+// remember adds v, first seen at position i.
+func (ev *evaluator) remember(s *valueSet, v any, i int) {
+	if str, ok := v.(string); ok {
+		s.strs[str] = i
+		return
+	}
+	if s.other == nil {
+		s.other = make(map[string]int)
+	}
+	ev.key = appendKey(ev.key[:0], v)
+	s.other[string(ev.key)] = i
+}
+
+// find says where a value equal to v was first seen, if it was.
+func (ev *evaluator) find(s *valueSet, v any) (int, bool) {
+	if str, ok := v.(string); ok {
+		i, ok := s.strs[str]
+		return i, ok
+	}
+	ev.key = appendKey(ev.key[:0], v)
+	i, ok := s.other[string(ev.key)]
+	return i, ok
+}
+
+// appendKey appends the canonical key of a JSON value: two values have the same key exactly when
+// they are equal as JSON (numbers by exact decimal value, so 1 equals 1.0; objects by content,
+// whatever the member order; arrays element by element). The encoding is prefix-free, so keys of
+// nested values cannot run into each other.
+func appendKey(b []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return append(b, 'n')
+	case bool:
+		if x {
+			return append(b, 't')
+		}
+		return append(b, 'f')
+	case string:
+		return strconv.AppendQuote(b, x)
+	case json.Number:
+		return appendNumberKey(b, string(x))
+	case []any:
+		b = append(b, '[')
+		for _, e := range x {
+			b = appendKey(b, e)
+			b = append(b, ',')
+		}
+		return append(b, ']')
+	case map[string]any:
+		b = append(b, '{')
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			b = strconv.AppendQuote(b, k)
+			b = append(b, ':')
+			b = appendKey(b, x[k])
+			b = append(b, ',')
+		}
+		return append(b, '}')
+	}
+	return append(b, '?')
+}
+
+// where is the concrete location of one value: the rule's steps with the indices its `[]` steps
+// took (at, then more for `[]` steps past an element-wise prefix). It is turned into text only
+// when a check fails.
+type where struct {
+	steps    []Step
+	at, more []int
+}
+
+func (w where) raw() string {
+	if len(w.more) == 0 {
+		return formatSteps(w.steps, w.at)
+	}
+	return formatSteps(w.steps, append(slices.Clip(w.at), w.more...))
+}
+
+// locate names the i-th value steps select under root ("line_items[1].line_total"). It resolves
+// again, so it is for failures only.
+func locate(steps []Step, root any, i int) string {
+	_, at, _ := resolveSteps(steps, root, true)
+	w := countAll(steps)
+	return formatSteps(steps, at[i*w:(i+1)*w])
+}
+
+// notNumberDetail says why the value at loc cannot be used as a number: it is not one, or it is
+// one too large to compute with (err from parseDecimal).
+func notNumberDetail(loc string, v any, err error) string {
+	if _, ok := v.(json.Number); ok && err != nil {
+		return shorten(loc) + " is " + describe(v) + ", which " + err.Error()
+	}
+	return shorten(loc) + " is " + describe(v) + ", not a number"
+}
+
+// toleranceText shows a rule's tolerance as the caller wrote it.
+func toleranceText(r *Rule) string {
+	if r.ToleranceLiteral != "" {
+		return shorten(string(r.ToleranceLiteral))
+	}
+	if r.Tolerance == nil {
+		return DefaultTolerance
+	}
+	return shorten(r.Tolerance.RatString())
+}
+
+// shorten cuts a caller's value to at most FoundMaxChars characters, the last of them "…" when
+// anything was cut. Every piece of caller data a message shows goes through it, so that a report
+// never becomes a copy of the output it judges.
+func shorten(s string) string {
+	if len(s) <= FoundMaxChars {
+		return s
+	}
+	n, cut := 0, 0
+	for i := range s {
+		switch n {
+		case FoundMaxChars - 1:
+			cut = i
+		case FoundMaxChars:
+			return s[:cut] + "…"
+		}
+		n++
+	}
+	return s
+}
+
+// quoteShort shows a string as a JSON string literal, shortened.
+func quoteShort(s string) string {
+	if len(s) > 4*FoundMaxChars {
+		s = s[:4*FoundMaxChars] // only the start can be shown; quoting the rest would be wasted
+	}
+	return shorten(string(appendJSONQuote(nil, s)))
+}
+
+// describe says what a value is, for Found texts: `string "abc"`, `number 12`, `null`,
+// `boolean true`, `array [1,2]`, `object {"a":1}`, the value part shortened.
+func describe(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		if x {
+			return "boolean true"
+		}
+		return "boolean false"
+	case string:
+		return "string " + quoteShort(x)
+	case json.Number:
+		return "number " + shorten(string(x))
+	case []any:
+		return "array " + preview(x)
+	case map[string]any:
+		return "object " + preview(x)
+	}
+	return "a value of an unexpected kind"
+}
+
+// preview writes a value as compact JSON (object members sorted), shortened; it stops writing once
+// nothing more could be shown.
+func preview(v any) string {
+	p := previewWriter{limit: 4 * FoundMaxChars}
+	p.value(v)
+	return shorten(string(p.b))
+}
+
+type previewWriter struct {
+	b     []byte
+	limit int
+}
+
+func (p *previewWriter) value(v any) {
+	if len(p.b) > p.limit {
+		return
+	}
+	switch x := v.(type) {
+	case nil:
+		p.b = append(p.b, "null"...)
+	case bool:
+		p.b = strconv.AppendBool(p.b, x)
+	case string:
+		if len(x) > p.limit {
+			x = x[:p.limit]
+		}
+		p.b = appendJSONQuote(p.b, x)
+	case json.Number:
+		p.b = append(p.b, x...)
+	case []any:
+		p.b = append(p.b, '[')
+		for i, e := range x {
+			if len(p.b) > p.limit {
+				return
+			}
+			if i > 0 {
+				p.b = append(p.b, ',')
+			}
+			p.value(e)
+		}
+		p.b = append(p.b, ']')
+	case map[string]any:
+		p.b = append(p.b, '{')
+		for i, k := range slices.Sorted(maps.Keys(x)) {
+			if len(p.b) > p.limit {
+				return
+			}
+			if i > 0 {
+				p.b = append(p.b, ',')
+			}
+			if len(k) > p.limit {
+				k = k[:p.limit]
+			}
+			p.b = appendJSONQuote(p.b, k)
+			p.b = append(p.b, ':')
+			p.value(x[k])
+		}
+		p.b = append(p.b, '}')
+	}
+}
+
+// appendJSONQuote appends s as a JSON string literal (the form callers sent it in), escaping
+// quotes, backslashes and control characters; invalid UTF-8 shows as U+FFFD.
+func appendJSONQuote(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b = append(b, '\\', byte(r))
+		case r == '\n':
+			b = append(b, '\\', 'n')
+		case r == '\r':
+			b = append(b, '\\', 'r')
+		case r == '\t':
+			b = append(b, '\\', 't')
+		case r < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf])
+		default:
+			b = utf8.AppendRune(b, r)
+		}
+	}
+	return append(b, '"')
+}

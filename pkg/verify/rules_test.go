@@ -1,0 +1,491 @@
+package verify
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// integrityCase is one case of testdata/rules/*.json: an output, rules or bounds written as a
+// request would carry them, and the tally they must produce. A failure in want is compared on
+// the fields it sets.
+type integrityCase struct {
+	Name   string      `json:"name"`
+	Output any         `json:"output"`
+	Rules  []jsonRule  `json:"rules"`
+	Bounds []jsonBound `json:"bounds"`
+	Want   struct {
+		Total    int       `json:"total"`
+		Passed   int       `json:"passed"`
+		Failures []Failure `json:"failures"`
+	} `json:"want"`
+}
+
+type jsonRule struct {
+	Type        string       `json:"type"`
+	Field       string       `json:"field"`
+	EqualsField *string      `json:"equals_field"`
+	Equals      *json.Number `json:"equals"`
+	OtherField  *string      `json:"other_field"`
+	Value       *json.Number `json:"value"`
+	InField     *string      `json:"in_field"`
+	Values      []any        `json:"values"`
+	Tolerance   *json.Number `json:"tolerance"`
+	IfPresent   bool         `json:"if_present"`
+}
+
+type jsonBound struct {
+	Path      string       `json:"path"`
+	Min       *json.Number `json:"min"`
+	Max       *json.Number `json:"max"`
+	IfPresent bool         `json:"if_present"`
+}
+
+// decodeJSON decodes with json.Number, as the request decoder hands values to the engine.
+func decodeJSON(t testing.TB, data []byte, v any) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustPath(t testing.TB, s string) Path {
+	t.Helper()
+	p, err := ParsePath(s)
+	if err != nil {
+		t.Fatalf("ParsePath(%q): %v", s, err)
+	}
+	return p
+}
+
+func optPath(t testing.TB, s *string) *Path {
+	if s == nil {
+		return nil
+	}
+	p := mustPath(t, *s)
+	return &p
+}
+
+// toRule builds the Rule the request decoder would build.
+func (j jsonRule) toRule(t testing.TB) Rule {
+	r := Rule{
+		Type: RuleType(j.Type), Field: mustPath(t, j.Field), EqualsField: optPath(t, j.EqualsField),
+		Equals: j.Equals, OtherField: optPath(t, j.OtherField), Value: j.Value, InField: optPath(t, j.InField),
+		Values: j.Values, IfPresent: j.IfPresent, ToleranceLiteral: DefaultTolerance,
+	}
+	if j.Tolerance != nil {
+		r.ToleranceLiteral = *j.Tolerance
+	}
+	tol, ok := new(big.Rat).SetString(string(r.ToleranceLiteral))
+	if !ok {
+		t.Fatalf("tolerance %q", r.ToleranceLiteral)
+	}
+	r.Tolerance = tol
+	return r
+}
+
+func loadIntegrityCases(t *testing.T, name string) []integrityCase {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "rules", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []integrityCase
+	decodeJSON(t, data, &cases)
+	return cases
+}
+
+// checkTally compares a tally with a case's want, failure fields only where want sets them.
+func checkTally(t *testing.T, got Tally, c integrityCase) {
+	t.Helper()
+	if got.Total != c.Want.Total || got.Passed != c.Want.Passed || len(got.Failures) != c.Want.Total-c.Want.Passed {
+		t.Errorf("got total %d passed %d failures %d, want total %d passed %d", got.Total, got.Passed,
+			len(got.Failures), c.Want.Total, c.Want.Passed)
+	}
+	for i, want := range c.Want.Failures {
+		if i >= len(got.Failures) {
+			t.Errorf("failure %d missing, want %+v", i, want)
+			continue
+		}
+		g := got.Failures[i]
+		for _, f := range []struct{ name, got, want string }{
+			{"check", g.Check, want.Check}, {"path", g.Path, want.Path}, {"field", g.Field, want.Field},
+			{"expected", g.Expected, want.Expected}, {"found", g.Found, want.Found}, {"detail", g.Detail, want.Detail},
+		} {
+			if f.want != "" && f.got != f.want {
+				t.Errorf("failure %d %s:\n got %q\nwant %q", i, f.name, f.got, f.want)
+			}
+		}
+	}
+	for _, f := range got.Failures {
+		for _, s := range []string{f.Expected, f.Found, f.Detail} {
+			if !utf8.ValidString(s) {
+				t.Errorf("invalid UTF-8 in %q", s)
+			}
+		}
+	}
+}
+
+func TestRulesFromTestdata(t *testing.T) {
+	for _, c := range loadIntegrityCases(t, "rules.json") {
+		t.Run(c.Name, func(t *testing.T) {
+			rules := make([]Rule, len(c.Rules))
+			for i, j := range c.Rules {
+				rules[i] = j.toRule(t)
+			}
+			checkTally(t, EvaluateRules(c.Output, rules), c)
+		})
+	}
+}
+
+func TestBoundsFromTestdata(t *testing.T) {
+	for _, c := range loadIntegrityCases(t, "bounds.json") {
+		t.Run(c.Name, func(t *testing.T) {
+			bounds := make([]Bound, len(c.Bounds))
+			for i, j := range c.Bounds {
+				bounds[i] = Bound{Path: mustPath(t, j.Path), Min: j.Min, Max: j.Max, IfPresent: j.IfPresent}
+			}
+			checkTally(t, EvaluateBounds(c.Output, bounds), c)
+		})
+	}
+}
+
+// The seed's draft invoice fails sum_equals with exactly the strings of the seed's response, and
+// the corrected total of the final invoice passes.
+func TestRuleSeedInvoice(t *testing.T) {
+	read := func(name string, v any) {
+		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "seed", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		decodeJSON(t, data, v)
+	}
+	var req struct {
+		Output map[string]any `json:"submitted_output"`
+		Rules  []jsonRule     `json:"rules"`
+	}
+	read("invoice-draft.request.json", &req)
+	var resp struct {
+		Flags []struct{ Check, Field, Detail string }
+		Hints []struct{ Check, Path, Expected, Found string }
+	}
+	read("invoice-draft.response.json", &resp)
+	rules := []Rule{req.Rules[0].toRule(t)}
+
+	got := EvaluateRules(req.Output, rules)
+	want := Failure{
+		Check: resp.Flags[0].Check, Path: resp.Hints[0].Path, Field: resp.Flags[0].Field,
+		Expected: resp.Hints[0].Expected, Found: resp.Hints[0].Found, Detail: resp.Flags[0].Detail,
+	}
+	if want.Detail != "values sum to 129.5, expected total (135.0)" {
+		t.Fatalf("seed response changed: %+v", want)
+	}
+	if got.Total != 1 || got.Passed != 0 || len(got.Failures) != 1 || got.Failures[0] != want {
+		t.Fatalf("draft invoice:\n got %+v\nwant %+v", got, want)
+	}
+
+	req.Output["total"] = json.Number("129.5")
+	if got := EvaluateRules(req.Output, rules); got.Total != 1 || got.Passed != 1 {
+		t.Fatalf("final invoice: got %+v, want one passing check", got)
+	}
+}
+
+func TestRuleSumFormatting(t *testing.T) {
+	for _, c := range []struct {
+		lits    []string
+		want    string
+		intLike bool
+	}{
+		{[]string{"87.0", "42.5"}, "129.5", false},
+		{[]string{"100", "30"}, "130", true},
+		{[]string{"100.0", "30"}, "130.0", false},
+		{[]string{"1e2", "30"}, "130.0", false},
+		{[]string{"-87.0", "42.5"}, "-44.5", false},
+		{nil, "0", true},
+		{[]string{"0.5", "-0.5"}, "0.0", false},
+		{[]string{"1000000000.10", "0.20"}, "1000000000.3", false},
+		{[]string{"0.0001"}, "0.0001", false},
+		{[]string{"0.00001"}, "1e-05", false},
+		{[]string{"0.000015"}, "1.5e-05", false},
+		{[]string{"1e15"}, "1000000000000000.0", false},
+		{[]string{"9999999999999998.0"}, "9999999999999998.0", false},
+		{[]string{"1e16"}, "1e+16", false},
+		{[]string{"123456789012345678.5"}, "1.234567890123456785e+17", false},
+		{[]string{"1e300"}, "1e+300", false},
+		{[]string{"100000000000000000000"}, "100000000000000000000", true},
+		{[]string{"0.1", "0.2"}, "0.3", false},
+	} {
+		var c2 calc
+		var sum, x decimal
+		intLike := true
+		for _, l := range c.lits {
+			if err := parseDecimal(l, &x); err != nil {
+				t.Fatal(err)
+			}
+			intLike = intLike && integerLiteral(l)
+			c2.add(&sum, &sum, &x)
+		}
+		if intLike != c.intLike {
+			t.Errorf("%v: intLike %v", c.lits, intLike)
+		}
+		if got := sum.pyString(intLike); got != c.want {
+			t.Errorf("sum of %v: got %q, want %q", c.lits, got, c.want)
+		}
+	}
+}
+
+func TestRuleDecimalParsing(t *testing.T) {
+	for _, c := range []struct {
+		lit  string
+		err  error
+		want string // coef and exponent, "coef e exp"
+	}{
+		{"0", nil, "0e0"},
+		{"-0", nil, "0e0"},
+		{"0.000", nil, "0e0"},
+		{"0e999999999999999999999", nil, "0e0"},
+		{"135.0", nil, "135e0"},
+		{"42.50", nil, "425e-1"},
+		{"-1.05", nil, "-105e-2"},
+		{"1200", nil, "12e2"},
+		{"1E+3", nil, "1e3"},
+		{"0.001e3", nil, "1e0"},
+		{"1e-300", nil, "1e-300"},
+		{"123e300", nil, "123e300"},
+		{"1e400", nil, "1e400"},
+		{"1e-400", nil, "1e-400"},
+		{"1e401", errExponent, ""},
+		{"1e-401", errExponent, ""},
+		{"0.00001e-396", errExponent, ""},
+		{"1e99999999999999999999", errExponent, ""},
+		{"1" + strings.Repeat("1", maxDecimalDigits), errManyDigits, ""},
+		{"1" + strings.Repeat("0", 5000), errExponent, ""}, // few digits, but 10^5000
+		{"0." + strings.Repeat("0", 5000) + "1", errExponent, ""},
+		{"1." + strings.Repeat("0", 5000), nil, "1e0"},
+		{"01", errNotNumber, ""},
+		{"1.", errNotNumber, ""},
+		{".5", errNotNumber, ""},
+		{"+1", errNotNumber, ""},
+		{"1e", errNotNumber, ""},
+		{"NaN", errNotNumber, ""},
+		{"", errNotNumber, ""},
+		{"1 ", errNotNumber, ""},
+	} {
+		var d decimal
+		err := parseDecimal(c.lit, &d)
+		if err != c.err {
+			t.Errorf("parseDecimal(%.30q): error %v, want %v", c.lit, err, c.err)
+			continue
+		}
+		if err == nil {
+			if got := fmt.Sprintf("%se%d", d.coef.String(), d.exp); got != c.want {
+				t.Errorf("parseDecimal(%q) = %s, want %s", c.lit, got, c.want)
+			}
+		}
+	}
+}
+
+func TestRuleDecimalArithmetic(t *testing.T) {
+	dec := func(s string) *decimal {
+		var d decimal
+		if err := parseDecimal(s, &d); err != nil {
+			t.Fatal(err)
+		}
+		return &d
+	}
+	var c calc
+	for _, tc := range []struct {
+		x, y string
+		cmp  int
+	}{
+		{"1", "1.0", 0}, {"1.05", "1.1", -1}, {"-1", "-1.5", 1}, {"1e3", "999.999", 1},
+		{"1000000000.30", "1000000000.299999999999", 1}, {"0", "-0.0", 0}, {"-2", "1", -1}, {"1e-400", "0", 1},
+	} {
+		if got := c.cmp(dec(tc.x), dec(tc.y)); got != tc.cmp {
+			t.Errorf("cmp(%s, %s) = %d, want %d", tc.x, tc.y, got, tc.cmp)
+		}
+	}
+	var z decimal
+	c.sub(&z, dec("1000000000.30"), dec("0.20"))
+	if got := z.pyString(false); got != "1000000000.1" {
+		t.Errorf("sub = %s", got)
+	}
+	// A tolerance that is not a decimal (1/3) is compared as a rational.
+	tol := newTolerance(big.NewRat(1, 3))
+	if tol.exact {
+		t.Fatal("1/3 held as a decimal")
+	}
+	if !c.within(dec("0.333333"), tol) || c.within(dec("-0.3333334"), tol) {
+		t.Error("within 1/3 wrong")
+	}
+	if !newTolerance(nil).isDefault() || newTolerance(big.NewRat(1, 100)).isDefault() {
+		t.Error("isDefault wrong")
+	}
+	if tol := newTolerance(big.NewRat(3, 8)); !tol.exact || tol.d.coef.String() != "375" || tol.d.exp != -3 {
+		t.Errorf("3/8 as a decimal: %v e%d", tol.d.coef.String(), tol.d.exp)
+	}
+}
+
+func TestRuleValueKeys(t *testing.T) {
+	key := func(s string) string {
+		var v any
+		decodeJSON(t, []byte(s), &v)
+		return string(appendKey(nil, v))
+	}
+	for _, c := range []struct {
+		a, b  string
+		equal bool
+	}{
+		{`1`, `1.0`, true}, {`1`, `1e0`, true}, {`100`, `1e2`, true}, {`0.1`, `1e-1`, true}, {`-0`, `0`, true},
+		{`1`, `"1"`, false}, {`0.1`, `0.10000000000000001`, false}, {`1`, `-1`, false},
+		{`{"a":1,"b":[1,2]}`, `{"b":[1.0,2],"a":1}`, true}, {`[1,2]`, `[2,1]`, false},
+		{`{"a":1}`, `{"a":1,"b":null}`, false}, {`null`, `false`, false}, {`[]`, `{}`, false},
+		{`["a,b"]`, `["a","b"]`, false}, {`{"a":"b","c":"d"}`, `{"a":"b\",\"c\":\"d"}`, false},
+		{`"é"`, `"\u00e9"`, true}, {`[[1],[2]]`, `[[1,2]]`, false},
+	} {
+		if got := key(c.a) == key(c.b); got != c.equal {
+			t.Errorf("%s == %s: got %v, want %v (%q, %q)", c.a, c.b, got, c.equal, key(c.a), key(c.b))
+		}
+	}
+}
+
+func TestRuleMessagesAreShort(t *testing.T) {
+	long := strings.Repeat("é", 500)
+	for _, c := range []struct{ in, want string }{
+		{"abc", "abc"},
+		{strings.Repeat("a", 80), strings.Repeat("a", 80)},
+		{strings.Repeat("a", 81), strings.Repeat("a", 79) + "…"},
+		{strings.Repeat("é", 80), strings.Repeat("é", 80)},
+		{long, strings.Repeat("é", 79) + "…"},
+	} {
+		if got := shorten(c.in); got != c.want {
+			t.Errorf("shorten(%d runes) = %q", utf8.RuneCountInString(c.in), got)
+		}
+	}
+	for _, c := range []struct {
+		v    any
+		want string
+	}{
+		{nil, "null"}, {true, "boolean true"}, {"a\"b\n", `string "a\"b\n"`}, {json.Number("1.50"), "number 1.50"},
+		{[]any{json.Number("1"), "x"}, `array [1,"x"]`}, {map[string]any{"b": nil, "a": false}, `object {"a":false,"b":null}`},
+		{long, `string "` + strings.Repeat("é", 78) + "…"},
+	} {
+		if got := describe(c.v); got != c.want {
+			t.Errorf("describe(%v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+	// A huge value, a huge path and a huge set never show more than FoundMaxChars of themselves.
+	huge := map[string]any{strings.Repeat("k", 1000): []any{strings.Repeat("v", 100000)}}
+	keyPath := `["` + strings.Repeat("k", 1000) + `"]`
+	rules := []Rule{
+		{Type: ExistsIn, Field: mustPath(t, keyPath), Values: []any{huge}, Tolerance: big.NewRat(0, 1)},
+		{Type: Gte, Field: mustPath(t, keyPath+"[]"), Value: ptrNumber(json.Number("1" + strings.Repeat("0", 300))), Tolerance: big.NewRat(0, 1)},
+		{Type: SumEquals, Field: mustPath(t, keyPath+"[]"), EqualsField: ptrPath(mustPath(t, keyPath)), Tolerance: big.NewRat(0, 1)},
+	}
+	got := EvaluateRules(huge, rules)
+	if len(got.Failures) != 3 {
+		t.Fatalf("got %d failures, want 3", len(got.Failures))
+	}
+	for _, f := range got.Failures {
+		for _, s := range []string{f.Expected, f.Found, f.Detail} {
+			if n := utf8.RuneCountInString(s); n > 3*FoundMaxChars+40 {
+				t.Errorf("%s: %d characters: %.100q", f.Check, n, s)
+			}
+			if strings.Contains(s, strings.Repeat("v", FoundMaxChars)) || strings.Contains(s, strings.Repeat("k", FoundMaxChars)) {
+				t.Errorf("%s shows more than %d characters of a value: %.200q", f.Check, FoundMaxChars, s)
+			}
+		}
+	}
+}
+
+func ptrNumber(n json.Number) *json.Number { return &n }
+func ptrPath(p Path) *Path                 { return &p }
+
+func TestRuleUnknownTypeFails(t *testing.T) {
+	got := EvaluateRules(map[string]any{"a": json.Number("1")}, []Rule{{Type: "between", Field: mustPath(t, "a"), Tolerance: new(big.Rat)}})
+	if got.Total != 1 || got.Passed != 0 || got.Failures[0].Check != "consistency:between" {
+		t.Fatalf("got %+v", got)
+	}
+	got = EvaluateRules(map[string]any{"a": json.Number("1")}, []Rule{{Type: Gte, Field: mustPath(t, "a"), Tolerance: new(big.Rat)}})
+	if got.Total != 1 || got.Passed != 0 {
+		t.Fatalf("rule without operand: got %+v", got)
+	}
+}
+
+// ExampleEvaluateRules checks that an invoice's line items add up to its total.
+func ExampleEvaluateRules() {
+	var output any
+	dec := json.NewDecoder(strings.NewReader(`{"line_items": [{"line_total": 87.0}, {"line_total": 42.5}], "total": 135.0}`))
+	dec.UseNumber()
+	_ = dec.Decode(&output)
+	field, _ := ParsePath("line_items[].line_total")
+	total, _ := ParsePath("total")
+	tol, _ := new(big.Rat).SetString(DefaultTolerance)
+	t := EvaluateRules(output, []Rule{{Type: SumEquals, Field: field, EqualsField: &total, Tolerance: tol}})
+	fmt.Println(t.Passed, "of", t.Total, "passed")
+	fmt.Println(t.Failures[0].Check, t.Failures[0].Path)
+	fmt.Println(t.Failures[0].Detail)
+	// Output:
+	// 0 of 1 passed
+	// consistency:sum_equals $.line_items[].line_total
+	// values sum to 129.5, expected total (135.0)
+}
+
+// benchInvoiceOutput builds an n-item invoice as the decoder would: json.Number literals.
+func benchInvoiceOutput(n int) (any, []Rule) {
+	items := make([]any, n)
+	total := new(big.Rat)
+	for i := range items {
+		qty := i%5 + 1
+		unit := fmt.Sprintf("%d.%02d", 10+i%90, i%100)
+		u, _ := new(big.Rat).SetString(unit)
+		line := new(big.Rat).Mul(u, big.NewRat(int64(qty), 1))
+		total.Add(total, line)
+		items[i] = map[string]any{
+			"sku": fmt.Sprintf("SKU-%04d", i), "qty": json.Number(fmt.Sprint(qty)),
+			"unit_price": json.Number(unit), "line_total": json.Number(line.FloatString(2)),
+		}
+	}
+	output := map[string]any{"invoice_id": "INV-0001", "currency": "USD", "line_items": items,
+		"total": json.Number(total.FloatString(2))}
+	p := func(s string) Path { q, _ := ParsePath(s); return q }
+	tol, _ := new(big.Rat).SetString(DefaultTolerance)
+	totalPath, unitPath := p("total"), p("line_items[].unit_price")
+	rules := []Rule{
+		{Type: SumEquals, Field: p("line_items[].line_total"), EqualsField: &totalPath, Tolerance: tol},
+		{Type: Unique, Field: p("line_items[].sku"), Tolerance: tol},
+		{Type: Gte, Field: p("line_items[].line_total"), OtherField: &unitPath, Tolerance: tol},
+	}
+	return output, rules
+}
+
+func TestRuleBenchInvoicePasses(t *testing.T) {
+	output, rules := benchInvoiceOutput(200)
+	if got := EvaluateRules(output, rules); got.Total != 202 || got.Passed != 202 {
+		t.Fatalf("got total %d passed %d, failures %+v", got.Total, got.Passed, got.Failures)
+	}
+}
+
+func BenchmarkRulesInvoice200(b *testing.B) {
+	output, rules := benchInvoiceOutput(200)
+	b.ReportAllocs()
+	for b.Loop() {
+		EvaluateRules(output, rules)
+	}
+}
+
+func BenchmarkRulesSumEquals200(b *testing.B) {
+	output, rules := benchInvoiceOutput(200)
+	b.ReportAllocs()
+	for b.Loop() {
+		EvaluateRules(output, rules[:1])
+	}
+}

@@ -1,0 +1,836 @@
+package verify
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"net/url"
+	"reflect"
+	"regexp/syntax"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+)
+
+// schemaBaseURL is where the caller's schema is registered with the compiler. It is deliberately
+// neither a file: URL (the library's default loader would read relative references from disk) nor
+// an opaque urn: (a relative $ref against an opaque base resolves to the document itself, and a
+// relative $id would collide with it), and the custom scheme cannot name anything on a network.
+// Every reference that leaves the document is refused by schemaRefusingLoader whatever its URL.
+const schemaBaseURL = "verifier://local/expected_schema.json"
+
+// errSchemaRemoteRefused is what the loader answers for every URL: remote references are never
+// fetched (SPEC §4.1, §14).
+var errSchemaRemoteRefused = errors.New("remote references are never fetched")
+
+// schemaRefusingLoader is the compiler's only loader. It refuses every URL: file:, http(s):, and a
+// relative reference resolved against schemaBaseURL alike. The drafts' meta-schemas are embedded in
+// the library and resolve before a loader is consulted.
+type schemaRefusingLoader struct{}
+
+func (schemaRefusingLoader) Load(string) (any, error) { return nil, errSchemaRemoteRefused }
+
+// Schema is a compiled expected_schema together with the graph the counting walker follows. It is
+// immutable once built, so one compiled schema serves any number of concurrent checks (the cache
+// shares it between requests).
+type Schema struct {
+	lib    *jsonschema.Schema
+	root   *schNode
+	strict bool
+}
+
+// Strict reports whether the schema was compiled with content assertion on (strict_content_check),
+// which is why the cache keys compiled schemas by hash and this flag together.
+func (s *Schema) Strict() bool { return s.strict }
+
+// CompileSchema compiles the caller's expected_schema (a decoded tree: an object or a boolean).
+// strict turns on content assertion (contentEncoding, contentMediaType, contentSchema), which
+// SPEC §4.2 asserts only under strict_content_check; formats are always asserted. Every error is an
+// *apperr.Error (422 on field expected_schema) whose message never echoes the caller's input. The
+// tree must not be modified afterwards: the compiled schema keeps references into it (enum and
+// const values).
+func CompileSchema(doc any, strict bool) (*Schema, error) {
+	return compileSchema(doc, strict, jsonschema.Draft2020)
+}
+
+// compileSchema is CompileSchema with the draft used when $schema is absent; the test suite runs
+// its draft-7 files through it.
+func compileSchema(doc any, strict bool, defaultDraft *jsonschema.Draft) (s *Schema, err error) {
+	switch doc.(type) {
+	case bool, map[string]any:
+	default:
+		return nil, schemaProblem("must be a JSON Schema (an object or a boolean)",
+			"Send a JSON Schema object such as {\"type\":\"object\"}, or true/false.")
+	}
+	if d, ok := doc.(map[string]any); ok {
+		if v, ok := d["$schema"].(string); ok && !schemaKnownDialect(v) {
+			return nil, schemaDialectError()
+		}
+	}
+	defer func() {
+		// The library has internal consistency panics; no input may crash the service.
+		if r := recover(); r != nil {
+			s, err = nil, schemaProblem("could not be compiled", schemaFixGeneric)
+		}
+	}()
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(defaultDraft)
+	c.UseLoader(schemaRefusingLoader{})
+	c.AssertFormat()
+	if strict {
+		c.AssertContent()
+	}
+	// Go's regexp (RE2, linear time) is the library's default engine and is kept on purpose:
+	// hostile patterns cannot backtrack.
+	if err := c.AddResource(schemaBaseURL, doc); err != nil {
+		return nil, schemaProblem("could not be compiled", schemaFixGeneric)
+	}
+	lib, err := c.Compile(schemaBaseURL)
+	if err != nil {
+		return nil, schemaCompileError(doc, err)
+	}
+	return &Schema{lib: lib, root: schBuildGraph(lib), strict: strict}, nil
+}
+
+const schemaFixGeneric = "Send a valid JSON Schema (draft 2020-12 unless $schema names draft 4, 6, 7 or 2019-09)."
+
+// schemaProblem is the one shape of every compile error.
+func schemaProblem(problem, fix string) *apperr.Error {
+	return apperr.Field("expected_schema", problem, fix)
+}
+
+func schemaDialectError() *apperr.Error {
+	return schemaProblem("uses an unsupported dialect: $schema must name JSON Schema draft 4, 6, 7, 2019-09 or 2020-12",
+		"Set $schema to \"https://json-schema.org/draft/2020-12/schema\" (or draft 4, 6, 7, 2019-09), or leave it out for 2020-12.")
+}
+
+// schemaKnownDialect mirrors the library's list of built-in drafts, so that an unknown $schema is
+// reported as an unsupported dialect instead of an attempt to load it.
+func schemaKnownDialect(u string) bool {
+	u, frag, _ := strings.Cut(u, "#")
+	if frag != "" {
+		return false
+	}
+	if v, ok := strings.CutPrefix(u, "http://"); ok {
+		u = v
+	} else {
+		u = strings.TrimPrefix(u, "https://")
+	}
+	switch u {
+	case "json-schema.org/schema", "json-schema.org/draft/2020-12/schema", "json-schema.org/draft/2019-09/schema",
+		"json-schema.org/draft-07/schema", "json-schema.org/draft-06/schema", "json-schema.org/draft-04/schema":
+		return true
+	}
+	return false
+}
+
+// schemaCompileError turns a library error into a safe 422: it names where in the schema the
+// problem is (built from the schema's structure, keys shortened) and never quotes the library's
+// message, which embeds the caller's values.
+func schemaCompileError(doc any, err error) error {
+	var (
+		sve  *jsonschema.SchemaValidationError
+		lue  *jsonschema.LoadURLError
+		rxe  *jsonschema.InvalidRegexError
+		anf  *jsonschema.AnchorNotFoundError
+		pnf  *jsonschema.JSONPointerNotFoundError
+		ijp  *jsonschema.InvalidJsonPointerError
+		did  *jsonschema.DuplicateIDError
+		dan  *jsonschema.DuplicateAnchorError
+		pue  *jsonschema.ParseURLError
+		pie  *jsonschema.ParseIDError
+		pae  *jsonschema.ParseAnchorError
+		udr  *jsonschema.UnsupportedDraftError
+		msc  *jsonschema.MetaSchemaCycleError
+		imu  *jsonschema.InvalidMetaSchemaURLError
+		mmm  *jsonschema.MetaSchemaMismatchError
+		uvoc *jsonschema.UnsupportedVocabularyError
+	)
+	switch {
+	case errors.As(err, &sve):
+		return schemaMetaError(doc, sve)
+	case errors.As(err, &lue):
+		if schemaIsDialectURL(doc, lue.URL) {
+			return schemaDialectError()
+		}
+		where := ""
+		if loc := schemaFindRef(doc, lue.URL); loc != "" {
+			where = " (at " + loc + ")"
+		}
+		return schemaProblem("has a $ref to a document outside itself"+where+"; remote and file references are never fetched",
+			"Inline the referenced schema under $defs and refer to it locally, e.g. {\"$ref\":\"#/$defs/item\"}.")
+	case errors.As(err, &rxe):
+		loc := schemaLocFromURL(doc, rxe.URL)
+		return schemaProblem(fmt.Sprintf("has a pattern RE2 cannot compile at %s: it %s", loc, schemaRE2Problem(rxe.Regex)), schemaFixRegex)
+	case errors.As(err, &anf):
+		return schemaProblem("has a $ref to an anchor that is not defined in the document", "Define the anchor or correct the $ref.")
+	case errors.As(err, &pnf), errors.As(err, &ijp):
+		return schemaProblem("has a $ref to a JSON pointer that does not exist in the document", "Point the $ref at an existing location, e.g. \"#/$defs/item\".")
+	case errors.As(err, &did):
+		return schemaProblem("declares the same $id twice", "Give every embedded resource a distinct $id.")
+	case errors.As(err, &dan):
+		return schemaProblem("declares the same anchor twice", "Give every $anchor a distinct name within its resource.")
+	case errors.As(err, &pue), errors.As(err, &pie), errors.As(err, &pae):
+		return schemaProblem("has a malformed URI reference in $ref, $id or an anchor", "Use RFC 3986 URI references.")
+	case errors.As(err, &udr), errors.As(err, &msc), errors.As(err, &imu), errors.As(err, &mmm), errors.As(err, &uvoc):
+		return schemaDialectError()
+	}
+	return schemaProblem("could not be compiled", schemaFixGeneric)
+}
+
+const schemaFixRegex = "Rewrite the pattern in the RE2 syntax (no lookaround, backreferences or possessive quantifiers)."
+
+// schemaMetaError explains a schema that is invalid against its meta-schema: the deepest failing
+// location in the schema, and what is wrong there in the meta-schema's terms.
+func schemaMetaError(doc any, sve *jsonschema.SchemaValidationError) error {
+	verr, ok := sve.Err.(*jsonschema.ValidationError)
+	if !ok {
+		return schemaProblem("is not a valid JSON Schema", schemaFixGeneric)
+	}
+	// A pattern the regex engine rejects shows up as a failed "regex" format anywhere in the tree.
+	if at, got, inName := schemaFindRegexFailure(verr, nil, false); at != nil {
+		loc := schemaLocFromTokens(doc, at)
+		pat, _ := got.(string)
+		if inName {
+			return schemaProblem(fmt.Sprintf("has a property name at %s that is a pattern RE2 cannot compile: it %s", loc, schemaRE2Problem(pat)), schemaFixRegex)
+		}
+		return schemaProblem(fmt.Sprintf("has a pattern RE2 cannot compile at %s: it %s", loc, schemaRE2Problem(pat)), schemaFixRegex)
+	}
+	leaf := schemaDeepestLeaf(verr)
+	loc := schemaLocFromTokens(doc, leaf.InstanceLocation)
+	var what string
+	switch k := leaf.ErrorKind.(type) {
+	case *kind.Type:
+		what = fmt.Sprintf("is %s where the meta-schema expects %s", schemaArticle(k.Got), strings.Join(k.Want, " or "))
+	case *kind.Minimum:
+		what = "is below the meta-schema's minimum " + k.Want.RatString()
+	case *kind.Required:
+		what = "misses " + strings.Join(k.Missing, ", ") + ", which the meta-schema requires"
+	case *kind.UniqueItems:
+		what = "has duplicate items, which the meta-schema forbids"
+	case *kind.MinItems:
+		what = fmt.Sprintf("has fewer than %d items, which the meta-schema forbids", k.Want)
+	case *kind.Format:
+		what = "is not a valid " + k.Want
+	default:
+		got := schJSONType(schLookup(doc, leaf.InstanceLocation))
+		kw := ""
+		if p := leaf.ErrorKind.KeywordPath(); len(p) > 0 {
+			kw = " (meta-schema keyword " + p[len(p)-1] + ")"
+		}
+		what = "is " + schemaArticle(got) + ", which the meta-schema does not allow there" + kw
+	}
+	return schemaProblem("is not a valid JSON Schema: "+loc+" "+what,
+		"Correct that keyword so the schema is valid for its draft (2020-12 unless $schema names another).")
+}
+
+func schemaArticle(t string) string {
+	switch t {
+	case "":
+		return "a value"
+	case "array", "object", "integer":
+		return "an " + t
+	}
+	return "a " + t
+}
+
+// schemaFindRegexFailure finds a failed "regex" format in a meta-schema validation tree. For
+// patternProperties the failure sits under a propertyNames error whose own location is the
+// object holding the pattern.
+func schemaFindRegexFailure(e *jsonschema.ValidationError, nameAt []string, inName bool) ([]string, any, bool) {
+	if f, ok := e.ErrorKind.(*kind.Format); ok && f.Want == "regex" {
+		if inName {
+			return nameAt, f.Got, true
+		}
+		return e.InstanceLocation, f.Got, false
+	}
+	if _, ok := e.ErrorKind.(*kind.PropertyNames); ok {
+		nameAt, inName = e.InstanceLocation, true
+	}
+	for _, c := range e.Causes {
+		if at, got, in := schemaFindRegexFailure(c, nameAt, inName); at != nil {
+			return at, got, in
+		}
+	}
+	return nil, nil, false
+}
+
+// schemaDeepestLeaf picks the leaf error with the longest instance location (the most precise
+// place), the first one in the tree's order on ties.
+func schemaDeepestLeaf(e *jsonschema.ValidationError) *jsonschema.ValidationError {
+	if len(e.Causes) == 0 {
+		return e
+	}
+	var best *jsonschema.ValidationError
+	for _, c := range e.Causes {
+		l := schemaDeepestLeaf(c)
+		if best == nil || len(l.InstanceLocation) > len(best.InstanceLocation) {
+			best = l
+		}
+	}
+	return best
+}
+
+// schemaRE2Problem names the construct that keeps RE2 from compiling pattern, as a phrase that
+// follows "it". Only the offending construct's own few characters are ever shown.
+func schemaRE2Problem(pattern string) string {
+	_, err := syntax.Parse(pattern, syntax.Perl)
+	var se *syntax.Error
+	if !errors.As(err, &se) {
+		return "is not a pattern RE2 can compile"
+	}
+	expr := se.Expr
+	switch se.Code {
+	case syntax.ErrInvalidPerlOp:
+		switch {
+		case strings.HasPrefix(expr, "(?="):
+			return "uses a lookahead, which RE2 does not support"
+		case strings.HasPrefix(expr, "(?!"):
+			return "uses a negative lookahead, which RE2 does not support"
+		case strings.HasPrefix(expr, "(?<="):
+			return "uses a lookbehind, which RE2 does not support"
+		case strings.HasPrefix(expr, "(?<!"):
+			return "uses a negative lookbehind, which RE2 does not support"
+		case strings.HasPrefix(expr, "(?>"):
+			return "uses an atomic group, which RE2 does not support"
+		case strings.HasPrefix(expr, "(?("):
+			return "uses a conditional group, which RE2 does not support"
+		}
+		return "uses a (?...) group syntax RE2 does not support"
+	case syntax.ErrInvalidEscape:
+		if len(expr) == 2 && expr[1] >= '1' && expr[1] <= '9' {
+			return "uses a backreference, which RE2 does not support"
+		}
+		if strings.HasPrefix(expr, `\k`) {
+			return "uses a named backreference, which RE2 does not support"
+		}
+		if len(expr) <= 8 && utf8.ValidString(expr) {
+			return "uses the escape " + strconv.Quote(expr) + ", which RE2 does not support"
+		}
+		return "uses an escape RE2 does not support"
+	case syntax.ErrInvalidRepeatOp:
+		return "uses a possessive or doubled quantifier, which RE2 does not support"
+	case syntax.ErrInvalidRepeatSize:
+		return "uses a repetition count above 1000, which RE2 does not support"
+	case syntax.ErrLarge, syntax.ErrNestingDepth:
+		return "is too large or too deeply nested for RE2"
+	case syntax.ErrInvalidCharRange:
+		return "uses a character class or range RE2 does not support"
+	}
+	return "is not a valid regular expression (" + se.Code.String() + ")"
+}
+
+// schemaIsDialectURL tells whether a URL the compiler tried to load is one of the document's
+// $schema values (an embedded resource naming an unknown dialect).
+func schemaIsDialectURL(doc any, u string) bool {
+	found := false
+	schemaRawWalk(doc, func(obj map[string]any, _ []string, _ string) bool {
+		if v, ok := obj["$schema"].(string); ok {
+			if base, _, _ := strings.Cut(v, "#"); base == u {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// schemaFindRef locates the first reference keyword whose target document is u, resolving
+// references against the $id base URIs in scope, for naming it in an error.
+func schemaFindRef(doc any, u string) string {
+	var at string
+	schemaRawWalk(doc, func(obj map[string]any, ptr []string, base string) bool {
+		for _, kw := range []string{"$ref", "$dynamicRef", "$recursiveRef"} {
+			ref, ok := obj[kw].(string)
+			if !ok {
+				continue
+			}
+			if target := schemaResolveURL(base, ref); target == u {
+				at = schemaLocFromTokens(doc, append(slices.Clip(ptr), kw))
+				return false
+			}
+		}
+		return true
+	})
+	return at
+}
+
+// schemaRawWalk visits every object of a raw schema in a stable order with its JSON pointer tokens
+// and the base URI in scope, skipping keyword values that are data, not schemas.
+func schemaRawWalk(doc any, visit func(obj map[string]any, ptr []string, base string) bool) {
+	var walk func(v any, ptr []string, base string) bool
+	walk = func(v any, ptr []string, base string) bool {
+		switch v := v.(type) {
+		case map[string]any:
+			for _, idKey := range []string{"$id", "id"} {
+				if id, ok := v[idKey].(string); ok {
+					if r := schemaResolveURL(base, id); r != "" {
+						base = r
+					}
+					break
+				}
+			}
+			if !visit(v, ptr, base) {
+				return false
+			}
+			keys := make([]string, 0, len(v))
+			for k := range v {
+				switch k {
+				case "enum", "const", "default", "examples":
+					continue
+				}
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if !walk(v[k], append(ptr, k), base) {
+					return false
+				}
+			}
+		case []any:
+			for i, e := range v {
+				if !walk(e, append(ptr, strconv.Itoa(i)), base) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	walk(doc, nil, schemaBaseURL)
+}
+
+// schemaResolveURL resolves ref against base the way the library does (fragment dropped).
+func schemaResolveURL(base, ref string) string {
+	ref, _, _ = strings.Cut(ref, "#")
+	b, err := url.Parse(base)
+	if err != nil {
+		return ""
+	}
+	r, err := url.Parse(ref)
+	if err != nil {
+		return ""
+	}
+	res := b.ResolveReference(r)
+	if !r.IsAbs() && b.Opaque != "" {
+		res.Opaque = b.Opaque
+	}
+	return res.String()
+}
+
+// schemaLocFromURL turns a schema location URL of the caller's document into a display path.
+func schemaLocFromURL(doc any, u string) string {
+	base, frag, _ := strings.Cut(u, "#")
+	if base != schemaBaseURL {
+		return "expected_schema"
+	}
+	if f, err := url.PathUnescape(frag); err == nil {
+		frag = f
+	}
+	var toks []string
+	if frag != "" {
+		for _, t := range strings.Split(strings.TrimPrefix(frag, "/"), "/") {
+			toks = append(toks, strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~"))
+		}
+	}
+	return schemaLocFromTokens(doc, toks)
+}
+
+// schemaLocFromTokens renders a location inside the schema document as "expected_schema" plus
+// the project's path syntax, with at most FoundMaxChars characters of the caller's keys.
+func schemaLocFromTokens(doc any, toks []string) string {
+	var b strings.Builder
+	b.WriteString("expected_schema")
+	budget := FoundMaxChars
+	cur := doc
+	for _, t := range toks {
+		if arr, ok := cur.([]any); ok {
+			if i, err := strconv.Atoi(t); err == nil && i >= 0 && i < len(arr) {
+				b.WriteString("[" + t + "]")
+				cur = arr[i]
+				continue
+			}
+		}
+		if obj, ok := cur.(map[string]any); ok {
+			cur = obj[t]
+		} else {
+			cur = nil
+		}
+		budget = schWriteKey(&b, t, budget)
+	}
+	return b.String()
+}
+
+// schLookup follows string tokens through a tree (array tokens are indices).
+func schLookup(doc any, toks []string) any {
+	cur := doc
+	for _, t := range toks {
+		switch c := cur.(type) {
+		case map[string]any:
+			cur = c[t]
+		case []any:
+			i, err := strconv.Atoi(t)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil
+			}
+			cur = c[i]
+		default:
+			return nil
+		}
+	}
+	return cur
+}
+
+// ---- the graph the walker follows ----
+
+// schNode mirrors one compiled *jsonschema.Schema with what the walker needs precomputed: children
+// as nodes, object members in sorted order (failures come out deterministic), numeric bounds in
+// int64 when they fit, and for $dynamicRef/$recursiveRef the anchors of the node's resource.
+type schNode struct {
+	s       *jsonschema.Schema
+	boolean int8 // 1 for the schema true, -1 for false, 0 for an object schema
+	draft   int
+
+	types    uint8 // schT* bits; 0 when type is absent
+	minI     schBound
+	maxI     schBound
+	exMinI   schBound
+	exMaxI   schBound
+	multI    schBound
+	required []string
+
+	ref, recRef *schNode
+	dynRef      *schNode
+	dynAnchor   string // the $dynamicRef's anchor when its initial target carries the same $dynamicAnchor
+
+	allOf, anyOf, oneOf []*schNode
+	not, ifS            *schNode
+	thenS, elseS        *schNode
+
+	props      []schNamed // sorted by name
+	propMap    map[string]*schNode
+	patterns   []schPattern // sorted by source
+	addl       int8         // additionalProperties: 1 true, -1 false, 0 absent or a schema
+	addlS      *schNode
+	deps       []schDep // draft-7 dependencies, sorted
+	depReq     []schDep // dependentRequired, sorted
+	depSchemas []schNamed
+	propNames  *schNode
+	unevProps  *schNode
+	unevItems  *schNode
+
+	prefix    []*schNode // prefixItems, or items as an array before 2020
+	rest      *schNode   // the schema for items after the prefix
+	restFalse string     // keyword of a boolean false that forbids items after the prefix
+	restAll   bool       // items after the prefix count as evaluated
+	contains  *schNode
+	contentS  *schNode
+	declares  bool // has properties or patternProperties (content:undeclared_property)
+	speaks    bool // sets additionalProperties or unevaluatedProperties
+
+	// dynamic scope: the anchors of this node's resource (2020-12) and whether that resource
+	// carries $recursiveAnchor: true (2019-09).
+	resAnchors   map[string]*schNode
+	resRecursive bool
+}
+
+type schNamed struct {
+	name string
+	n    *schNode
+}
+
+type schPattern struct {
+	re jsonschema.Regexp
+	n  *schNode
+}
+
+type schDep struct {
+	name string
+	req  []string // nil for a schema dependency
+	n    *schNode
+}
+
+// schBound is a numeric bound in int64 when it is an integer that fits, for the fast path.
+type schBound struct {
+	r   *big.Rat
+	i   int64
+	isI bool
+}
+
+func schBoundOf(r *big.Rat) schBound {
+	b := schBound{r: r}
+	if r != nil && r.IsInt() && r.Num().IsInt64() {
+		b.i, b.isI = r.Num().Int64(), true
+	}
+	return b
+}
+
+// JSON type bits of the walker.
+const (
+	schTNull uint8 = 1 << iota
+	schTBoolean
+	schTNumber
+	schTInteger
+	schTString
+	schTArray
+	schTObject
+)
+
+// schBuildGraph converts the compiled schema graph (with its $ref cycles) into nodes, iteratively
+// so that long reference chains cannot exhaust the stack.
+func schBuildGraph(root *jsonschema.Schema) *schNode {
+	memo := map[*jsonschema.Schema]*schNode{}
+	var queue []*schNode
+	get := func(s *jsonschema.Schema) *schNode {
+		if s == nil {
+			return nil
+		}
+		if n, ok := memo[s]; ok {
+			return n
+		}
+		n := &schNode{s: s}
+		memo[s] = n
+		queue = append(queue, n)
+		return n
+	}
+	list := func(ss []*jsonschema.Schema) []*schNode {
+		if len(ss) == 0 {
+			return nil
+		}
+		out := make([]*schNode, len(ss))
+		for i, s := range ss {
+			out[i] = get(s)
+		}
+		return out
+	}
+	named := func(m map[string]*jsonschema.Schema) []schNamed {
+		if len(m) == 0 {
+			return nil
+		}
+		out := make([]schNamed, 0, len(m))
+		for k, s := range m {
+			out = append(out, schNamed{k, get(s)})
+		}
+		slices.SortFunc(out, func(a, b schNamed) int { return strings.Compare(a.name, b.name) })
+		return out
+	}
+	dynamic := false
+	fill := func(n *schNode) {
+		s := n.s
+		n.draft = s.DraftVersion
+		if s.Bool != nil {
+			n.boolean = -1
+			if *s.Bool {
+				n.boolean = 1
+			}
+			return
+		}
+		if s.Types != nil {
+			for _, t := range s.Types.ToStrings() {
+				n.types |= schTypeBit(t)
+			}
+		}
+		n.minI, n.maxI = schBoundOf(s.Minimum), schBoundOf(s.Maximum)
+		n.exMinI, n.exMaxI = schBoundOf(s.ExclusiveMinimum), schBoundOf(s.ExclusiveMaximum)
+		n.multI = schBoundOf(s.MultipleOf)
+		n.required = s.Required
+		n.ref, n.recRef = get(s.Ref), get(s.RecursiveRef)
+		if s.DynamicRef != nil {
+			n.dynRef = get(s.DynamicRef.Ref)
+			if s.DynamicRef.Anchor != "" && s.DynamicRef.Ref.DynamicAnchor == s.DynamicRef.Anchor {
+				n.dynAnchor = s.DynamicRef.Anchor
+			}
+		}
+		if s.RecursiveRef != nil || s.DynamicRef != nil {
+			dynamic = true
+		}
+		n.allOf, n.anyOf, n.oneOf = list(s.AllOf), list(s.AnyOf), list(s.OneOf)
+		n.not, n.ifS, n.thenS, n.elseS = get(s.Not), get(s.If), get(s.Then), get(s.Else)
+		n.props = named(s.Properties)
+		if len(n.props) > 0 {
+			n.propMap = make(map[string]*schNode, len(n.props))
+			for _, p := range n.props {
+				n.propMap[p.name] = p.n
+			}
+		}
+		for re, ps := range s.PatternProperties {
+			n.patterns = append(n.patterns, schPattern{re, get(ps)})
+		}
+		slices.SortFunc(n.patterns, func(a, b schPattern) int { return strings.Compare(a.re.String(), b.re.String()) })
+		switch a := s.AdditionalProperties.(type) {
+		case bool:
+			n.addl = -1
+			if a {
+				n.addl = 1
+			}
+		case *jsonschema.Schema:
+			n.addlS = get(a)
+		}
+		for name, d := range s.Dependencies {
+			switch d := d.(type) {
+			case []string:
+				n.deps = append(n.deps, schDep{name: name, req: append([]string{}, d...)})
+			case *jsonschema.Schema:
+				n.deps = append(n.deps, schDep{name: name, n: get(d)})
+			}
+		}
+		slices.SortFunc(n.deps, func(a, b schDep) int { return strings.Compare(a.name, b.name) })
+		for name, req := range s.DependentRequired {
+			n.depReq = append(n.depReq, schDep{name: name, req: append([]string{}, req...)})
+		}
+		slices.SortFunc(n.depReq, func(a, b schDep) int { return strings.Compare(a.name, b.name) })
+		n.depSchemas = named(s.DependentSchemas)
+		n.propNames = get(s.PropertyNames)
+		n.unevProps, n.unevItems = get(s.UnevaluatedProperties), get(s.UnevaluatedItems)
+		if s.DraftVersion < 2020 {
+			switch it := s.Items.(type) {
+			case *jsonschema.Schema:
+				n.rest, n.restAll = get(it), true
+			case []*jsonschema.Schema:
+				n.prefix = list(it)
+				switch ai := s.AdditionalItems.(type) {
+				case bool:
+					n.restAll = true
+					if !ai {
+						n.restFalse = "additionalItems"
+					}
+				case *jsonschema.Schema:
+					n.rest, n.restAll = get(ai), true
+				}
+			}
+		} else {
+			n.prefix = list(s.PrefixItems)
+			if s.Items2020 != nil {
+				n.rest, n.restAll = get(s.Items2020), true
+			}
+		}
+		if n.rest != nil && n.rest.s.Bool != nil && !*n.rest.s.Bool {
+			// items: false forbids every item after the prefix: one check per array, like
+			// additionalItems: false, instead of one failing false schema per item.
+			n.rest, n.restFalse = nil, "items"
+		}
+		n.contains = get(s.Contains)
+		n.contentS = get(s.ContentSchema)
+		n.declares = len(n.props) > 0 || len(n.patterns) > 0
+		n.speaks = s.AdditionalProperties != nil || s.UnevaluatedProperties != nil
+	}
+	rootNode := get(root)
+	filled := 0
+	fillQueued := func() {
+		for ; filled < len(queue); filled++ {
+			fill(queue[filled])
+		}
+	}
+	fillQueued()
+	if dynamic {
+		// $dynamicRef and $recursiveRef resolve through the resources of the schemas on the
+		// dynamic scope. The library keeps a schema's resource and a resource's dynamic anchors in
+		// unexported fields; they are read once here, at compile time, by reflection. If a future
+		// library version renames them, references resolve statically and the differential tests
+		// (walker against library on the JSON-Schema-Test-Suite) fail loudly.
+		for i := 0; i < len(queue); i++ {
+			n := queue[i]
+			if n.boolean != 0 {
+				continue
+			}
+			res, anchors, ok := schResourceOf(n.s)
+			if !ok {
+				break
+			}
+			n.resRecursive = res.RecursiveAnchor
+			if len(anchors) > 0 {
+				n.resAnchors = make(map[string]*schNode, len(anchors))
+				for name, a := range anchors {
+					n.resAnchors[name] = get(a)
+				}
+			}
+			fillQueued() // anchors no reference names statically join the graph here
+		}
+	}
+	return rootNode
+}
+
+// schResourceOf reads a compiled schema's resource and that resource's dynamic anchors.
+func schResourceOf(s *jsonschema.Schema) (*jsonschema.Schema, map[string]*jsonschema.Schema, bool) {
+	rv := reflect.ValueOf(s).Elem()
+	rf := rv.FieldByName("resource")
+	if !rf.IsValid() || rf.Type() != reflect.TypeFor[*jsonschema.Schema]() {
+		return nil, nil, false
+	}
+	res := *(**jsonschema.Schema)(unsafe.Pointer(rf.UnsafeAddr()))
+	if res == nil {
+		return nil, nil, false
+	}
+	af := reflect.ValueOf(res).Elem().FieldByName("dynamicAnchors")
+	if !af.IsValid() || af.Type() != reflect.TypeFor[map[string]*jsonschema.Schema]() {
+		return nil, nil, false
+	}
+	return res, *(*map[string]*jsonschema.Schema)(unsafe.Pointer(af.UnsafeAddr())), true
+}
+
+func schTypeBit(t string) uint8 {
+	switch t {
+	case "null":
+		return schTNull
+	case "boolean":
+		return schTBoolean
+	case "number":
+		return schTNumber
+	case "integer":
+		return schTInteger
+	case "string":
+		return schTString
+	case "array":
+		return schTArray
+	case "object":
+		return schTObject
+	}
+	return 0
+}
+
+// schJSONType names the JSON type of a value ("" for a Go value that is not JSON).
+func schJSONType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	if _, ok := schNumLit(v); ok {
+		return "number"
+	}
+	return ""
+}
+
+// schNumLit returns a number's literal (json.Number as sent; other Go numbers formatted).
+func schNumLit(v any) (string, bool) {
+	switch n := v.(type) {
+	case json.Number:
+		return string(n), true
+	case float64:
+		return strconv.FormatFloat(n, 'g', -1, 64), !schNonFinite(n)
+	case float32:
+		return strconv.FormatFloat(float64(n), 'g', -1, 32), !schNonFinite(float64(n))
+	case int:
+		return strconv.Itoa(n), true
+	case int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return fmt.Sprint(n), true
+	}
+	return "", false
+}
+
+func schNonFinite(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) }

@@ -1,0 +1,1527 @@
+package verify
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Check validates instance against the schema and counts its assertions (SPEC §4.2): one check for
+// each assertion keyword that applies to the instance at each instance location the schema
+// reaches, failures in document order. It also returns the content:undeclared_property tally
+// (SPEC §4.5), which the caller uses only under strict_content_check: one check per object whose
+// schema at that location declares properties or patternProperties and is silent on
+// additionalProperties and unevaluatedProperties (every schema applied in place at the location
+// contributes its declarations, so allOf/$ref compositions are judged as a whole); a property
+// declared by none of them fails that object's check.
+//
+// The library's verdict is the authority: the walker evaluates every keyword itself (so that it
+// can count) and is cross-checked against the library's Validate on every call. Should they ever
+// disagree, the library's verdict is reported; the tests show they agree on the whole
+// JSON-Schema-Test-Suite and under fuzzing.
+func (s *Schema) Check(instance any) (schema Tally, undeclared Tally) {
+	r := s.check(instance)
+	return r.schema, r.undeclared
+}
+
+// schCheckResult is Check's answer with the two verdicts, for the differential tests.
+type schCheckResult struct {
+	schema, undeclared Tally
+	walkerValid        bool
+	libValid           bool
+}
+
+func (s *Schema) check(instance any) schCheckResult {
+	w := schWalkerPool.Get().(*schWalker)
+	w.strict = s.strict
+	ok := w.enter(s.root, instance, true)
+	w.sortFailures(&w.tally, w.tallyLocs)
+	w.sortFailures(&w.undeclared, w.undeclLocs)
+	r := schCheckResult{schema: w.tally, undeclared: w.undeclared, walkerValid: ok && len(w.tally.Failures) == 0}
+	w.release()
+
+	libErr := s.lib.Validate(instance)
+	r.libValid = libErr == nil
+	switch {
+	case r.walkerValid && !r.libValid:
+		r.schema.Fail(schLibraryFailure(instance, libErr))
+	case !r.walkerValid && r.libValid:
+		r.schema.Passed, r.schema.Failures = r.schema.Total, nil
+	}
+	return r
+}
+
+// schLibraryFailure reports the library's first error when the walker found none (never seen in
+// the tests, kept so that a walker bug can never let an invalid output pass).
+func schLibraryFailure(instance any, err error) Failure {
+	leaf, _ := err.(*jsonschema.ValidationError)
+	for leaf != nil && len(leaf.Causes) > 0 {
+		leaf = leaf.Causes[0]
+	}
+	kw := "schema"
+	var loc []schLoc
+	if leaf != nil {
+		if p := leaf.ErrorKind.KeywordPath(); len(p) > 0 {
+			kw = p[len(p)-1]
+		}
+		cur := instance
+		for _, t := range leaf.InstanceLocation {
+			if arr, ok := cur.([]any); ok {
+				i, _ := strconv.Atoi(t)
+				loc = append(loc, schLoc{idx: i})
+				if i >= 0 && i < len(arr) {
+					cur = arr[i]
+				}
+				continue
+			}
+			loc = append(loc, schLoc{key: t, idx: -1})
+			if obj, ok := cur.(map[string]any); ok {
+				cur = obj[t]
+			}
+		}
+	}
+	path := schRenderPath(loc)
+	return Failure{Check: "schema:" + kw, Path: path, Field: schFieldOf(path),
+		Expected: "a value valid against the schema", Found: "invalid (" + schClip(kw, 40) + ")",
+		Detail: "the value does not satisfy the schema's " + schClip(kw, 40) + " keyword"}
+}
+
+// ---- the walker ----
+
+var schWalkerPool = sync.Pool{New: func() any { return new(schWalker) }}
+
+// schWalker evaluates a node graph against an instance, mirroring the library's evaluation order,
+// dynamic scope, reference-cycle rule and annotation model (for unevaluated*), while counting.
+type schWalker struct {
+	strict bool
+	scope  []schScope // dynamic scope: every schema being evaluated, outermost first
+	base   int        // where the current dynamic scope starts (propertyNames and contentSchema start afresh)
+	vid    int        // instance depth, to tell in-place evaluation from a child's
+	loc    []schLoc   // the current instance location (counting mode only)
+	keys   []string   // scratch stack for sorted object keys
+
+	decl       []*schNode // schemas applied in place at the current object (undeclared-property check)
+	declFrom   int
+	declOn     bool
+	declSpeaks bool
+
+	tally, undeclared     Tally
+	tallyLocs, undeclLocs [][]schLoc
+}
+
+type schScope struct {
+	n   *schNode
+	vid int
+}
+
+// schLoc is one step of an instance location: an object key, or an array index when idx >= 0.
+type schLoc struct {
+	key string
+	idx int
+}
+
+func (w *schWalker) release() {
+	w.scope, w.loc, w.keys, w.decl = w.scope[:0], w.loc[:0], w.keys[:0], w.decl[:0]
+	w.base, w.vid, w.declFrom, w.declOn, w.declSpeaks = 0, 0, 0, false, false
+	w.tally, w.undeclared = Tally{}, Tally{}
+	w.tallyLocs, w.undeclLocs = w.tallyLocs[:0], w.undeclLocs[:0]
+	schWalkerPool.Put(w)
+}
+
+// schAnn is what a subschema evaluated (JSON Schema annotations), tracked only where an
+// unevaluatedProperties/unevaluatedItems keyword needs it.
+type schAnn struct {
+	allProps bool
+	props    map[string]struct{}
+	allItems bool
+	nItems   int
+	items    map[int]struct{}
+}
+
+func (a *schAnn) merge(b schAnn) {
+	a.allProps = a.allProps || b.allProps
+	if !a.allProps {
+		for k := range b.props {
+			a.addProp(k)
+		}
+	}
+	a.allItems = a.allItems || b.allItems
+	a.nItems = max(a.nItems, b.nItems)
+	if !a.allItems {
+		for i := range b.items {
+			a.addItem(i)
+		}
+	}
+}
+
+func (a *schAnn) addProp(k string) {
+	if a.props == nil {
+		a.props = map[string]struct{}{}
+	}
+	a.props[k] = struct{}{}
+}
+
+func (a *schAnn) addItem(i int) {
+	if a.items == nil {
+		a.items = map[int]struct{}{}
+	}
+	a.items[i] = struct{}{}
+}
+
+func (a *schAnn) propDone(k string) bool {
+	if a.allProps {
+		return true
+	}
+	_, ok := a.props[k]
+	return ok
+}
+
+func (a *schAnn) itemDone(i int) bool {
+	if a.allItems || i < a.nItems {
+		return true
+	}
+	_, ok := a.items[i]
+	return ok
+}
+
+// child evaluates n at a child location (an object member or array element).
+func (w *schWalker) child(n *schNode, v any, count bool, key string, idx int) bool {
+	if count {
+		w.loc = append(w.loc, schLoc{key: key, idx: idx})
+	}
+	w.vid++
+	ok := w.enter(n, v, count)
+	w.vid--
+	if count {
+		w.loc = w.loc[:len(w.loc)-1]
+	}
+	return ok
+}
+
+// enter evaluates n at a new instance location and, in counting mode, runs that location's
+// undeclared-property check once every schema applied there has been seen.
+func (w *schWalker) enter(n *schNode, v any, count bool) bool {
+	obj, isObj := v.(map[string]any)
+	saveOn, saveFrom, saveSpeaks := w.declOn, w.declFrom, w.declSpeaks
+	w.declOn, w.declFrom, w.declSpeaks = count && isObj, len(w.decl), false
+	ok, _ := w.eval(n, v, count, false)
+	if w.declOn && len(w.decl) > w.declFrom && !w.declSpeaks {
+		w.undeclaredCheck(obj, w.decl[w.declFrom:])
+	}
+	w.decl = w.decl[:w.declFrom]
+	w.declOn, w.declFrom, w.declSpeaks = saveOn, saveFrom, saveSpeaks
+	return ok
+}
+
+// fresh evaluates n against v in a dynamic scope of its own, silently, as the library does for
+// propertyNames and contentSchema.
+func (w *schWalker) fresh(n *schNode, v any) bool {
+	saveBase, saveVid, saveOn := w.base, w.vid, w.declOn
+	w.base, w.vid, w.declOn = len(w.scope), 0, false
+	ok, _ := w.eval(n, v, false, false)
+	w.base, w.vid, w.declOn = saveBase, saveVid, saveOn
+	return ok
+}
+
+func (w *schWalker) undeclaredCheck(obj map[string]any, decl []*schNode) {
+	var bad []string
+	for k := range obj {
+		if !schDeclared(decl, k) {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) == 0 {
+		w.undeclared.Pass()
+		return
+	}
+	slices.Sort(bad)
+	path := schRenderPath(w.loc)
+	f := Failure{Check: "content:undeclared_property", Path: path, Field: schFieldOf(path),
+		Expected: "only properties the schema declares", Found: schClip(schPlural(len(bad), "undeclared property", "undeclared properties")+" "+schNames(bad), FoundMaxChars),
+		Detail: schPlural(len(bad), "property is", "properties are") + " not declared by the schema at this location"}
+	w.undeclared.Fail(f)
+	w.undeclLocs = append(w.undeclLocs, slices.Clone(w.loc))
+}
+
+func schDeclared(decl []*schNode, k string) bool {
+	for _, n := range decl {
+		if _, ok := n.propMap[k]; ok {
+			return true
+		}
+		for _, p := range n.patterns {
+			if p.re.MatchString(k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pass and fail record one check in counting mode.
+func (w *schWalker) pass() { w.tally.Pass() }
+
+func (w *schWalker) fail(kw, expected, found, detail string) {
+	path := schRenderPath(w.loc)
+	w.tally.Fail(Failure{Check: "schema:" + kw, Path: path, Field: schFieldOf(path),
+		Expected: schClip(expected, FoundMaxChars), Found: schClip(found, FoundMaxChars), Detail: detail})
+	w.tallyLocs = append(w.tallyLocs, slices.Clone(w.loc))
+}
+
+// eval evaluates n against v at the current location. count says whether assertions are counted
+// (false inside anyOf, oneOf, not, if, contains and propertyNames, which count as one check
+// each); in silent mode it stops at the first failure. track says whether the caller needs the
+// annotations (evaluated properties and items).
+func (w *schWalker) eval(n *schNode, v any, count, track bool) (bool, schAnn) {
+	if n.boolean != 0 {
+		if n.boolean > 0 {
+			return true, schAnn{}
+		}
+		if count {
+			w.fail("false", "no value here (the schema is false)", schDescribe(v), "the schema allows no value at this location")
+		}
+		return false, schAnn{}
+	}
+	// A schema met twice at one instance location without an intervening child step is a
+	// reference cycle ({"$ref":"#"}): the library fails it, and the walker must not loop.
+	for i := len(w.scope) - 1; i >= w.base && w.scope[i].vid == w.vid; i-- {
+		if w.scope[i].n == n {
+			if count {
+				w.fail("$ref", "a schema without a reference cycle", "reference cycle", "the schema refers to itself without consuming any of the value")
+			}
+			return false, schAnn{}
+		}
+	}
+	w.scope = append(w.scope, schScope{n, w.vid})
+	ok, ann := w.evalBody(n, v, count, track)
+	w.scope = w.scope[:len(w.scope)-1]
+	return ok, ann
+}
+
+func (w *schWalker) evalBody(n *schNode, v any, count, track bool) (bool, schAnn) {
+	s := n.s
+	ok := true
+	var ann schAnn
+	obj, isObj := v.(map[string]any)
+	arr, isArr := v.([]any)
+	trk := track || (isObj && n.unevProps != nil) || (isArr && n.unevItems != nil)
+	if w.declOn {
+		if n.declares {
+			w.decl = append(w.decl, n)
+		}
+		if n.speaks {
+			w.declSpeaks = true
+		}
+	}
+
+	// check records one assertion; in silent mode a failure ends the evaluation.
+	check := func(pass bool) bool {
+		if pass {
+			if count {
+				w.pass()
+			}
+			return true
+		}
+		ok = false
+		return count
+	}
+
+	if n.types != 0 {
+		pass := schTypeMatches(n.types, v)
+		if !check(pass) {
+			return false, ann
+		}
+		if !pass && count {
+			w.failType(n, v)
+		}
+	}
+	if s.Const != nil {
+		pass := schEqual(v, *s.Const)
+		if !check(pass) {
+			return false, ann
+		}
+		if !pass && count {
+			w.fail("const", "the constant "+schShow(*s.Const), "value "+schShow(v), "the value differs from the required constant")
+		}
+	}
+	if s.Enum != nil {
+		pass := false
+		for _, e := range s.Enum.Values {
+			if schEqual(v, e) {
+				pass = true
+				break
+			}
+		}
+		if !check(pass) {
+			return false, ann
+		}
+		if !pass && count {
+			w.fail("enum", "one of "+schShowList(s.Enum.Values), "value "+schShow(v),
+				fmt.Sprintf("the value is not one of the %d allowed values", len(s.Enum.Values)))
+		}
+	}
+	if s.Format != nil {
+		err := s.Format.Validate(v)
+		if _, isStr := v.(string); isStr || err != nil {
+			if !check(err == nil) {
+				return false, ann
+			}
+			if err != nil && count {
+				w.fail("format", "format "+schClip(s.Format.Name, 40), "value "+schShow(v), "the value is not a valid "+schClip(s.Format.Name, 40))
+			}
+		}
+	}
+	if n.ref != nil {
+		rok, rann := w.eval(n.ref, v, count, trk)
+		if !rok {
+			ok = false
+			if !count {
+				return false, ann
+			}
+		} else if trk {
+			ann.merge(rann)
+		}
+		if n.draft < 2019 {
+			// Before 2019-09, $ref's siblings are ignored (the library compiles none of them but
+			// const, which it checks above, as this walker does).
+			return ok, ann
+		}
+	}
+
+	switch {
+	case isObj:
+		if !w.object(n, obj, count, trk, &ok, &ann) {
+			return false, ann
+		}
+	case isArr:
+		if !w.array(n, arr, count, trk, &ok, &ann) {
+			return false, ann
+		}
+	default:
+		if str, isStr := v.(string); isStr {
+			if !w.str(n, str, count, &ok) {
+				return false, ann
+			}
+		} else if lit, isNum := schNumLit(v); isNum {
+			if !w.number(n, lit, count, &ok) {
+				return false, ann
+			}
+		} else if _, isBool := v.(bool); !isBool && v != nil {
+			// Not a JSON value at all (only possible from a Go caller): the library fails it too.
+			if !check(false) {
+				return false, ann
+			}
+			w.fail("type", "a JSON value", "unsupported value", "the value is not JSON")
+		}
+	}
+
+	if n.draft >= 2019 {
+		if n.recRef != nil {
+			target := n.recRef
+			if target.s.RecursiveAnchor {
+				for i := w.base; i < len(w.scope); i++ {
+					if w.scope[i].n.resRecursive {
+						target = w.scope[i].n
+						break
+					}
+				}
+			}
+			if !w.inPlace(target, v, count, trk, &ok, &ann) {
+				return false, ann
+			}
+		}
+		if n.dynRef != nil {
+			target := n.dynRef
+			if n.dynAnchor != "" {
+				for i := w.base; i < len(w.scope); i++ {
+					if d, found := w.scope[i].n.resAnchors[n.dynAnchor]; found {
+						target = d
+						break
+					}
+				}
+			}
+			if !w.inPlace(target, v, count, trk, &ok, &ann) {
+				return false, ann
+			}
+		}
+	}
+
+	if n.not != nil {
+		nok, _ := w.eval(n.not, v, false, false)
+		if !check(!nok) {
+			return false, ann
+		}
+		if nok && count {
+			w.fail("not", "a value that does not match the not subschema", "matches it", "the value matches the subschema it must not match")
+		}
+	}
+	for _, a := range n.allOf {
+		if !w.inPlace(a, v, count, trk, &ok, &ann) {
+			return false, ann
+		}
+	}
+	if len(n.anyOf) > 0 {
+		matched := false
+		for _, b := range n.anyOf {
+			bok, bann := w.eval(b, v, false, trk)
+			if bok {
+				matched = true
+				if !trk {
+					break
+				}
+				ann.merge(bann)
+			}
+		}
+		if !check(matched) {
+			return false, ann
+		}
+		if !matched && count {
+			w.fail("anyOf", fmt.Sprintf("a match for at least one of %d anyOf subschemas", len(n.anyOf)), "matches none",
+				"the value matches none of the anyOf subschemas")
+		}
+	}
+	if len(n.oneOf) > 0 {
+		first, second := -1, -1
+		var firstAnn schAnn
+		for i, b := range n.oneOf {
+			bok, bann := w.eval(b, v, false, trk && first < 0)
+			if bok {
+				if first < 0 {
+					first, firstAnn = i, bann
+				} else {
+					second = i
+					break
+				}
+			}
+		}
+		pass := first >= 0 && second < 0
+		if !check(pass) {
+			return false, ann
+		}
+		if pass && trk {
+			ann.merge(firstAnn)
+		}
+		if !pass && count {
+			found := "matches none"
+			if first >= 0 {
+				found = fmt.Sprintf("matches subschemas %d and %d", first, second)
+			}
+			w.fail("oneOf", fmt.Sprintf("a match for exactly one of %d oneOf subschemas", len(n.oneOf)), found,
+				"the value must match exactly one of the oneOf subschemas")
+		}
+	}
+	if n.ifS != nil {
+		// The if check itself never fails: its outcome picks the branch, whose assertions count.
+		iok, iann := w.eval(n.ifS, v, false, trk)
+		check(true)
+		branch := n.elseS
+		if iok {
+			if trk {
+				ann.merge(iann)
+			}
+			branch = n.thenS
+		}
+		if branch != nil && !w.inPlace(branch, v, count, trk, &ok, &ann) {
+			return false, ann
+		}
+	}
+
+	if n.draft >= 2019 {
+		if isObj && n.unevProps != nil {
+			if !w.unevaluatedProps(n, obj, count, &ok, &ann) {
+				return false, ann
+			}
+		}
+		if isArr && n.unevItems != nil {
+			if !w.unevaluatedItems(n, arr, count, &ok, &ann) {
+				return false, ann
+			}
+		}
+	}
+	return ok, ann
+}
+
+// inPlace applies a subschema to the same value (transparent applicators) and merges its
+// annotations when it passes. It returns false when silent evaluation must stop.
+func (w *schWalker) inPlace(sub *schNode, v any, count, trk bool, ok *bool, ann *schAnn) bool {
+	sok, sann := w.eval(sub, v, count, trk)
+	if !sok {
+		*ok = false
+		return count
+	}
+	if trk {
+		ann.merge(sann)
+	}
+	return true
+}
+
+// sortedKeys pushes obj's keys, sorted, on the scratch stack; pop with w.keys = w.keys[:from].
+func (w *schWalker) sortedKeys(obj map[string]any) (keys []string, from int) {
+	from = len(w.keys)
+	for k := range obj {
+		w.keys = append(w.keys, k)
+	}
+	slices.Sort(w.keys[from:])
+	end := len(w.keys)
+	return w.keys[from:end:end], from
+}
+
+func (w *schWalker) object(n *schNode, obj map[string]any, count, trk bool, ok *bool, ann *schAnn) bool {
+	s := n.s
+	check := func(pass bool) bool {
+		if pass {
+			if count {
+				w.pass()
+			}
+			return true
+		}
+		*ok = false
+		return count
+	}
+	if s.MinProperties != nil {
+		pass := len(obj) >= *s.MinProperties
+		if !check(pass) {
+			return false
+		}
+		if !pass && count {
+			w.fail("minProperties", "at least "+schPlural(*s.MinProperties, "property", "properties"), schPlural(len(obj), "property", "properties"),
+				"the object has fewer properties than the minimum")
+		}
+	}
+	if s.MaxProperties != nil {
+		pass := len(obj) <= *s.MaxProperties
+		if !check(pass) {
+			return false
+		}
+		if !pass && count {
+			w.fail("maxProperties", "at most "+schPlural(*s.MaxProperties, "property", "properties"), schPlural(len(obj), "property", "properties"),
+				"the object has more properties than the maximum")
+		}
+	}
+	if len(n.required) > 0 {
+		missing := schMissing(obj, n.required)
+		if !check(len(missing) == 0) {
+			return false
+		}
+		if len(missing) > 0 && count {
+			w.fail("required", "required properties "+schNames(n.required), "missing "+schNames(missing),
+				schPlural(len(missing), "required property is", "required properties are")+" missing")
+		}
+	}
+	for _, d := range n.deps {
+		if _, present := obj[d.name]; !present {
+			continue
+		}
+		if d.n != nil {
+			if !w.inPlace(d.n, obj, count, trk, ok, ann) {
+				return false
+			}
+			continue
+		}
+		missing := schMissing(obj, d.req)
+		if !check(len(missing) == 0) {
+			return false
+		}
+		if len(missing) > 0 && count {
+			w.fail("dependencies", "properties "+schNames(d.req)+" when "+schClip(d.name, 30)+" is present", "missing "+schNames(missing),
+				"a property that requires others is present without them")
+		}
+	}
+
+	if len(n.patterns) == 0 && n.addl == 0 && n.addlS == nil && !trk {
+		// Fast path: only declared properties to visit, in sorted order.
+		for _, p := range n.props {
+			pv, present := obj[p.name]
+			if !present {
+				continue
+			}
+			if !w.child(p.n, pv, count, p.name, -1) {
+				*ok = false
+				if !count {
+					return false
+				}
+			}
+		}
+	} else {
+		keys, from := w.sortedKeys(obj)
+		var extra []string
+		for _, k := range keys {
+			evaluated := false
+			if pn, found := n.propMap[k]; found {
+				evaluated = true
+				if !w.child(pn, obj[k], count, k, -1) {
+					*ok = false
+					if !count {
+						w.keys = w.keys[:from]
+						return false
+					}
+				}
+			}
+			for _, p := range n.patterns {
+				if !p.re.MatchString(k) {
+					continue
+				}
+				evaluated = true
+				if !w.child(p.n, obj[k], count, k, -1) {
+					*ok = false
+					if !count {
+						w.keys = w.keys[:from]
+						return false
+					}
+				}
+			}
+			if !evaluated {
+				switch {
+				case n.addl < 0:
+					extra = append(extra, k)
+				case n.addlS != nil:
+					if !w.child(n.addlS, obj[k], count, k, -1) {
+						*ok = false
+						if !count {
+							w.keys = w.keys[:from]
+							return false
+						}
+					}
+				}
+				evaluated = n.addl != 0 || n.addlS != nil
+			}
+			if evaluated && trk {
+				ann.addProp(k)
+			}
+		}
+		w.keys = w.keys[:from]
+		if n.addl < 0 {
+			if !check(len(extra) == 0) {
+				return false
+			}
+			if len(extra) > 0 && count {
+				w.fail("additionalProperties", "no properties beyond those declared",
+					schPlural(len(extra), "undeclared property", "undeclared properties")+" "+schNames(extra),
+					schPlural(len(extra), "property is", "properties are")+" not allowed by the schema")
+			}
+		}
+	}
+
+	if n.propNames != nil {
+		keys, from := w.sortedKeys(obj)
+		pass, bad := true, ""
+		for _, k := range keys {
+			if !w.fresh(n.propNames, k) {
+				pass, bad = false, k
+				break
+			}
+		}
+		w.keys = w.keys[:from]
+		if !check(pass) {
+			return false
+		}
+		if !pass && count {
+			w.fail("propertyNames", "property names valid against propertyNames", "invalid name "+schShow(bad),
+				"a property name does not satisfy propertyNames")
+		}
+	}
+	for _, d := range n.depSchemas {
+		if _, present := obj[d.name]; present {
+			if !w.inPlace(d.n, obj, count, trk, ok, ann) {
+				return false
+			}
+		}
+	}
+	for _, d := range n.depReq {
+		if _, present := obj[d.name]; !present {
+			continue
+		}
+		missing := schMissing(obj, d.req)
+		if !check(len(missing) == 0) {
+			return false
+		}
+		if len(missing) > 0 && count {
+			w.fail("dependentRequired", "properties "+schNames(d.req)+" when "+schClip(d.name, 30)+" is present", "missing "+schNames(missing),
+				"a property that requires others is present without them")
+		}
+	}
+	return true
+}
+
+func (w *schWalker) unevaluatedProps(n *schNode, obj map[string]any, count bool, ok *bool, ann *schAnn) bool {
+	u := n.unevProps
+	if !ann.allProps {
+		keys, from := w.sortedKeys(obj)
+		var extra []string
+		for _, k := range keys {
+			if ann.propDone(k) {
+				continue
+			}
+			if u.boolean < 0 {
+				extra = append(extra, k)
+			} else if u.boolean == 0 && !w.child(u, obj[k], count, k, -1) {
+				*ok = false
+				if !count {
+					w.keys = w.keys[:from]
+					return false
+				}
+			}
+		}
+		w.keys = w.keys[:from]
+		if u.boolean < 0 {
+			if len(extra) > 0 {
+				*ok = false
+				if !count {
+					return false
+				}
+				w.fail("unevaluatedProperties", "no properties beyond those the schema evaluates",
+					schPlural(len(extra), "unevaluated property", "unevaluated properties")+" "+schNames(extra),
+					schPlural(len(extra), "property is", "properties are")+" not evaluated by any subschema")
+			} else if count {
+				w.pass()
+			}
+		}
+	} else if u.boolean < 0 && count {
+		w.pass()
+	}
+	ann.allProps = true
+	return true
+}
+
+func (w *schWalker) unevaluatedItems(n *schNode, arr []any, count bool, ok *bool, ann *schAnn) bool {
+	u := n.unevItems
+	extra := 0
+	for i := range arr {
+		if ann.itemDone(i) {
+			continue
+		}
+		if u.boolean < 0 {
+			extra++
+		} else if u.boolean == 0 && !w.child(u, arr[i], count, "", i) {
+			*ok = false
+			if !count {
+				return false
+			}
+		}
+	}
+	if u.boolean < 0 {
+		if extra > 0 {
+			*ok = false
+			if !count {
+				return false
+			}
+			w.fail("unevaluatedItems", "no items beyond those the schema evaluates", schPlural(extra, "unevaluated item", "unevaluated items"),
+				"some items are not evaluated by any subschema")
+		} else if count {
+			w.pass()
+		}
+	}
+	ann.allItems = true
+	return true
+}
+
+func (w *schWalker) array(n *schNode, arr []any, count, trk bool, ok *bool, ann *schAnn) bool {
+	s := n.s
+	check := func(pass bool) bool {
+		if pass {
+			if count {
+				w.pass()
+			}
+			return true
+		}
+		*ok = false
+		return count
+	}
+	if s.MinItems != nil {
+		pass := len(arr) >= *s.MinItems
+		if !check(pass) {
+			return false
+		}
+		if !pass && count {
+			w.fail("minItems", "at least "+schPlural(*s.MinItems, "item", "items"), schPlural(len(arr), "item", "items"), "the array has fewer items than the minimum")
+		}
+	}
+	if s.MaxItems != nil {
+		pass := len(arr) <= *s.MaxItems
+		if !check(pass) {
+			return false
+		}
+		if !pass && count {
+			w.fail("maxItems", "at most "+schPlural(*s.MaxItems, "item", "items"), schPlural(len(arr), "item", "items"), "the array has more items than the maximum")
+		}
+	}
+	if s.UniqueItems {
+		i, j := schDuplicate(arr)
+		if !check(i < 0) {
+			return false
+		}
+		if i >= 0 && count {
+			w.fail("uniqueItems", "unique items", fmt.Sprintf("items %d and %d are equal", i, j), "the array has equal items")
+		}
+	}
+	np := min(len(n.prefix), len(arr))
+	for i := 0; i < np; i++ {
+		if !w.child(n.prefix[i], arr[i], count, "", i) {
+			*ok = false
+			if !count {
+				return false
+			}
+		}
+	}
+	if n.restFalse != "" {
+		pass := len(arr) <= len(n.prefix)
+		if !check(pass) {
+			return false
+		}
+		if !pass && count {
+			w.fail(n.restFalse, "at most "+schPlural(len(n.prefix), "item", "items"), schPlural(len(arr), "item", "items"),
+				"the array has more items than the schema allows")
+		}
+	} else if n.rest != nil && n.rest.boolean <= 0 {
+		for i := np; i < len(arr); i++ {
+			if !w.child(n.rest, arr[i], count, "", i) {
+				*ok = false
+				if !count {
+					return false
+				}
+			}
+		}
+	}
+	if trk {
+		if n.restAll {
+			ann.allItems = true
+		}
+		ann.nItems = max(ann.nItems, len(n.prefix))
+	}
+	if n.contains != nil {
+		matched := 0
+		for i, item := range arr {
+			if w.child(n.contains, item, false, "", i) {
+				matched++
+				if trk && n.draft >= 2020 {
+					ann.addItem(i)
+				}
+			}
+		}
+		pass := matched > 0
+		if s.MinContains != nil {
+			pass = matched >= *s.MinContains
+		}
+		if s.MaxContains != nil && matched > *s.MaxContains {
+			pass = false
+		}
+		if !check(pass) {
+			return false
+		}
+		if !pass && count {
+			want := "at least 1 item matching contains"
+			switch {
+			case s.MinContains != nil && s.MaxContains != nil:
+				want = fmt.Sprintf("between %d and %d items matching contains", *s.MinContains, *s.MaxContains)
+			case s.MinContains != nil:
+				want = fmt.Sprintf("at least %s matching contains", schPlural(*s.MinContains, "item", "items"))
+			case s.MaxContains != nil:
+				want = fmt.Sprintf("at least 1 and at most %d items matching contains", *s.MaxContains)
+			}
+			w.fail("contains", want, schPlural(matched, "matching item", "matching items"), "the number of items matching contains is outside the allowed range")
+		}
+	}
+	return true
+}
+
+func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
+	s := n.s
+	check := func(pass bool) bool {
+		if pass {
+			if count {
+				w.pass()
+			}
+			return true
+		}
+		*ok = false
+		return count
+	}
+	if s.MinLength != nil || s.MaxLength != nil {
+		l := utf8.RuneCountInString(str)
+		if s.MinLength != nil {
+			pass := l >= *s.MinLength
+			if !check(pass) {
+				return false
+			}
+			if !pass && count {
+				w.fail("minLength", "at least "+schPlural(*s.MinLength, "character", "characters"), schPlural(l, "character", "characters"),
+					"the string is shorter than the minimum length")
+			}
+		}
+		if s.MaxLength != nil {
+			pass := l <= *s.MaxLength
+			if !check(pass) {
+				return false
+			}
+			if !pass && count {
+				w.fail("maxLength", "at most "+schPlural(*s.MaxLength, "character", "characters"), schPlural(l, "character", "characters"),
+					"the string is longer than the maximum length")
+			}
+		}
+	}
+	if s.Pattern != nil {
+		pass := s.Pattern.MatchString(str)
+		if !check(pass) {
+			return false
+		}
+		if !pass && count {
+			w.fail("pattern", "a string matching "+s.Pattern.String(), "value "+schShow(str), "the string does not match the required pattern")
+		}
+	}
+	if s.ContentEncoding == nil && s.ContentMediaType == nil {
+		return true
+	}
+	// Content assertion (strict mode only: the compiler sets these fields only then).
+	decoded := []byte(str)
+	if s.ContentEncoding != nil {
+		d, err := s.ContentEncoding.Decode(str)
+		if !check(err == nil) {
+			return false
+		}
+		if err != nil {
+			if count {
+				w.fail("contentEncoding", schClip(s.ContentEncoding.Name, 30)+"-encoded content", "not valid "+schClip(s.ContentEncoding.Name, 30),
+					"the string is not valid "+schClip(s.ContentEncoding.Name, 30))
+			}
+			return true
+		}
+		decoded = d
+	}
+	var deserialized any
+	haveValue := false
+	if s.ContentMediaType != nil {
+		var err error
+		if s.ContentSchema == nil {
+			err = s.ContentMediaType.Validate(decoded)
+		} else {
+			deserialized, err = s.ContentMediaType.UnmarshalJSON(decoded)
+			haveValue = err == nil
+		}
+		if !check(err == nil) {
+			return false
+		}
+		if err != nil && count {
+			w.fail("contentMediaType", "content of type "+schClip(s.ContentMediaType.Name, 40), "not valid "+schClip(s.ContentMediaType.Name, 40),
+				"the content is not valid "+schClip(s.ContentMediaType.Name, 40))
+		}
+	}
+	if haveValue && n.contentS != nil {
+		pass := w.fresh(n.contentS, deserialized)
+		if !check(pass) {
+			return false
+		}
+		if !pass && count {
+			w.fail("contentSchema", "content valid against contentSchema", "invalid content", "the decoded content does not satisfy contentSchema")
+		}
+	}
+	return true
+}
+
+// schNumber is an instance number parsed lazily: int64 when its literal is a plain integer that
+// fits, big.Rat otherwise (exact, never float64).
+type schNumber struct {
+	lit string
+	i   int64
+	isI bool
+	r   *big.Rat
+}
+
+func schParseNumber(lit string) schNumber {
+	n := schNumber{lit: lit}
+	if len(lit) <= 18 && schPlainInt(lit) {
+		if i, err := strconv.ParseInt(lit, 10, 64); err == nil {
+			n.i, n.isI = i, true
+		}
+	}
+	return n
+}
+
+func schPlainInt(lit string) bool {
+	if lit == "" {
+		return false
+	}
+	if lit[0] == '-' {
+		lit = lit[1:]
+	}
+	if lit == "" {
+		return false
+	}
+	for i := 0; i < len(lit); i++ {
+		if lit[i] < '0' || lit[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func (x *schNumber) rat() *big.Rat {
+	if x.r == nil {
+		if x.isI {
+			x.r = new(big.Rat).SetInt64(x.i)
+		} else if r, ok := new(big.Rat).SetString(x.lit); ok {
+			x.r = r
+		} else {
+			x.r = new(big.Rat)
+		}
+	}
+	return x.r
+}
+
+// cmp compares the number with a bound: -1, 0 or 1.
+func (x *schNumber) cmp(b schBound) int {
+	if x.isI && b.isI {
+		switch {
+		case x.i < b.i:
+			return -1
+		case x.i > b.i:
+			return 1
+		}
+		return 0
+	}
+	return x.rat().Cmp(b.r)
+}
+
+func (x *schNumber) isInteger() bool {
+	if x.isI {
+		return true
+	}
+	return x.rat().IsInt()
+}
+
+func (w *schWalker) number(n *schNode, lit string, count bool, ok *bool) bool {
+	s := n.s
+	if s.Minimum == nil && s.Maximum == nil && s.ExclusiveMinimum == nil && s.ExclusiveMaximum == nil && s.MultipleOf == nil {
+		return true
+	}
+	x := schParseNumber(lit)
+	check := func(pass bool) bool {
+		if pass {
+			if count {
+				w.pass()
+			}
+			return true
+		}
+		*ok = false
+		return count
+	}
+	bounds := [...]struct {
+		kw, want string
+		b        schBound
+		pass     func(c int) bool
+	}{
+		{"minimum", "at least ", n.minI, func(c int) bool { return c >= 0 }},
+		{"maximum", "at most ", n.maxI, func(c int) bool { return c <= 0 }},
+		{"exclusiveMinimum", "greater than ", n.exMinI, func(c int) bool { return c > 0 }},
+		{"exclusiveMaximum", "less than ", n.exMaxI, func(c int) bool { return c < 0 }},
+	}
+	for _, bd := range bounds {
+		if bd.b.r == nil {
+			continue
+		}
+		pass := bd.pass(x.cmp(bd.b))
+		if !check(pass) {
+			return false
+		}
+		if !pass && count {
+			w.fail(bd.kw, bd.want+schRatText(bd.b.r), "value "+schClip(lit, 60), "the value is not "+bd.want+schRatText(bd.b.r))
+		}
+	}
+	if s.MultipleOf != nil {
+		var pass bool
+		if x.isI && n.multI.isI && n.multI.i != 0 {
+			pass = x.i%n.multI.i == 0
+		} else {
+			pass = new(big.Rat).Quo(x.rat(), s.MultipleOf).IsInt()
+		}
+		if !check(pass) {
+			return false
+		}
+		if !pass && count {
+			w.fail("multipleOf", "a multiple of "+schRatText(s.MultipleOf), "value "+schClip(lit, 60), "the value is not a multiple of "+schRatText(s.MultipleOf))
+		}
+	}
+	return true
+}
+
+// schRatText shows a schema number compactly (decimal when exact, else a fraction).
+func schRatText(r *big.Rat) string {
+	if r.IsInt() {
+		return schClip(r.Num().String(), 40)
+	}
+	if d, exact := r.FloatPrec(); exact {
+		return schClip(r.FloatString(d), 40)
+	}
+	return schClip(r.RatString(), 40)
+}
+
+func (w *schWalker) failType(n *schNode, v any) {
+	want := n.s.Types.ToStrings()
+	got := schJSONType(v)
+	found := got
+	if lit, isNum := schNumLit(v); isNum && n.types&schTInteger != 0 {
+		found = "number " + schClip(lit, 40)
+	}
+	w.fail("type", "type "+strings.Join(want, " or "), found,
+		"the value is "+schemaArticle(got)+", but the schema requires "+strings.Join(want, " or "))
+}
+
+func schTypeMatches(types uint8, v any) bool {
+	switch v.(type) {
+	case nil:
+		return types&schTNull != 0
+	case bool:
+		return types&schTBoolean != 0
+	case string:
+		return types&schTString != 0
+	case []any:
+		return types&schTArray != 0
+	case map[string]any:
+		return types&schTObject != 0
+	}
+	lit, isNum := schNumLit(v)
+	if !isNum {
+		return false
+	}
+	if types&schTNumber != 0 {
+		return true
+	}
+	if types&schTInteger != 0 {
+		x := schParseNumber(lit)
+		return x.isInteger()
+	}
+	return false
+}
+
+func schMissing(obj map[string]any, names []string) []string {
+	var missing []string
+	for _, name := range names {
+		if _, ok := obj[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	return missing
+}
+
+// schEqual is JSON equality as the library defines it: numbers by value (1 equals 1.0), objects
+// by content.
+func schEqual(a, b any) bool {
+	switch a := a.(type) {
+	case nil:
+		return b == nil
+	case bool:
+		bb, ok := b.(bool)
+		return ok && a == bb
+	case string:
+		bs, ok := b.(string)
+		return ok && a == bs
+	case []any:
+		bb, ok := b.([]any)
+		if !ok || len(a) != len(bb) {
+			return false
+		}
+		for i := range a {
+			if !schEqual(a[i], bb[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		bb, ok := b.(map[string]any)
+		if !ok || len(a) != len(bb) {
+			return false
+		}
+		for k, av := range a {
+			bv, ok := bb[k]
+			if !ok || !schEqual(av, bv) {
+				return false
+			}
+		}
+		return true
+	}
+	la, ok := schNumLit(a)
+	if !ok {
+		return false
+	}
+	lb, ok := schNumLit(b)
+	if !ok {
+		return false
+	}
+	if la == lb {
+		return true
+	}
+	x, y := schParseNumber(la), schParseNumber(lb)
+	if x.isI && y.isI {
+		return x.i == y.i
+	}
+	return x.rat().Cmp(y.rat()) == 0
+}
+
+// schDuplicate returns the first pair of equal items (j < i), or -1, -1.
+func schDuplicate(arr []any) (int, int) {
+	if len(arr) <= 20 {
+		for i := 1; i < len(arr); i++ {
+			for j := 0; j < i; j++ {
+				if schEqual(arr[i], arr[j]) {
+					return j, i
+				}
+			}
+		}
+		return -1, -1
+	}
+	seen := make(map[string]int, len(arr))
+	var b strings.Builder
+	for i, item := range arr {
+		b.Reset()
+		schCanon(&b, item)
+		k := b.String()
+		if j, ok := seen[k]; ok {
+			return j, i
+		}
+		seen[k] = i
+	}
+	return -1, -1
+}
+
+// schCanon writes a canonical key of v for equality: numbers normalized by value, keys sorted.
+func schCanon(b *strings.Builder, v any) {
+	switch v := v.(type) {
+	case nil:
+		b.WriteString("n")
+	case bool:
+		if v {
+			b.WriteString("t")
+		} else {
+			b.WriteString("f")
+		}
+	case string:
+		b.WriteString(strconv.Quote(v))
+	case []any:
+		b.WriteByte('[')
+		for _, e := range v {
+			schCanon(b, e)
+			b.WriteByte(',')
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b.WriteByte('{')
+		for _, k := range keys {
+			b.WriteString(strconv.Quote(k))
+			b.WriteByte(':')
+			schCanon(b, v[k])
+			b.WriteByte(',')
+		}
+		b.WriteByte('}')
+	default:
+		if lit, ok := schNumLit(v); ok {
+			x := schParseNumber(lit)
+			b.WriteString("#" + x.rat().RatString())
+		} else {
+			b.WriteString("?")
+		}
+	}
+}
+
+// ---- failure text ----
+
+// schClip shortens s to at most max characters, marking the cut with "…".
+func schClip(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	n := 0
+	for i := range s {
+		if n == max-1 {
+			return s[:i] + "…"
+		}
+		n++
+	}
+	return s
+}
+
+// schShow renders a value briefly: scalars as JSON (clipped), containers by size.
+func schShow(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return strconv.FormatBool(v)
+	case string:
+		b, _ := json.Marshal(schClip(v, FoundMaxChars-10))
+		return string(b)
+	case []any:
+		return "an array of " + schPlural(len(v), "item", "items")
+	case map[string]any:
+		return "an object with " + schPlural(len(v), "property", "properties")
+	}
+	if lit, ok := schNumLit(v); ok {
+		return schClip(lit, 60)
+	}
+	return "a non-JSON value"
+}
+
+// schShowList renders enum values as a compact JSON array, clipped.
+func schShowList(vals []any) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, v := range vals {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(schShow(v))
+		if b.Len() > FoundMaxChars {
+			break
+		}
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// schDescribe says what kind of value is at a location that allows none.
+func schDescribe(v any) string {
+	t := schJSONType(v)
+	if t == "" {
+		return "a non-JSON value"
+	}
+	return schemaArticle(t)
+}
+
+func schPlural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// schNames joins property names for a message, each clipped, the whole kept short.
+func schNames(names []string) string {
+	var b strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if b.Len() > FoundMaxChars {
+			b.WriteString("…")
+			break
+		}
+		b.WriteString(schClip(n, 40))
+	}
+	return b.String()
+}
+
+// schRenderPath renders an instance location in the project's path syntax: "$" for the root,
+// "$.line_items[0].qty", and ["a.b"] for keys that are not plain names. At most FoundMaxChars
+// characters of the caller's keys appear; the rest is cut with "…".
+func schRenderPath(loc []schLoc) string {
+	if len(loc) == 0 {
+		return "$"
+	}
+	var b strings.Builder
+	b.WriteByte('$')
+	budget := FoundMaxChars
+	for _, l := range loc {
+		if l.idx >= 0 {
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(l.idx))
+			b.WriteByte(']')
+			continue
+		}
+		budget = schWriteKey(&b, l.key, budget)
+	}
+	return b.String()
+}
+
+// schWriteKey appends one key step and returns the remaining budget of caller characters.
+func schWriteKey(b *strings.Builder, key string, budget int) int {
+	n := utf8.RuneCountInString(key)
+	if n <= budget && schPlainKey(key) {
+		b.WriteByte('.')
+		b.WriteString(key)
+		return budget - n
+	}
+	shown := key
+	if n > budget {
+		shown = schClip(key, max(budget, 0)+1)
+		if budget <= 0 {
+			shown = "…"
+		}
+		n = budget
+	}
+	b.WriteString("[")
+	b.WriteString(strconv.Quote(shown))
+	b.WriteString("]")
+	return budget - n
+}
+
+// schPlainKey tells whether a key can be written bare in a path (ParsePath reads it back).
+func schPlainKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, r := range k {
+		if !(r == '_' || r == '-' || r == '$' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')) {
+			return false
+		}
+	}
+	return true
+}
+
+// schFieldOf is the bare path of a "$"-path: "" for the root.
+func schFieldOf(path string) string {
+	if rest, ok := strings.CutPrefix(path, "$."); ok {
+		return rest
+	}
+	return strings.TrimPrefix(path, "$")
+}
+
+// sortFailures puts failures in document order (object keys sorted, array indices ascending,
+// a container before its contents), keeping the walk's keyword order within one location.
+func (w *schWalker) sortFailures(t *Tally, locs [][]schLoc) {
+	if len(t.Failures) < 2 {
+		return
+	}
+	idx := make([]int, len(t.Failures))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return schCompareLoc(locs[a], locs[b]) })
+	sorted := make([]Failure, len(idx))
+	for i, j := range idx {
+		sorted[i] = t.Failures[j]
+	}
+	t.Failures = sorted
+}
+
+func schCompareLoc(a, b []schLoc) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		x, y := a[i], b[i]
+		switch {
+		case x.idx >= 0 && y.idx >= 0:
+			if x.idx != y.idx {
+				return x.idx - y.idx
+			}
+		case x.idx < 0 && y.idx < 0:
+			if c := strings.Compare(x.key, y.key); c != 0 {
+				return c
+			}
+		case x.idx >= 0:
+			return -1
+		default:
+			return 1
+		}
+	}
+	return len(a) - len(b)
+}
