@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"flag"
@@ -8,6 +9,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/agent-output-verifier/verifier/pkg/app"
 	"github.com/agent-output-verifier/verifier/pkg/keys"
 )
 
@@ -16,7 +20,9 @@ func runKeygen(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	out := fs.String("out", "", "write the key file here (mode 0600; never overwrites)")
 	version := fs.String("version", "", "key version label (default v1-<yyyy-mm-dd>)")
-	if err := fs.Parse(args); err != nil || *out == "" || fs.NArg() != 0 {
+	secret := fs.String("secret", "", "instead of a file, create a Secrets Manager secret of this name holding the seed")
+	kmsKey := fs.String("kms-key-id", "", "with --out: print the command that encrypts the seed under this KMS key")
+	if err := fs.Parse(args); err != nil || (*out == "") == (*secret == "") || fs.NArg() != 0 || (*kmsKey != "" && *out == "") {
 		fmt.Fprint(stderr, usage)
 		return exitInvalid
 	}
@@ -28,10 +34,34 @@ func runKeygen(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "verifier keygen: %v\n", err)
 		return exitError
 	}
+	pub := base64.StdEncoding.EncodeToString(k.Public().Key)
+	if *secret != "" {
+		ctx := context.Background()
+		aws, err := app.NewAWS(ctx)
+		if err != nil {
+			fmt.Fprintf(stderr, "verifier keygen: %v\n", err)
+			return exitError
+		}
+		arn, err := keys.CreateSecret(ctx, secretsmanager.NewFromConfig(aws.Config), *secret, k)
+		if err != nil {
+			fmt.Fprintf(stderr, "verifier keygen: %v\n", err)
+			return exitError
+		}
+		fmt.Fprintf(stdout, "created secret %s: key version %s, public key %s\n", arn, k.Version, pub)
+		fmt.Fprintf(stdout, "deploy with: sam deploy --parameter-overrides SigningKey=secretsmanager:%s SigningKeySecretArn=%s KeyVersion=%s\n", arn, arn, k.Version)
+		return exitOK
+	}
 	if err := keys.WriteFile(*out, k); err != nil {
 		fmt.Fprintf(stderr, "verifier keygen: %v\n", err)
 		return exitError
 	}
-	fmt.Fprintf(stdout, "wrote %s: key version %s, public key %s\n", *out, k.Version, base64.StdEncoding.EncodeToString(k.Public().Key))
+	fmt.Fprintf(stdout, "wrote %s: key version %s, public key %s\n", *out, k.Version, pub)
+	if *kmsKey != "" {
+		fmt.Fprintf(stdout, "encrypt the seed under KMS, then delete the plaintext copies:\n"+
+			"  jq -r .seed %s | base64 -d > seed.bin\n"+
+			"  aws kms encrypt --key-id %s --plaintext fileb://seed.bin --query CiphertextBlob --output text\n"+
+			"  rm seed.bin\n"+
+			"and deploy with VERIFIER_SIGNING_KEY=kms:<that output> VERIFIER_KEY_VERSION=%s\n", *out, *kmsKey, k.Version)
+	}
 	return exitOK
 }

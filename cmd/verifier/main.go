@@ -21,7 +21,7 @@ const usage = `usage:
   verifier serve [--addr 127.0.0.1:8080] [--data DIR]
   verifier check [--key FILE] [--detail full|compact] REQUEST.json|-
   verifier receipt verify (--key BASE64 | --card FILE_OR_URL) [--context verify|score|reputation] [--request REQUEST.json] RECEIPT.json|-
-  verifier keygen --out FILE [--version V]
+  verifier keygen (--out FILE [--kms-key-id ID] | --secret NAME) [--version V]
 `
 
 func main() {

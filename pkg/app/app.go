@@ -72,7 +72,7 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*httpapi.Servic
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return nil, nil, fmt.Errorf("create data directory: %w", err)
 		}
-		b, err := bolt.Open(filepath.Join(cfg.DataDir, "verifier.db"))
+		b, err := bolt.Open(filepath.Join(cfg.DataDir, bolt.FileName))
 		if err != nil {
 			return nil, nil, fmt.Errorf("open embedded store: %w", err)
 		}

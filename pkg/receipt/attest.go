@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -43,7 +45,15 @@ func (k Key) Attest(context string, response []byte, timestamp string) ([]byte, 
 	}
 
 	// Keys in RFC 8785 order (UTF-16 code units): algorithm < attested_at < context < key_version < response.
-	msg := make([]byte, 0, len(response)+len(context)+len(timestamp)+len(k.Version)+96)
+	// The message is needed only until it is signed, so its buffer is pooled.
+	bufp := messagePool.Get().(*[]byte)
+	defer func() {
+		if cap(*bufp) <= maxPooledMessage {
+			messagePool.Put(bufp)
+		}
+	}()
+	msg := slices.Grow((*bufp)[:0], len(response)+2*(len(context)+len(timestamp)+len(k.Version))+96)
+	defer func() { *bufp = msg }()
 	msg = append(msg, `{"algorithm":"`+Algorithm+`","attested_at":`...)
 	msg, err := appendString(msg, timestamp)
 	if err != nil {
@@ -76,7 +86,8 @@ func (k Key) Attest(context string, response []byte, timestamp string) ([]byte, 
 
 	// The response is valid JSON, so its last non-space byte is the closing brace of the object.
 	end := len(bytes.TrimRight(response, " \t\r\n")) - 1
-	out := make([]byte, 0, len(response)+len(timestamp)+len(k.Version)+160)
+	// 172 bytes of fixed text and signature, plus room for escapes in the two strings.
+	out := make([]byte, 0, len(response)+2*(len(timestamp)+len(k.Version))+192)
 	out = append(out, response[:end]...)
 	if !empty {
 		out = append(out, ',')
@@ -91,6 +102,12 @@ func (k Key) Attest(context string, response []byte, timestamp string) ([]byte, 
 	out = append(out, response[end:]...)
 	return out, nil
 }
+
+// messagePool holds the buffers Attest assembles the signed document in.
+var messagePool = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledMessage keeps one very large response from pinning its buffer in the pool for good.
+const maxPooledMessage = 1 << 20
 
 // appendString appends s as an RFC 8785 string (minimal escaping, UTF-8 kept literal).
 func appendString(dst []byte, s string) ([]byte, error) {

@@ -342,3 +342,16 @@ func TestKeyHidesPrivate(t *testing.T) {
 		}
 	}
 }
+
+// TestAttestAllocs guards the sign path: the signed response is the only allocation (the message
+// buffer is pooled and the signature stays on the stack).
+func TestAttestAllocs(t *testing.T) {
+	resp := stripAttestation(t, readSeed(t, "invoice-draft.response.json"))
+	k := testKey("v1", 8)
+	if _, err := k.Attest(ContextVerify, resp, testTimestamp); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(50, func() { _, _ = k.Attest(ContextVerify, resp, testTimestamp) }); n > 1 {
+		t.Errorf("%v allocations per Attest, want 1", n)
+	}
+}

@@ -17,7 +17,8 @@ import (
 type Store interface {
 	// ConsumeAllowance atomically takes one free call for client on day (UTC "2006-01-02") if fewer
 	// than limit were taken; it returns whether one was granted and how many remain after this call.
-	// Never grants more than limit under any concurrency. The counter item expires (TTL) after its day.
+	// Never grants more than limit under any concurrency. The counter item expires (TTL) after its day;
+	// an expired counter counts as absent, and an expires that has already passed is an error.
 	ConsumeAllowance(ctx context.Context, client, day string, limit int, expires time.Time) (granted bool, remaining int, err error)
 	// AllowanceUsed reads how many calls client used on day (0 if none), for the 402 body's live state.
 	AllowanceUsed(ctx context.Context, client, day string) (int, error)

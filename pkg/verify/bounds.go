@@ -38,7 +38,7 @@ func (ev *evaluator) bound(b *Bound, t *Tally) {
 		}
 		if err := parseDecimal(string(*lim.lit), lim.into); err != nil {
 			t.Fail(Failure{Check: boundsCheck, Path: b.Path.Display(), Field: b.Path.Raw, Expected: boundExpected(b),
-				Found: "an unusable " + lim.name, Detail: "the bound's " + lim.name + " " + shorten(string(*lim.lit)) + " " + err.Error()})
+				Found: foundValue(*lim.lit, err), Detail: "the bound's " + lim.name + " " + shorten(string(*lim.lit)) + " " + err.Error()})
 			return
 		}
 	}
@@ -63,7 +63,7 @@ func (ev *evaluator) bound(b *Bound, t *Tally) {
 		}
 		loc := formatSteps(b.Path.Steps, at[i*width:(i+1)*width])
 		t.Fail(Failure{Check: boundsCheck, Path: displayRaw(loc), Field: b.Path.Raw, Expected: boundExpected(b),
-			Found: describe(v), Detail: detail})
+			Found: foundValue(v, err), Detail: detail})
 	}
 }
 

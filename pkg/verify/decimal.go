@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/big"
+	"math/bits"
 	"strconv"
 	"strings"
 )
@@ -224,6 +225,14 @@ func (c *calc) add(z, x, y *decimal) { c.combine(z, x, y, false) }
 func (c *calc) sub(z, x, y *decimal) { c.combine(z, x, y, true) }
 
 func (c *calc) combine(z, x, y *decimal, minus bool) {
+	if a, b, e, ok := aligned64(x, y); ok {
+		if minus {
+			b = -b
+		}
+		z.coef.SetInt64(a + b) // |a|, |b| < 2^62: no overflow
+		z.exp = e
+		return
+	}
 	op := (*big.Int).Add
 	if minus {
 		op = (*big.Int).Sub
@@ -245,6 +254,9 @@ func (c *calc) combine(z, x, y *decimal, minus bool) {
 
 // cmp compares x and y: -1, 0 or +1.
 func (c *calc) cmp(x, y *decimal) int {
+	if a, b, _, ok := aligned64(x, y); ok {
+		return cmp.Compare(a, b)
+	}
 	switch {
 	case x.exp == y.exp:
 		return x.coef.Cmp(&y.coef)
@@ -258,6 +270,51 @@ func (c *calc) cmp(x, y *decimal) int {
 		return x.coef.Cmp(&c.tmp)
 	}
 }
+
+// aligned64 is the fast path of calc for ordinary amounts: x and y brought to their common
+// exponent e as int64 coefficients, when both fit with room to add (below 2^62 in magnitude).
+func aligned64(x, y *decimal) (a, b int64, e int, ok bool) {
+	if !x.coef.IsInt64() || !y.coef.IsInt64() {
+		return 0, 0, 0, false
+	}
+	e = min(x.exp, y.exp)
+	if a, ok = scale64(x.coef.Int64(), x.exp-e); !ok {
+		return 0, 0, 0, false
+	}
+	if b, ok = scale64(y.coef.Int64(), y.exp-e); !ok {
+		return 0, 0, 0, false
+	}
+	return a, b, e, true
+}
+
+// scale64 returns v × 10^k when its magnitude stays below 2^62.
+func scale64(v int64, k int) (int64, bool) {
+	const limit = 1 << 62
+	if k >= len(pow10u64) || v <= -limit || v >= limit {
+		return 0, false
+	}
+	m := uint64(v)
+	if v < 0 {
+		m = uint64(-v)
+	}
+	hi, lo := bits.Mul64(m, pow10u64[k])
+	if hi != 0 || lo >= limit {
+		return 0, false
+	}
+	if v < 0 {
+		return -int64(lo), true
+	}
+	return int64(lo), true
+}
+
+// pow10u64 holds 10^0 … 10^18.
+var pow10u64 = func() (t [19]uint64) {
+	t[0] = 1
+	for i := 1; i < len(t); i++ {
+		t[i] = t[i-1] * 10
+	}
+	return t
+}()
 
 // rat is d as a big.Rat, for the rare comparison with a tolerance that is not a decimal.
 func (d *decimal) rat() *big.Rat {
@@ -279,10 +336,11 @@ type tolerance struct {
 	exact bool // d holds the tolerance
 }
 
-// newTolerance prepares r (nil means the default, SPEC §4.3).
+// newTolerance prepares r (nil means the default, SPEC §4.3). The default is prepared once and
+// shared: evaluation only reads a tolerance.
 func newTolerance(r *big.Rat) *tolerance {
-	if r == nil {
-		r = defaultToleranceRat
+	if r == nil || isDefaultTolerance(r) {
+		return defaultTol
 	}
 	t := &tolerance{r: r}
 	if d, err := ratDecimal(r); err == nil {
@@ -329,12 +387,25 @@ func (c *calc) within(diff *decimal, t *tolerance) bool {
 	return diff.rat().Cmp(t.r) <= 0
 }
 
-// defaultToleranceRat is DefaultTolerance as a number, to tell when messages may leave the
-// tolerance unsaid.
-var defaultToleranceRat, _ = new(big.Rat).SetString(DefaultTolerance)
+// defaultToleranceRat is DefaultTolerance as a number and defaultTol the same prepared.
+var (
+	defaultToleranceRat, _ = new(big.Rat).SetString(DefaultTolerance)
+	defaultTol             = func() *tolerance {
+		t := &tolerance{r: defaultToleranceRat, exact: true}
+		d, _ := ratDecimal(defaultToleranceRat)
+		t.d.coef.Set(&d.coef)
+		t.d.exp = d.exp
+		return t
+	}()
+)
+
+// isDefaultTolerance tells, without allocating, whether r is 1e-9.
+func isDefaultTolerance(r *big.Rat) bool {
+	return r.Num().IsInt64() && r.Num().Int64() == 1 && r.Denom().Cmp(pow10(9)) == 0
+}
 
 // isDefault tells whether the tolerance is the default one, which messages leave unsaid.
-func (t *tolerance) isDefault() bool { return t.r.Cmp(defaultToleranceRat) == 0 }
+func (t *tolerance) isDefault() bool { return isDefaultTolerance(t.r) }
 
 // pyString formats d the way the seed's messages show numbers, which is how Python prints what
 // its json module decoded: intLike (every operand was an integer literal) prints all digits of
@@ -459,6 +530,9 @@ func inexactNumber(lit string) (inexact bool, becomes string) {
 
 // esNumber writes f as ECMAScript (and so RFC 8785) does, for messages.
 func esNumber(f float64) string {
+	if math.IsInf(f, 0) {
+		return "infinity, beyond double range"
+	}
 	if a := math.Abs(f); a == 0 || (a >= 1e-7 && a < 1e21) {
 		return strconv.FormatFloat(f, 'f', -1, 64)
 	}

@@ -121,7 +121,7 @@ func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
 		return
 	}
 	if err := parseDecimal(lit, &ev.target); err != nil {
-		t.Fail(ev.ruleFailure(r, r.Field.Display(), "a number to compare the sum with", "number "+shorten(lit),
+		t.Fail(ev.ruleFailure(r, r.Field.Display(), "a number to compare the sum with", foundValue(json.Number(lit), err),
 			"the target number "+shorten(lit)+" "+err.Error()))
 		return
 	}
@@ -136,7 +136,7 @@ func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
 		}
 		if !ok || err != nil {
 			loc := locate(r.Field.Steps, ev.root, i)
-			t.Fail(ev.ruleFailure(r, displayRaw(loc), "a number to add up", describe(v), notNumberDetail(loc, v, err)))
+			t.Fail(ev.ruleFailure(r, displayRaw(loc), "a number to add up", foundValue(v, err), notNumberDetail(loc, v, err)))
 			return
 		}
 		intLike = intLike && integerLiteral(string(n))
@@ -161,7 +161,13 @@ func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
 // other_field, or, when field and other_field share their `[]` prefix, the operand of the same
 // element (see elementwisePrefix).
 func (ev *evaluator) compare(r *Rule, t *Tally) {
-	values, at, found := resolveSteps(r.Field.Steps, ev.root, true)
+	elementwise := 0
+	if r.OtherField != nil {
+		elementwise = elementwisePrefix(r.Field, *r.OtherField)
+	}
+	// Element by element, compareElementwise resolves again under each element; here only
+	// whether the field exists matters.
+	values, at, found := resolveSteps(r.Field.Steps, ev.root, elementwise == 0)
 	if !found {
 		if !r.IfPresent {
 			t.Fail(ev.notFound(r, r.Field, "numbers at "+shorten(r.Field.Raw)))
@@ -174,7 +180,7 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 	case r.Value != nil:
 		lit := string(*r.Value)
 		if err := parseDecimal(lit, &ev.target); err != nil {
-			t.Fail(ev.ruleFailure(r, r.Field.Display(), "a number to compare with", "number "+shorten(lit),
+			t.Fail(ev.ruleFailure(r, r.Field.Display(), "a number to compare with", foundValue(json.Number(lit), err),
 				"the rule's value "+shorten(lit)+" "+err.Error()))
 			return
 		}
@@ -190,8 +196,8 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 			}
 			return
 		}
-		if n := elementwisePrefix(r.Field, other); n > 0 {
-			ev.compareElementwise(r, t, tol, other, n)
+		if elementwise > 0 {
+			ev.compareElementwise(r, t, tol, other, elementwise)
 			return
 		}
 		if len(ovals) != 1 {
@@ -206,13 +212,13 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 			err = parseDecimal(string(n), &ev.target)
 		}
 		if !ok || err != nil {
-			t.Fail(ev.ruleFailure(r, other.Display(), "a number at "+shorten(other.Raw), describe(ovals[0]),
+			t.Fail(ev.ruleFailure(r, other.Display(), "a number at "+shorten(other.Raw), foundValue(ovals[0], err),
 				notNumberDetail(other.Raw, ovals[0], err)))
 			return
 		}
 		for i, v := range values {
 			ev.compareOne(r, t, tol, v, where{steps: r.Field.Steps, at: at[i*width : (i+1)*width]},
-				operand{lit: string(n), at: where{steps: other.Steps}})
+				operand{lit: string(n), name: other.Raw})
 		}
 	default:
 		ev.noOperand(r, t)
@@ -251,31 +257,31 @@ func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other
 // compareElement is one element-wise check; a non-number operand fails the check and names it.
 func (ev *evaluator) compareElement(r *Rule, t *Tally, tol *tolerance, v any, w where, ov any, opAt where, opOK bool, opErr error) {
 	if opOK {
-		ev.compareOne(r, t, tol, v, w, operand{lit: string(ov.(json.Number)), at: opAt, elementwise: true})
+		ev.compareOne(r, t, tol, v, w, operand{lit: string(ov.(json.Number)), at: &opAt})
 		return
 	}
 	loc := opAt.raw()
 	t.Fail(ev.ruleFailure(r, displayRaw(loc), "a number at "+shorten(loc)+" to compare "+shorten(w.raw())+" with",
-		describe(ov), notNumberDetail(loc, ov, opErr)))
+		foundValue(ov, opErr), notNumberDetail(loc, ov, opErr)))
 }
 
 // operand is what a gte or lte value is compared with (already parsed into ev.target): a literal,
 // and where it came from when it came from other_field.
 type operand struct {
-	lit         string
-	at          where // empty steps for a `value` operand
-	elementwise bool  // name the operand's concrete element
+	lit  string
+	name string // other_field as the caller wrote it; "" for a `value` operand
+	at   *where // the operand's own element, when compared element by element
 }
 
 // label shows the operand in messages: "10", "limit (10)", "items[2].start (10)".
 func (o operand) label() string {
 	switch {
-	case len(o.at.steps) == 0:
-		return shorten(o.lit)
-	case o.elementwise:
+	case o.at != nil:
 		return shorten(o.at.raw()) + " (" + shorten(o.lit) + ")"
+	case o.name != "":
+		return shorten(o.name) + " (" + shorten(o.lit) + ")"
 	}
-	return shorten(formatSteps(o.at.steps, nil)) + " (" + shorten(o.lit) + ")"
+	return shorten(o.lit)
 }
 
 // compareOne checks v against ev.target: gte passes when v ≥ target − tolerance, lte when
@@ -308,7 +314,7 @@ func (ev *evaluator) compareOne(r *Rule, t *Tally, tol *tolerance, v any, w wher
 	}
 	loc := w.raw()
 	if !ok || err != nil {
-		t.Fail(ev.ruleFailure(r, displayRaw(loc), expected, describe(v), notNumberDetail(loc, v, err)))
+		t.Fail(ev.ruleFailure(r, displayRaw(loc), expected, foundValue(v, err), notNumberDetail(loc, v, err)))
 		return
 	}
 	t.Fail(ev.ruleFailure(r, displayRaw(loc), expected, describe(v), describe(v)+" is "+word+" "+op.label()))
@@ -497,6 +503,20 @@ func notNumberDetail(loc string, v any, err error) string {
 		return shorten(loc) + " is " + describe(v) + ", which " + err.Error()
 	}
 	return shorten(loc) + " is " + describe(v) + ", not a number"
+}
+
+// foundValue is the Found text of a value that could not be used as a number: what it is, and
+// for a number too large to compute with, why ("number 1e-999 (exponent beyond ±400)").
+func foundValue(v any, err error) string {
+	switch err {
+	case nil:
+		return describe(v)
+	case errExponent:
+		return describe(v) + " (exponent beyond ±400)"
+	case errManyDigits:
+		return describe(v) + " (more than 1000 significant digits)"
+	}
+	return describe(v) + " (not a JSON number)"
 }
 
 // toleranceText shows a rule's tolerance as the caller wrote it.

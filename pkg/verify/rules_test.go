@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -487,5 +489,58 @@ func BenchmarkRulesSumEquals200(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		EvaluateRules(output, rules[:1])
+	}
+}
+
+// The int64 fast path and the big.Int path of calc agree with big.Rat arithmetic on literals of
+// every size, including those at the edges of the fast path.
+func TestRuleDecimalAgainstRat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	lit := func() string {
+		var b strings.Builder
+		if rng.IntN(3) == 0 {
+			b.WriteByte('-')
+		}
+		switch rng.IntN(4) {
+		case 0:
+			b.WriteString(strconv.FormatUint(rng.Uint64N(1<<62+10), 10)) // around the fast-path limit
+		case 1:
+			b.WriteString(strconv.Itoa(rng.IntN(1000)))
+		default:
+			b.WriteString(strconv.FormatUint(rng.Uint64(), 10))
+			b.WriteString(strings.Repeat("9", rng.IntN(30)))
+		}
+		if rng.IntN(2) == 0 {
+			b.WriteString("." + strconv.Itoa(rng.IntN(100000)))
+		}
+		if rng.IntN(2) == 0 {
+			b.WriteString("e" + strconv.Itoa(rng.IntN(60)-30))
+		}
+		return b.String()
+	}
+	var c calc
+	for i := 0; i < 20000; i++ {
+		xs, ys := lit(), lit()
+		var x, y, z decimal
+		if parseDecimal(xs, &x) != nil || parseDecimal(ys, &y) != nil {
+			t.Fatalf("parse %s %s", xs, ys)
+		}
+		xr, _ := new(big.Rat).SetString(xs)
+		yr, _ := new(big.Rat).SetString(ys)
+		if got, want := c.cmp(&x, &y), xr.Cmp(yr); got != want {
+			t.Fatalf("cmp(%s, %s) = %d, want %d", xs, ys, got, want)
+		}
+		c.add(&z, &x, &y)
+		if got, want := z.rat(), new(big.Rat).Add(xr, yr); got.Cmp(want) != 0 {
+			t.Fatalf("%s + %s = %s, want %s", xs, ys, got.RatString(), want.RatString())
+		}
+		c.sub(&z, &x, &y)
+		if got, want := z.rat(), new(big.Rat).Sub(xr, yr); got.Cmp(want) != 0 {
+			t.Fatalf("%s - %s = %s, want %s", xs, ys, got.RatString(), want.RatString())
+		}
+		c.add(&x, &x, &y) // aliasing
+		if got, want := x.rat(), new(big.Rat).Add(xr, yr); got.Cmp(want) != 0 {
+			t.Fatalf("aliased %s + %s = %s, want %s", xs, ys, got.RatString(), want.RatString())
+		}
 	}
 }

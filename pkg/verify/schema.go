@@ -289,23 +289,26 @@ func schemaRE2Problem(pattern string) string {
 		return "is not a pattern RE2 can compile"
 	}
 	expr := se.Expr
+	// Go reads "(?<" as the start of a named group, so lookbehinds arrive as either code.
+	switch {
+	case strings.HasPrefix(expr, "(?="):
+		return "uses a lookahead, which RE2 does not support"
+	case strings.HasPrefix(expr, "(?!"):
+		return "uses a negative lookahead, which RE2 does not support"
+	case strings.HasPrefix(expr, "(?<="):
+		return "uses a lookbehind, which RE2 does not support"
+	case strings.HasPrefix(expr, "(?<!"):
+		return "uses a negative lookbehind, which RE2 does not support"
+	case strings.HasPrefix(expr, "(?>"):
+		return "uses an atomic group, which RE2 does not support"
+	case strings.HasPrefix(expr, "(?("):
+		return "uses a conditional group, which RE2 does not support"
+	}
 	switch se.Code {
 	case syntax.ErrInvalidPerlOp:
-		switch {
-		case strings.HasPrefix(expr, "(?="):
-			return "uses a lookahead, which RE2 does not support"
-		case strings.HasPrefix(expr, "(?!"):
-			return "uses a negative lookahead, which RE2 does not support"
-		case strings.HasPrefix(expr, "(?<="):
-			return "uses a lookbehind, which RE2 does not support"
-		case strings.HasPrefix(expr, "(?<!"):
-			return "uses a negative lookbehind, which RE2 does not support"
-		case strings.HasPrefix(expr, "(?>"):
-			return "uses an atomic group, which RE2 does not support"
-		case strings.HasPrefix(expr, "(?("):
-			return "uses a conditional group, which RE2 does not support"
-		}
 		return "uses a (?...) group syntax RE2 does not support"
+	case syntax.ErrInvalidNamedCapture:
+		return "uses a named group syntax RE2 does not support"
 	case syntax.ErrInvalidEscape:
 		if len(expr) == 2 && expr[1] >= '1' && expr[1] <= '9' {
 			return "uses a backreference, which RE2 does not support"
@@ -558,17 +561,27 @@ type schDep struct {
 	n    *schNode
 }
 
-// schBound is a numeric bound in int64 when it is an integer that fits, for the fast path.
+// schBound is a numeric bound of the schema, also as an exact int64 decimal when it fits (the
+// walker's fast path).
 type schBound struct {
-	r   *big.Rat
-	i   int64
-	isI bool
+	r *big.Rat
+	d schDec
 }
 
 func schBoundOf(r *big.Rat) schBound {
 	b := schBound{r: r}
-	if r != nil && r.IsInt() && r.Num().IsInt64() {
-		b.i, b.isI = r.Num().Int64(), true
+	if r == nil {
+		return b
+	}
+	if n, exact := r.FloatPrec(); exact && n < len(schPow10) {
+		scaled := new(big.Int).Mul(r.Num(), big.NewInt(schPow10[n]))
+		scaled.Quo(scaled, r.Denom())
+		if scaled.IsInt64() && scaled.CmpAbs(big.NewInt(schPow10[len(schPow10)-1])) < 0 {
+			b.d = schDec{m: scaled.Int64(), e: -n, ok: true}
+			if b.d.m == 0 {
+				b.d.e = 0
+			}
+		}
 	}
 	return b
 }

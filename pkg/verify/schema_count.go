@@ -3,6 +3,7 @@ package verify
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/big"
 	"slices"
 	"strconv"
@@ -1023,48 +1024,19 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 	return true
 }
 
-// schNumber is an instance number parsed lazily: int64 when its literal is a plain integer that
-// fits, big.Rat otherwise (exact, never float64).
+// schNumber is an instance number: its literal, an exact int64 decimal when the literal fits
+// (the fast path), and a big.Rat made only when needed. Never float64.
 type schNumber struct {
 	lit string
-	i   int64
-	isI bool
+	d   schDec
 	r   *big.Rat
 }
 
-func schParseNumber(lit string) schNumber {
-	n := schNumber{lit: lit}
-	if len(lit) <= 18 && schPlainInt(lit) {
-		if i, err := strconv.ParseInt(lit, 10, 64); err == nil {
-			n.i, n.isI = i, true
-		}
-	}
-	return n
-}
-
-func schPlainInt(lit string) bool {
-	if lit == "" {
-		return false
-	}
-	if lit[0] == '-' {
-		lit = lit[1:]
-	}
-	if lit == "" {
-		return false
-	}
-	for i := 0; i < len(lit); i++ {
-		if lit[i] < '0' || lit[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
+func schParseNumber(lit string) schNumber { return schNumber{lit: lit, d: schParseDec(lit)} }
 
 func (x *schNumber) rat() *big.Rat {
 	if x.r == nil {
-		if x.isI {
-			x.r = new(big.Rat).SetInt64(x.i)
-		} else if r, ok := new(big.Rat).SetString(x.lit); ok {
+		if r, ok := new(big.Rat).SetString(x.lit); ok {
 			x.r = r
 		} else {
 			x.r = new(big.Rat)
@@ -1075,23 +1047,160 @@ func (x *schNumber) rat() *big.Rat {
 
 // cmp compares the number with a bound: -1, 0 or 1.
 func (x *schNumber) cmp(b schBound) int {
-	if x.isI && b.isI {
-		switch {
-		case x.i < b.i:
-			return -1
-		case x.i > b.i:
-			return 1
+	if x.d.ok && b.d.ok {
+		if c, ok := schDecCmp(x.d, b.d); ok {
+			return c
 		}
-		return 0
 	}
 	return x.rat().Cmp(b.r)
 }
 
 func (x *schNumber) isInteger() bool {
-	if x.isI {
-		return true
+	if x.d.ok {
+		if x.d.e >= 0 {
+			return true
+		}
+		if -x.d.e >= len(schPow10) {
+			return false // |m| < 10^18 and m != 0, so m / 10^19... is never whole
+		}
+		return x.d.m%schPow10[-x.d.e] == 0
 	}
 	return x.rat().IsInt()
+}
+
+// multipleOf tells whether x / b is an integer.
+func (x *schNumber) multipleOf(b schBound) bool {
+	if x.d.ok && b.d.ok && b.d.m != 0 {
+		if xm, bm, ok := schDecAlign(x.d, b.d); ok {
+			return xm%bm == 0
+		}
+	}
+	return new(big.Rat).Quo(x.rat(), b.r).IsInt()
+}
+
+// schDec is an exact decimal m × 10^e with at most 18 significant digits; ok is false when the
+// literal does not fit (big.Rat takes over).
+type schDec struct {
+	m  int64
+	e  int
+	ok bool
+}
+
+var schPow10 = [...]int64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18}
+
+// schParseDec reads a JSON number literal.
+func schParseDec(lit string) schDec {
+	i, neg := 0, false
+	if i < len(lit) && lit[i] == '-' {
+		neg = true
+		i++
+	}
+	var m int64
+	digits, e, sawDigit := 0, 0, false
+	for ; i < len(lit) && lit[i] >= '0' && lit[i] <= '9'; i++ {
+		sawDigit = true
+		if m == 0 && lit[i] == '0' {
+			continue
+		}
+		if digits == 18 {
+			return schDec{}
+		}
+		m = m*10 + int64(lit[i]-'0')
+		digits++
+	}
+	if i < len(lit) && lit[i] == '.' {
+		for i++; i < len(lit) && lit[i] >= '0' && lit[i] <= '9'; i++ {
+			sawDigit = true
+			e--
+			if m == 0 && lit[i] == '0' {
+				continue
+			}
+			if digits == 18 {
+				return schDec{}
+			}
+			m = m*10 + int64(lit[i]-'0')
+			digits++
+		}
+	}
+	if !sawDigit {
+		return schDec{}
+	}
+	if i < len(lit) && (lit[i] == 'e' || lit[i] == 'E') {
+		i++
+		eneg := false
+		if i < len(lit) && (lit[i] == '+' || lit[i] == '-') {
+			eneg = lit[i] == '-'
+			i++
+		}
+		x, any := 0, false
+		for ; i < len(lit) && lit[i] >= '0' && lit[i] <= '9'; i++ {
+			any = true
+			if x > 100000 {
+				return schDec{}
+			}
+			x = x*10 + int(lit[i]-'0')
+		}
+		if !any {
+			return schDec{}
+		}
+		if eneg {
+			x = -x
+		}
+		e += x
+	}
+	if i != len(lit) {
+		return schDec{}
+	}
+	if m == 0 {
+		return schDec{ok: true}
+	}
+	if neg {
+		m = -m
+	}
+	return schDec{m: m, e: e, ok: true}
+}
+
+// schDecAlign brings a and b to their smaller exponent; ok is false on overflow.
+func schDecAlign(a, b schDec) (int64, int64, bool) {
+	am, bm := a.m, b.m
+	var ok bool
+	switch {
+	case a.e > b.e:
+		am, ok = schScale(am, a.e-b.e)
+	case b.e > a.e:
+		bm, ok = schScale(bm, b.e-a.e)
+	default:
+		ok = true
+	}
+	return am, bm, ok
+}
+
+func schScale(m int64, k int) (int64, bool) {
+	if m == 0 {
+		return 0, true
+	}
+	if k >= len(schPow10) {
+		return 0, false
+	}
+	p := schPow10[k]
+	if m > math.MaxInt64/p || m < -math.MaxInt64/p {
+		return 0, false
+	}
+	return m * p, true
+}
+
+func schDecCmp(a, b schDec) (int, bool) {
+	am, bm, ok := schDecAlign(a, b)
+	if !ok {
+		return 0, false
+	}
+	switch {
+	case am < bm:
+		return -1, true
+	case am > bm:
+		return 1, true
+	}
+	return 0, true
 }
 
 func (w *schWalker) number(n *schNode, lit string, count bool, ok *bool) bool {
@@ -1133,12 +1242,7 @@ func (w *schWalker) number(n *schNode, lit string, count bool, ok *bool) bool {
 		}
 	}
 	if s.MultipleOf != nil {
-		var pass bool
-		if x.isI && n.multI.isI && n.multI.i != 0 {
-			pass = x.i%n.multI.i == 0
-		} else {
-			pass = new(big.Rat).Quo(x.rat(), s.MultipleOf).IsInt()
-		}
+		pass := x.multipleOf(n.multI)
 		if !check(pass) {
 			return false
 		}
@@ -1256,8 +1360,10 @@ func schEqual(a, b any) bool {
 		return true
 	}
 	x, y := schParseNumber(la), schParseNumber(lb)
-	if x.isI && y.isI {
-		return x.i == y.i
+	if x.d.ok && y.d.ok {
+		if c, ok := schDecCmp(x.d, y.d); ok {
+			return c == 0
+		}
 	}
 	return x.rat().Cmp(y.rat()) == 0
 }

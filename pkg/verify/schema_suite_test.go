@@ -31,12 +31,24 @@ var schSuiteSkipFiles = map[string]string{
 	"draft2020-12/vocabulary.json": "needs a custom metaschema from a remote URL",
 }
 
-// schSuiteSkipGroups are single groups (file + description) that need something refused by design
-// or hit a documented limitation.
-var schSuiteSkipGroups = map[string]string{}
-
-// schSuiteSkipTests are single tests (file + group + test description), with why.
-var schSuiteSkipTests = map[string]string{}
+// schSuiteFormatLimits are optional/format files (both drafts) where the library's format
+// validator (jsonschema v6.0.3, the authority on validity) is more lenient than the suite, or where
+// the service deliberately differs. Their cases still run and the walker must still agree with the
+// library; only disagreement with the suite's verdict is tolerated, and each entry must still be
+// needed (the test fails when a listed file passes completely, so the list stays short).
+var schSuiteFormatLimits = map[string]string{
+	"ecmascript-regex.json": "by design: patterns and format regex use RE2 (SPEC §4.2), not ECMA-262",
+	"idn-hostname.json":     "library limitation: idn-hostname does not apply the IDNA2008/Bidi/context rules",
+	"hostname.json":         "library limitation: A-labels (punycode) are not checked against IDNA2008; a trailing dot is accepted",
+	"idn-email.json":        "library limitation: the domain of an idn-email is checked loosely",
+	"email.json":            "library limitation: an empty local part is accepted",
+	"uri.json":              "library limitation: URIs are parsed with net/url, which accepts characters RFC 3986 forbids",
+	"uri-reference.json":    "library limitation: as uri.json, net/url accepts forbidden characters",
+	"iri.json":              "library limitation: an IPvFuture host with an uppercase 'V' is rejected",
+	"uri-template.json":     "library limitation: the uri-template check predates the suite's RFC 6570 cases",
+	"ipv4.json":             "library limitation: a leading '+' in an octet is accepted",
+	"duration.json":         "library limitation: years and days without months are accepted",
+}
 
 type schSuiteGroup struct {
 	Description string `json:"description"`
@@ -106,64 +118,76 @@ func schUsesRemote(schema any) bool {
 }
 
 func TestSchemaSuite(t *testing.T) {
-	var run, passed, skipped, refused int
+	var run, agreed, skipped, refused, limited int
+	limitHits := map[string]int{}
 	for _, draft := range []string{"draft2020-12", "draft7"} {
 		for _, rel := range schSuiteFiles(t, draft, false) {
 			groups := schLoadSuiteFile(t, filepath.Join(schSuiteDir, rel))
-			if reason, ok := schSuiteSkipFiles[rel]; ok {
-				if strings.Contains(reason, "refused") || strings.Contains(reason, "remote") {
-					for _, g := range groups {
-						if _, err := compileSchema(g.Schema, strict(rel), schSuiteDraft(rel)); err == nil && schUsesRemote(g.Schema) {
-							t.Errorf("%s / %s: a schema needing a remote document compiled", rel, g.Description)
-						}
-					}
-				}
+			if _, ok := schSuiteSkipFiles[rel]; ok {
 				for _, g := range groups {
 					skipped += len(g.Tests)
+					if strings.HasSuffix(rel, "refRemote.json") {
+						// Refused by design: every group must fail to compile with the 422.
+						_, err := compileSchema(g.Schema, false, schSuiteDraft(rel))
+						schAssertRefused(t, rel+" / "+g.Description, g.Schema, err)
+					}
 				}
 				continue
 			}
+			_, limit := schSuiteFormatLimits[filepath.Base(rel)]
+			limit = limit && strings.Contains(rel, "/optional/format/")
 			for _, g := range groups {
 				gkey := rel + " / " + g.Description
-				if _, ok := schSuiteSkipGroups[gkey]; ok {
-					skipped += len(g.Tests)
-					continue
-				}
 				sch, err := compileSchema(g.Schema, strict(rel), schSuiteDraft(rel))
 				if err != nil {
-					if schUsesRemote(g.Schema) {
-						// Refused by design: assert it is the documented 422.
-						if e, ok := apperr.As(err); !ok || e.Code != apperr.InvalidRequest || e.Fields[0].Field != "expected_schema" {
-							t.Errorf("%s: remote schema gave %v, want a 422 on expected_schema", gkey, err)
-						}
-						refused += len(g.Tests)
-						continue
-					}
-					t.Errorf("%s: compile: %v", gkey, err)
+					schAssertRefused(t, gkey, g.Schema, err)
+					refused += len(g.Tests)
+					t.Logf("refused by design (remote ref): %s", gkey)
 					continue
 				}
 				for _, tc := range g.Tests {
 					key := gkey + " / " + tc.Description
-					if _, ok := schSuiteSkipTests[key]; ok {
-						skipped++
-						continue
-					}
 					run++
 					r := sch.check(tc.Data)
 					if r.walkerValid != r.libValid {
 						t.Errorf("%s: walker says valid=%v, library says %v", key, r.walkerValid, r.libValid)
 					}
-					got := len(r.schema.Failures) == 0
-					if got != tc.Valid {
+					if got := len(r.schema.Failures) == 0; got != tc.Valid {
+						if limit {
+							limited++
+							limitHits[filepath.Base(rel)]++
+							continue
+						}
 						t.Errorf("%s: valid=%v, suite says %v (failures %v)", key, got, tc.Valid, r.schema.Failures)
 						continue
 					}
-					passed++
+					agreed++
 				}
 			}
 		}
 	}
-	t.Logf("suite: %d cases run, %d agree with the suite, %d skipped by the documented exceptions, %d refused (remote refs)", run, passed, skipped, refused)
+	for file, reason := range schSuiteFormatLimits {
+		if limitHits[file] == 0 {
+			t.Errorf("format exception %s (%s) is no longer needed: remove it", file, reason)
+		}
+	}
+	t.Logf("suite: %d cases run: %d agree with the suite, %d differ within the documented format exceptions %v; "+
+		"%d cases in skipped files, %d in groups refused by design (remote refs)", run, agreed, limited, limitHits, skipped, refused)
+}
+
+// schAssertRefused checks that a suite schema that failed to compile needs a remote document and
+// got the documented 422 for it.
+func schAssertRefused(t *testing.T, key string, schema any, err error) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: a schema needing a remote document compiled", key)
+		return
+	}
+	e, ok := apperr.As(err)
+	if !ok || e.Code != apperr.InvalidRequest || len(e.Fields) != 1 || e.Fields[0].Field != "expected_schema" ||
+		!strings.Contains(e.Fields[0].Problem, "outside itself") || !schUsesRemote(schema) {
+		t.Errorf("%s: compile: %v", key, err)
+	}
 }
 
 // strict turns on content assertion for the optional content tests only; the required content.json

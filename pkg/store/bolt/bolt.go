@@ -166,6 +166,9 @@ func (s *Store) ConsumeAllowance(ctx context.Context, client, day string, limit 
 	if err := ctx.Err(); err != nil {
 		return false, 0, fmt.Errorf("consume allowance: %w", err)
 	}
+	if storekey.Expired(expires.Unix(), s.now()) {
+		return false, 0, errors.New("consume allowance: the counter's expiry has already passed")
+	}
 	if limit <= 0 {
 		return false, 0, nil
 	}

@@ -113,40 +113,110 @@ func isConditionFailed(err error) bool {
 // ConsumeAllowance implements store.Store with one conditional UpdateItem: the ADD and the check
 // against the limit happen in one atomic step on the server, so concurrent callers can never take
 // more than limit between them.
+//
+// Only when that update is refused does it read the counter, to tell a spent allowance from an
+// expired counter that TTL has not deleted yet; an expired counter counts as absent (as it does for
+// every read), and is restarted with a second conditional update that only one caller can win.
 func (s *Store) ConsumeAllowance(ctx context.Context, client, day string, limit int, expires time.Time) (bool, int, error) {
 	if err := checkAllowanceArgs(client, day); err != nil {
 		return false, 0, fmt.Errorf("consume allowance: %w", err)
 	}
+	if storekey.Expired(expires.Unix(), s.now()) {
+		return false, 0, errors.New("consume allowance: the counter's expiry has already passed")
+	}
 	if limit <= 0 {
 		return false, 0, nil
 	}
-	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(s.table),
-		Key:                 allowanceKey(client, day),
-		UpdateExpression:    aws.String("ADD #n :one SET #exp = :exp"),
-		ConditionExpression: aws.String("attribute_not_exists(#n) OR #n < :limit"),
-		ExpressionAttributeNames: map[string]string{
-			"#n":   attrCount,
-			"#exp": attrExpiresAt,
-		},
+	// Two rounds cover losing the restart of an expired counter to a concurrent caller; past that
+	// the answer is "not granted", which can never exceed the limit.
+	for range 2 {
+		out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:           aws.String(s.table),
+			Key:                 allowanceKey(client, day),
+			UpdateExpression:    aws.String("ADD #n :one SET #exp = :exp"),
+			ConditionExpression: aws.String("(attribute_not_exists(#n) OR #n < :limit) AND (attribute_not_exists(#exp) OR #exp >= :now)"),
+			ExpressionAttributeNames: map[string]string{
+				"#n":   attrCount,
+				"#exp": attrExpiresAt,
+			},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":one":   number(1),
+				":limit": number(int64(limit)),
+				":exp":   number(expires.Unix()),
+				":now":   number(s.now().Unix()),
+			},
+			ReturnValues: types.ReturnValueUpdatedNew,
+		})
+		if err == nil {
+			used, err := intAttr(out.Attributes, attrCount)
+			if err != nil {
+				return false, 0, fmt.Errorf("consume allowance: %w", err)
+			}
+			return true, storekey.Remaining(limit, int(used)), nil
+		}
+		if !isConditionFailed(err) {
+			return false, 0, fmt.Errorf("consume allowance: %w", err)
+		}
+		restarted, err := s.restartExpiredCounter(ctx, client, day, limit, expires)
+		if err != nil {
+			return false, 0, fmt.Errorf("consume allowance: %w", err)
+		}
+		switch restarted {
+		case counterLive:
+			return false, 0, nil
+		case counterRestarted:
+			return true, storekey.Remaining(limit, 1), nil
+		}
+	}
+	return false, 0, nil
+}
+
+type restartOutcome int
+
+const (
+	counterLive      restartOutcome = iota // the counter is live and spent: the refusal stands
+	counterRestarted                       // this call restarted an expired counter at 1
+	counterContended                       // the counter changed meanwhile: try the ADD again
+)
+
+// restartExpiredCounter is ConsumeAllowance's path after a refused ADD.
+func (s *Store) restartExpiredCounter(ctx context.Context, client, day string, limit int, expires time.Time) (restartOutcome, error) {
+	got, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.table),
+		Key:            allowanceKey(client, day),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read counter: %w", err)
+	}
+	if got.Item == nil {
+		return counterContended, nil // TTL deleted it just now
+	}
+	if !s.expired(got.Item) {
+		if used, err := intAttr(got.Item, attrCount); err == nil && used < int64(limit) {
+			return counterContended, nil // another caller restarted it meanwhile: room is left
+		}
+		return counterLive, nil
+	}
+	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      allowanceKey(client, day),
+		UpdateExpression:         aws.String("SET #n = :one, #exp = :exp"),
+		ConditionExpression:      aws.String("#exp < :now"),
+		ExpressionAttributeNames: map[string]string{"#n": attrCount, "#exp": attrExpiresAt},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":one":   number(1),
-			":limit": number(int64(limit)),
-			":exp":   number(expires.Unix()),
+			":one": number(1),
+			":exp": number(expires.Unix()),
+			":now": number(s.now().Unix()),
 		},
-		ReturnValues: types.ReturnValueUpdatedNew,
 	})
 	if isConditionFailed(err) {
-		return false, 0, nil
+		return counterContended, nil
 	}
 	if err != nil {
-		return false, 0, fmt.Errorf("consume allowance: %w", err)
+		return 0, fmt.Errorf("restart expired counter: %w", err)
 	}
-	used, err := intAttr(out.Attributes, attrCount)
-	if err != nil {
-		return false, 0, fmt.Errorf("consume allowance: %w", err)
-	}
-	return true, storekey.Remaining(limit, int(used)), nil
+	return counterRestarted, nil
 }
 
 // AllowanceUsed implements store.Store with a strongly consistent read, so a caller sees its own

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,7 +52,8 @@ func TestDynamo(t *testing.T) {
 func testExpiresAtIsEpochSeconds(t *testing.T, client *dynamodb.Client) {
 	ctx := context.Background()
 	s, table := newTable(t, client)
-	expires := time.Date(2025, 3, 2, 0, 0, 0, 0, time.UTC).Add(48 * time.Hour * 365)
+	// Half a second over: epoch seconds drop it, epoch milliseconds would not.
+	expires := time.Date(2030, 3, 2, 0, 0, 0, 500_000_000, time.UTC)
 	if err := s.ReservePayment(ctx, "nonce-ttl", expires); err != nil {
 		t.Fatalf("ReservePayment: %v", err)
 	}
@@ -113,6 +115,36 @@ func testExpiryWithClock(t *testing.T, client *dynamodb.Client) {
 	}
 	if err := s.ReservePayment(ctx, "nonce", midnight.Add(time.Hour)); err != nil {
 		t.Errorf("ReservePayment over an expired leftover = %v, want nil", err)
+	}
+	if g, r, err := s.ConsumeAllowance(ctx, "client", "2025-03-01", 3, midnight.Add(time.Hour)); err != nil || !g || r != 2 {
+		t.Errorf("ConsumeAllowance over an expired counter = %v, %d, %v; want true, 2, nil", g, r, err)
+	}
+
+	// A spent counter that expired is restarted by exactly one of many concurrent callers, and the
+	// restarted day still grants no more than the limit.
+	const limit, callers = 5, 30
+	for range limit {
+		if g, _, err := s.ConsumeAllowance(ctx, "client-busy", "2025-03-01", limit, midnight.Add(2*time.Second)); err != nil || !g {
+			t.Fatalf("ConsumeAllowance = %v, %v; want a grant", g, err)
+		}
+	}
+	clk.Set(midnight.Add(3 * time.Second))
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			g, _, err := s.ConsumeAllowance(ctx, "client-busy", "2025-03-01", limit, midnight.Add(time.Hour))
+			if err != nil {
+				t.Errorf("ConsumeAllowance: %v", err)
+			}
+			if g {
+				granted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if got := granted.Load(); got != limit {
+		t.Errorf("%d concurrent calls on an expired spent counter got %d grants, want %d", callers, got, limit)
 	}
 }
 

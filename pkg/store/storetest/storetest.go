@@ -170,6 +170,9 @@ func testAllowanceBadArguments(t *testing.T, s store.Store) {
 		{"day out of range", "client-a", "2025-13-01"},
 		{"day with time", "client-a", "2025-03-01T00:00:00Z"},
 	}
+	if _, _, err := s.ConsumeAllowance(ctx, "client-a", day1, 5, time.Now().Add(-time.Hour)); err == nil {
+		t.Errorf("ConsumeAllowance with an expiry in the past: no error")
+	}
 	for _, c := range cases {
 		if _, _, err := s.ConsumeAllowance(ctx, c.client, c.day, 5, future()); err == nil {
 			t.Errorf("ConsumeAllowance with %s: no error", c.name)

@@ -1,0 +1,246 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/store"
+	"github.com/agent-output-verifier/verifier/pkg/verify"
+)
+
+// memRecorder keeps recorded verifications in memory.
+type memRecorder struct {
+	mu   sync.Mutex
+	recs []store.Verification
+	fail error
+}
+
+func (m *memRecorder) RecordVerification(_ context.Context, v store.Verification) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fail != nil {
+		return m.fail
+	}
+	m.recs = append(m.recs, v)
+	return nil
+}
+
+func (m *memRecorder) Ping(context.Context) error { return m.fail }
+
+func newTestService(t *testing.T, rec *memRecorder, logs io.Writer) (*Service, *httptest.Server) {
+	t.Helper()
+	if logs == nil {
+		logs = io.Discard
+	}
+	svc := &Service{
+		Engine:  verify.NewEngine(verify.Limits{}),
+		Keys:    receipt.KeyRing{Current: receipt.Key{Version: "test-v1", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32))}},
+		BaseURL: "http://127.0.0.1:8080",
+		Log:     slog.New(slog.NewJSONHandler(logs, nil)),
+	}
+	if rec != nil {
+		svc.Store = rec
+	}
+	srv := httptest.NewServer(svc.Handler())
+	t.Cleanup(srv.Close)
+	return svc, srv
+}
+
+func seed(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../../testdata/seed/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func do(t *testing.T, method, url string, body []byte, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, bytes.NewReader(body))
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+func TestVerifyRoutesAreIdentical(t *testing.T) {
+	svc, srv := newTestService(t, nil, nil)
+	svc.NewID = func() string { return "11111111-1111-4111-8111-111111111111" }
+	var bodies [][]byte
+	for _, p := range VerifyPaths {
+		resp, b := do(t, "POST", srv.URL+p, seed(t, "invoice-draft.request.json"))
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: status %d: %s", p, resp.StatusCode, b)
+		}
+		if err := receipt.VerifyReceipt(b, svc.Keys.PublicKeys(), seed(t, "invoice-draft.request.json")); err != nil {
+			t.Fatalf("%s: receipt: %v", p, err)
+		}
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		delete(m, "verified_at")
+		delete(m, "attestation")
+		nb, _ := json.Marshal(m)
+		bodies = append(bodies, nb)
+	}
+	if !bytes.Equal(bodies[0], bodies[1]) {
+		t.Errorf("/verify/schema and /verify/deliverable differ:\n%s\n%s", bodies[0], bodies[1])
+	}
+}
+
+func TestErrorsInEnvelope(t *testing.T) {
+	_, srv := newTestService(t, nil, nil)
+	cases := []struct {
+		method, path string
+		body         []byte
+		status       int
+		code         string
+		allow        string
+	}{
+		{"GET", "/nope", nil, 404, "not_found", ""},
+		{"GET", "/verify/schema", nil, 405, "method_not_allowed", "POST"},
+		{"DELETE", "/health", nil, 405, "method_not_allowed", "GET"},
+		{"POST", "/verify/schema", []byte(`{"task_id":"x"}`), 422, "invalid_request", ""},
+		{"POST", "/verify/schema", bytes.Repeat([]byte("a"), 1<<20+1), 413, "payload_too_large", ""},
+	}
+	for _, c := range cases {
+		resp, b := do(t, c.method, srv.URL+c.path, c.body)
+		var e struct {
+			Code      string `json:"code"`
+			Status    int    `json:"status"`
+			Charged   bool   `json:"charged"`
+			Retryable bool   `json:"retryable"`
+		}
+		if err := json.Unmarshal(b, &e); err != nil {
+			t.Fatalf("%s %s: not JSON: %s", c.method, c.path, b)
+		}
+		if resp.StatusCode != c.status || e.Status != c.status || e.Code != c.code || e.Charged {
+			t.Errorf("%s %s: got %d %+v, want %d %s", c.method, c.path, resp.StatusCode, e, c.status, c.code)
+		}
+		if got := resp.Header.Get("Allow"); got != c.allow {
+			t.Errorf("%s %s: Allow = %q, want %q", c.method, c.path, got, c.allow)
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("%s %s: content-type %q", c.method, c.path, ct)
+		}
+	}
+}
+
+func TestRecordingRules(t *testing.T) {
+	rec := &memRecorder{}
+	_, srv := newTestService(t, rec, nil)
+	body := func(agent string) []byte {
+		return []byte(`{"task_id":"t","agent_id":` + agent + `,"expected_schema":{"type":"number"},"submitted_output":1}`)
+	}
+	for _, a := range []string{`"seller-1"`, `"test-seller"`, `null`} {
+		if resp, b := do(t, "POST", srv.URL+"/verify/schema", body(a)); resp.StatusCode != 200 {
+			t.Fatalf("agent %s: %d %s", a, resp.StatusCode, b)
+		}
+	}
+	if len(rec.recs) != 1 || rec.recs[0].AgentID != "seller-1" || rec.recs[0].Result != "pass" || rec.recs[0].OverallRatio != 1 {
+		t.Fatalf("recorded %+v, want exactly seller-1's pass", rec.recs)
+	}
+	if c := rec.recs[0].CallerID; len(c) != 64 || strings.Contains(c, "127.0.0.1") {
+		t.Errorf("caller id %q is not a salted hash", c)
+	}
+	// A store outage never fails the answer.
+	rec.fail = io.ErrUnexpectedEOF
+	if resp, b := do(t, "POST", srv.URL+"/verify/schema", body(`"seller-1"`)); resp.StatusCode != 200 {
+		t.Fatalf("with the store down: %d %s", resp.StatusCode, b)
+	}
+}
+
+func TestLogsCarryNoPayloadOrIP(t *testing.T) {
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logs.Write(p) })
+	_, srv := newTestService(t, &memRecorder{fail: io.ErrUnexpectedEOF}, w)
+	do(t, "POST", srv.URL+"/verify/schema", []byte(`{"task_id":"t","agent_id":"a-secret-agent","expected_schema":{},"submitted_output":"PAYLOAD-CANARY"}`))
+	do(t, "GET", srv.URL+"/score/a-secret-agent", nil)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, bad := range []string{"PAYLOAD-CANARY", "127.0.0.1", "a-secret-agent"} {
+		if strings.Contains(logs.String(), bad) {
+			t.Errorf("logs contain %q:\n%s", bad, logs.String())
+		}
+	}
+	if !strings.Contains(logs.String(), `"route":"/verify/schema"`) {
+		t.Errorf("no request log line:\n%s", logs.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+func TestClientIP(t *testing.T) {
+	cases := []struct {
+		remote, xff string
+		hops        int
+		want        string
+	}{
+		{"10.0.0.1:5555", "", 0, "10.0.0.1"},
+		{"10.0.0.1:5555", "203.0.113.9", 0, "10.0.0.1"},                  // spoofable header ignored
+		{"10.0.0.1:5555", "198.51.100.1, 203.0.113.9", 1, "203.0.113.9"}, // one trusted proxy
+		{"10.0.0.1:5555", "198.51.100.1, 203.0.113.9", 2, "198.51.100.1"},
+		{"10.0.0.1:5555", "203.0.113.9", 2, "10.0.0.1"}, // fewer hops than trusted
+		{"10.0.0.1:5555", "not-an-ip", 1, "10.0.0.1"},
+		{"198.51.100.7", "", 0, "198.51.100.7"}, // Lambda: sourceIp without a port
+	}
+	for _, c := range cases {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = c.remote
+		if c.xff != "" {
+			r.Header.Set("X-Forwarded-For", c.xff)
+		}
+		if got := ClientIP(r, c.hops); got != c.want {
+			t.Errorf("ClientIP(%q, xff %q, hops %d) = %q, want %q", c.remote, c.xff, c.hops, got, c.want)
+		}
+	}
+}
+
+func TestHealthIndexAndCard(t *testing.T) {
+	svc, srv := newTestService(t, &memRecorder{}, nil)
+	resp, b := do(t, "GET", srv.URL+"/health", nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"key_version":"test-v1"`) {
+		t.Errorf("health: %d %s", resp.StatusCode, b)
+	}
+	resp, b = do(t, "GET", srv.URL+"/", nil, "Accept", "application/json")
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"/verify/schema"`) {
+		t.Errorf("index json: %d %s", resp.StatusCode, b)
+	}
+	resp, b = do(t, "GET", srv.URL+"/", nil)
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(string(b), "<h1>Agent Output Verifier</h1>") {
+		t.Errorf("index html: %s", b)
+	}
+	for _, p := range []string{"/.well-known/agent-card.json", "/.well-known/agent.json"} {
+		resp, b = do(t, "GET", srv.URL+p, nil)
+		keys, err := receipt.CardKeys(b)
+		if resp.StatusCode != 200 || err != nil || len(keys) != 1 || !keys[0].Key.Equal(svc.Keys.Current.Public().Key) {
+			t.Errorf("%s: %d %v %s", p, resp.StatusCode, err, b)
+		}
+	}
+	// A failing store probe degrades health without leaking the cause.
+	svc.Store = &memRecorder{fail: io.ErrUnexpectedEOF}
+	resp, b = do(t, "GET", srv.URL+"/health", nil)
+	if resp.StatusCode != 503 || strings.Contains(string(b), "EOF") {
+		t.Errorf("degraded health: %d %s", resp.StatusCode, b)
+	}
+}

@@ -1,0 +1,272 @@
+package verify
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestContentStrings(t *testing.T) {
+	for _, c := range []struct {
+		in, check string
+	}{
+		// Empty and whitespace-only.
+		{"", checkEmptyString},
+		{"   ", checkEmptyString},
+		{"\t\n\r ", checkEmptyString},
+		{"\u00a0\u2003", checkEmptyString},
+		// Placeholder words, alone or wrapped.
+		{"TODO", checkPlaceholder},
+		{"todo.", checkPlaceholder},
+		{"  TBD  ", checkPlaceholder},
+		{"(TBD)", checkPlaceholder},
+		{"[ tbc ]", checkPlaceholder},
+		{"<TBA>", checkPlaceholder},
+		{"FIXME!", checkPlaceholder},
+		{"xxx", checkPlaceholder},
+		{"Placeholder", checkPlaceholder},
+		{"CHANGEME", checkPlaceholder},
+		{"TBD:", checkPlaceholder},
+		{"todo…", checkPlaceholder},
+		// Marked.
+		{"TODO: write the summary", checkPlaceholder},
+		{"fixme : later", checkPlaceholder},
+		{"XXX: check the figure", checkPlaceholder},
+		// Filler.
+		{"Lorem ipsum dolor sit amet", checkPlaceholder},
+		{"Our product is LOREM IPSUM great", checkPlaceholder},
+		// Angle brackets.
+		{"<customer name>", checkPlaceholder},
+		{"<Name>", checkPlaceholder},
+		{" <insert date here> ", checkPlaceholder},
+		// Template fields.
+		{"Dear {{ customer.name }},", checkPlaceholder},
+		{"{{name}}", checkPlaceholder},
+		{"Total: {{total_amount}} USD", checkPlaceholder},
+		// Bracketed prompts.
+		{"[insert date]", checkPlaceholder},
+		{"Dear [Your Name],", checkPlaceholder},
+		{"[Placeholder]", checkPlaceholder},
+		{"Call [enter phone number] today", checkPlaceholder},
+		{"[Fill in the address]", checkPlaceholder},
+		// "... here" prompts.
+		{"Your name here", checkPlaceholder},
+		{"Your company name here.", checkPlaceholder},
+		{"Insert text here", checkPlaceholder},
+		{"Type here", checkPlaceholder},
+		{"Description goes here", checkPlaceholder},
+		// Real values that must pass.
+		{"To do list for Monday", ""},
+		{"Todo app", ""},
+		{"TODOS", ""},
+		{"todo-list", ""},
+		{"Fixme up", ""},
+		{"TBD by the board in March", ""},
+		{"N/A", ""},
+		{"n/a", ""},
+		{"none", ""},
+		{"-", ""},
+		{"0", ""},
+		{"XXXL", ""},
+		{"xxx-large", ""},
+		{"INV-7731", ""},
+		{"CRWL-100", ""},
+		{"USD", ""},
+		{"<john@example.com>", ""},
+		{"<https://example.com/a>", ""},
+		{"a < b > c", ""},
+		{"<3", ""},
+		{"<>", ""},
+		{"<br/>", ""},
+		{"<!-- comment -->", ""},
+		{"1 < 2 and 3 > 2", ""},
+		{"Your order ships from here", ""},
+		{"Click here", ""},
+		{"We are here", ""},
+		{"here", ""},
+		{"Here", ""},
+		{"[1]", ""},
+		{"See note [2] and [a]", ""},
+		{"[your account](https://example.com)", ""},
+		{"Read [yourself first]", ""},
+		{"{}", ""},
+		{"{{}}", ""},
+		{"{ {name} }", ""},
+		{"{{#each items}}", ""},
+		{`{"a": {"b": 1}}`, ""},
+		{"function() { if (x) { y() }}", ""},
+		{"The Latin phrase Lorem is a word", ""},
+		{"placeholder text is not allowed", ""},
+		{"Café ✓", ""},
+	} {
+		check, detail := stringProblem(c.in)
+		if check != c.check {
+			t.Errorf("stringProblem(%q) = %q (%s), want %q", c.in, check, detail, c.check)
+		}
+		if check != "" && detail == "" {
+			t.Errorf("stringProblem(%q) has no detail", c.in)
+		}
+	}
+}
+
+// Hostile strings are answered in linear time: the matchers never rescan from every position.
+func TestContentPlaceholderLinear(t *testing.T) {
+	for _, s := range []string{
+		strings.Repeat("{{", 200000), strings.Repeat("{{a", 100000) + "}}", strings.Repeat("[insert", 50000),
+		strings.Repeat("[your ", 50000) + "](x)", strings.Repeat("l", 300000) + "lorem ipsu",
+		strings.Repeat("}}", 200000), strings.Repeat("[", 300000) + "]",
+	} {
+		stringProblem(s) // a quadratic matcher would take minutes here
+	}
+}
+
+func TestContentNumbers(t *testing.T) {
+	for _, c := range []struct {
+		lit     string
+		inexact bool
+		becomes string
+	}{
+		{"0.1", false, ""},
+		{"0.30000000000000004", false, ""},
+		{"135.0", false, ""},
+		{"1.0", false, ""},
+		{"-0", false, ""},
+		{"-0.0e5", false, ""},
+		{"1e21", false, ""},
+		{"1e23", false, ""},
+		{"9007199254740992", false, ""},
+		{"9007199254740993", true, "9007199254740992"},
+		{"9007199254740994", false, ""},
+		{"-9007199254740993", true, "-9007199254740992"},
+		{"123456789012345678", true, "123456789012345680"},
+		{"1.00000000000000000001", true, "1"},
+		{"0.1000000000000000055511151231257827", true, "0.1"},
+		{"0.000000000931322574615478515625", true, "9.313225746154785e-10"}, // 2^-30, exact but not shortest
+		{"1.7976931348623157e308", false, ""},
+		{"5e-324", false, ""},
+		{"4.9e-324", true, "5e-324"},
+		{"1e-400", true, "0"},
+		{"1e400", true, "infinity, beyond double range"},
+		{"1e-99999999999999999999", true, "0"},
+		{"2.5e-8", false, ""},
+		{"12345678901234567", true, "12345678901234568"},
+	} {
+		inexact, becomes := inexactNumber(c.lit)
+		if inexact != c.inexact || becomes != c.becomes {
+			t.Errorf("inexactNumber(%q) = %v %q, want %v %q", c.lit, inexact, becomes, c.inexact, c.becomes)
+		}
+	}
+}
+
+func TestContentCheck(t *testing.T) {
+	var output any
+	decodeJSON(t, []byte(`{
+		"title": "Report",
+		"notes": ["", "TODO: fill in", "fine"],
+		"ids": [9007199254740993, 1, 0.1],
+		"nested": {"z": "   ", "a": {"amount": 1.00000000000000000001}}
+	}`), &output)
+
+	t.Run("not strict", func(t *testing.T) {
+		got, info := CheckContent(output, false)
+		wantFailures := []Failure{
+			{Check: checkEmptyString, Path: "$.nested.z", Field: "nested.z", Expected: "a non-empty string",
+				Found: `string "   "`, Detail: "the string is only whitespace"},
+			{Check: checkEmptyString, Path: "$.notes[0]", Field: "notes[0]", Expected: "a non-empty string",
+				Found: `string ""`, Detail: "the string is empty"},
+			{Check: checkPlaceholder, Path: "$.notes[1]", Field: "notes[1]", Expected: "real content, not placeholder text",
+				Found: `string "TODO: fill in"`, Detail: "the string is placeholder text (a TODO marker)"},
+		}
+		if got.Total != 5 || got.Passed != 2 || !reflect.DeepEqual(got.Failures, wantFailures) {
+			t.Errorf("got total %d passed %d failures\n%+v\nwant total 5 passed 2\n%+v", got.Total, got.Passed, got.Failures, wantFailures)
+		}
+		wantInfo := []string{"$.ids[0]", "$.nested.a.amount"}
+		if len(info) != 2 {
+			t.Fatalf("info = %+v, want %v", info, wantInfo)
+		}
+		for i, f := range info {
+			if f.Check != checkInexactNumber || f.Path != wantInfo[i] {
+				t.Errorf("info[%d] = %+v, want %s at %s", i, f, checkInexactNumber, wantInfo[i])
+			}
+		}
+		if want := "number 9007199254740993 does not survive IEEE-754 double precision: it reads as 9007199254740992, so its output_hash cannot tell it from that number"; info[0].Detail != want {
+			t.Errorf("detail %q", info[0].Detail)
+		}
+	})
+
+	t.Run("strict", func(t *testing.T) {
+		got, info := CheckContent(output, true)
+		if info != nil {
+			t.Errorf("strict info = %+v, want none", info)
+		}
+		if got.Total != 9 || got.Passed != 4 || len(got.Failures) != 5 {
+			t.Fatalf("got total %d passed %d failures %+v, want 9, 4 and 5 failures", got.Total, got.Passed, got.Failures)
+		}
+		var checks []string
+		for _, f := range got.Failures {
+			checks = append(checks, f.Check+" "+f.Path)
+		}
+		want := []string{
+			"content:inexact_number $.ids[0]", "content:inexact_number $.nested.a.amount",
+			"content:empty_string $.nested.z", "content:empty_string $.notes[0]", "content:placeholder $.notes[1]",
+		}
+		if !reflect.DeepEqual(checks, want) {
+			t.Errorf("got %q\nwant %q", checks, want)
+		}
+	})
+
+	t.Run("root values", func(t *testing.T) {
+		got, _ := CheckContent("TBD", true)
+		if got.Total != 1 || len(got.Failures) != 1 || got.Failures[0].Path != "$" || got.Failures[0].Field != "" {
+			t.Errorf("got %+v", got)
+		}
+		got, info := CheckContent(json.Number("1"), false)
+		if got.Total != 0 || info != nil {
+			t.Errorf("a number outside strict mode counts nothing: got %+v %+v", got, info)
+		}
+		got, _ = CheckContent(map[string]any{"a.b": []any{"", nil, true}}, false)
+		if got.Total != 1 || got.Failures[0].Path != `$["a.b"][0]` || got.Failures[0].Field != `["a.b"][0]` {
+			t.Errorf("got %+v", got)
+		}
+	})
+}
+
+// The seed invoice is clean: 4 strings, and in strict mode its 5 numbers too.
+func TestContentSeedInvoice(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "seed", "invoice-draft.request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req struct {
+		Output any `json:"submitted_output"`
+	}
+	decodeJSON(t, data, &req)
+	for _, c := range []struct {
+		strict bool
+		total  int
+	}{{false, 4}, {true, 9}} {
+		got, info := CheckContent(req.Output, c.strict)
+		if got.Total != c.total || got.Passed != c.total || info != nil {
+			t.Errorf("strict %v: got %+v %+v, want %d passing checks", c.strict, got, info, c.total)
+		}
+	}
+}
+
+func BenchmarkContentInvoice200(b *testing.B) {
+	output, _ := benchInvoiceOutput(200)
+	for _, strict := range []bool{false, true} {
+		name := "lenient"
+		if strict {
+			name = "strict"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				CheckContent(output, strict)
+			}
+		})
+	}
+}
