@@ -43,14 +43,9 @@ func (schemaRefusingLoader) Load(string) (any, error) { return nil, errSchemaRem
 // immutable once built, so one compiled schema serves any number of concurrent checks (the cache
 // shares it between requests).
 type Schema struct {
-	lib    *jsonschema.Schema
-	root   *schNode
-	strict bool
+	lib  *jsonschema.Schema
+	root *schNode
 }
-
-// Strict reports whether the schema was compiled with content assertion on (strict_content_check),
-// which is why the cache keys compiled schemas by hash and this flag together.
-func (s *Schema) Strict() bool { return s.strict }
 
 // CompileSchema compiles the caller's expected_schema (a decoded tree: an object or a boolean).
 // strict turns on content assertion (contentEncoding, contentMediaType, contentSchema), which
@@ -98,7 +93,7 @@ func compileSchema(doc any, strict bool, defaultDraft *jsonschema.Draft) (s *Sch
 	if err != nil {
 		return nil, schemaCompileError(doc, err)
 	}
-	return &Schema{lib: lib, root: schBuildGraph(lib), strict: strict}, nil
+	return &Schema{lib: lib, root: schBuildGraph(lib)}, nil
 }
 
 const schemaFixGeneric = "Send a valid JSON Schema (draft 2020-12 unless $schema names draft 4, 6, 7 or 2019-09)."

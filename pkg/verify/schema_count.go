@@ -41,8 +41,13 @@ type schCheckResult struct {
 
 func (s *Schema) check(instance any) schCheckResult {
 	w := schWalkerPool.Get().(*schWalker)
-	w.strict = s.strict
-	ok := w.enter(s.root, instance, true)
+	ok := w.walk(s.root, instance)
+	if w.over {
+		// The library would take as long or longer and cannot be interrupted: fail closed
+		// without running it.
+		w.release()
+		return schCheckResult{schema: schComplexityTally()}
+	}
 	w.sortFailures(&w.tally, w.tallyLocs)
 	w.sortFailures(&w.undeclared, w.undeclLocs)
 	r := schCheckResult{schema: w.tally, undeclared: w.undeclared, walkerValid: ok && len(w.tally.Failures) == 0}
@@ -57,6 +62,46 @@ func (s *Schema) check(instance any) schCheckResult {
 		r.schema.Passed, r.schema.Failures = r.schema.Total, nil
 	}
 	return r
+}
+
+// The evaluation budget. Subschema applications can multiply without any cycle (allOf of two
+// $refs to a schema that does the same, thirty levels deep, is a 2 KB schema and 2^30
+// evaluations) and the library's Validate cannot be interrupted, so the walker, which runs first,
+// counts evaluations and stops past schEvalBase plus schEvalPerNode for every value in the
+// output. Real schemas stay far below: the seed invoice needs 13 evaluations for 12 values.
+const (
+	schEvalBase    = 100_000
+	schEvalPerNode = 256
+)
+
+// schComplexityTally is the answer for a schema that exceeds the evaluation budget: one failing
+// check, so the result fails closed and the caller learns why.
+func schComplexityTally() Tally {
+	var t Tally
+	t.Fail(Failure{Check: "schema:complexity", Path: "$", Field: "",
+		Expected: "a schema that evaluates within the verifier's work limit",
+		Found:    "too many subschema evaluations",
+		Detail:   "the schema applies its subschemas too many times for this output (nested allOf, anyOf or $ref fan-out), so it was not evaluated"})
+	return t
+}
+
+// schInstanceNodes counts the values in an instance, to size the evaluation budget.
+func schInstanceNodes(v any) int {
+	switch v := v.(type) {
+	case []any:
+		n := 1
+		for _, e := range v {
+			n += schInstanceNodes(e)
+		}
+		return n
+	case map[string]any:
+		n := 1
+		for _, e := range v {
+			n += schInstanceNodes(e)
+		}
+		return n
+	}
+	return 1
 }
 
 // schLibraryFailure reports the library's first error when the walker found none (never seen in
@@ -101,12 +146,16 @@ var schWalkerPool = sync.Pool{New: func() any { return new(schWalker) }}
 // schWalker evaluates a node graph against an instance, mirroring the library's evaluation order,
 // dynamic scope, reference-cycle rule and annotation model (for unevaluated*), while counting.
 type schWalker struct {
-	strict bool
-	scope  []schScope // dynamic scope: every schema being evaluated, outermost first
-	base   int        // where the current dynamic scope starts (propertyNames and contentSchema start afresh)
-	vid    int        // instance depth, to tell in-place evaluation from a child's
-	loc    []schLoc   // the current instance location (counting mode only)
-	keys   []string   // scratch stack for sorted object keys
+	instance any        // the whole output, for sizing the budget
+	evals    int        // subschema evaluations so far
+	budget   int        // evaluations allowed; schEvalBase until the output has been measured
+	sized    bool       // budget includes the per-value allowance
+	over     bool       // budget exceeded: every evaluation now fails at once
+	scope    []schScope // dynamic scope: every schema being evaluated, outermost first
+	base     int        // where the current dynamic scope starts (propertyNames and contentSchema start afresh)
+	vid      int        // instance depth, to tell in-place evaluation from a child's
+	loc      []schLoc   // the current instance location (counting mode only)
+	keys     []string   // scratch stack for sorted object keys
 
 	decl       []*schNode // schemas applied in place at the current object (undeclared-property check)
 	declFrom   int
@@ -128,9 +177,16 @@ type schLoc struct {
 	idx int
 }
 
+// walk evaluates the whole instance in counting mode within the evaluation budget.
+func (w *schWalker) walk(root *schNode, instance any) bool {
+	w.instance, w.budget = instance, schEvalBase
+	return w.enter(root, instance, true)
+}
+
 func (w *schWalker) release() {
 	w.scope, w.loc, w.keys, w.decl = w.scope[:0], w.loc[:0], w.keys[:0], w.decl[:0]
 	w.base, w.vid, w.declFrom, w.declOn, w.declSpeaks = 0, 0, 0, false, false
+	w.instance, w.evals, w.budget, w.sized, w.over = nil, 0, 0, false, false
 	w.tally, w.undeclared = Tally{}, Tally{}
 	w.tallyLocs, w.undeclLocs = w.tallyLocs[:0], w.undeclLocs[:0]
 	schWalkerPool.Put(w)
@@ -280,6 +336,16 @@ func (w *schWalker) fail(kw, expected, found, detail string) {
 // each); in silent mode it stops at the first failure. track says whether the caller needs the
 // annotations (evaluated properties and items).
 func (w *schWalker) eval(n *schNode, v any, count, track bool) (bool, schAnn) {
+	if w.evals++; w.evals > w.budget {
+		if !w.sized {
+			w.sized = true
+			w.budget = schEvalBase + schEvalPerNode*schInstanceNodes(w.instance)
+		}
+		w.over = w.evals > w.budget
+	}
+	if w.over {
+		return false, schAnn{}
+	}
 	if n.boolean != 0 {
 		if n.boolean > 0 {
 			return true, schAnn{}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const seedRequest = "../../testdata/seed/invoice-draft.request.json"
+
+func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestCheckExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "key.json")
+	if code, _, stderr := runCLI(t, "", "keygen", "--out", keyFile, "--version", "v-test"); code != 0 {
+		t.Fatalf("keygen: %d %s", code, stderr)
+	}
+	if st, err := os.Stat(keyFile); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file mode: %v %v", st.Mode(), err)
+	}
+	if code, _, _ := runCLI(t, "", "keygen", "--out", keyFile); code == 0 {
+		t.Fatal("keygen overwrote an existing key file")
+	}
+
+	// fail → 1, signed; the receipt verifies with --key and with --request.
+	code, out, _ := runCLI(t, "", "check", "--key", keyFile, seedRequest)
+	if code != 1 || !strings.Contains(out, `"result": "fail"`) {
+		t.Fatalf("check draft: exit %d\n%s", code, out)
+	}
+	receiptFile := filepath.Join(dir, "receipt.json")
+	os.WriteFile(receiptFile, []byte(out), 0o644)
+	var kf struct{ PublicKey string }
+	b, _ := os.ReadFile(keyFile)
+	json.Unmarshal(b, &kf)
+	if code, out, _ := runCLI(t, "", "receipt", "verify", "--key", kf.PublicKey, "--request", seedRequest, receiptFile); code != 0 || !strings.HasPrefix(out, "OK:") {
+		t.Fatalf("receipt verify: %d %s", code, out)
+	}
+	// One changed byte fails with a one-line reason.
+	bad := strings.Replace(string(mustRead(t, receiptFile)), `"passed": 22`, `"passed": 23`, 1)
+	os.WriteFile(receiptFile, []byte(bad), 0o644)
+	if code, out, _ := runCLI(t, "", "receipt", "verify", "--key", kf.PublicKey, receiptFile); code != 1 || !strings.HasPrefix(out, "FAIL:") || strings.Count(out, "\n") != 1 {
+		t.Fatalf("tampered receipt: %d %q", code, out)
+	}
+	// Another request's hashes do not match.
+	other := filepath.Join(dir, "other.json")
+	os.WriteFile(other, bytes.Replace(mustRead(t, seedRequest), []byte("135.0"), []byte("129.5"), 1), 0o644)
+	code, out, _ = runCLI(t, "", "check", "--key", keyFile, "--detail", "compact", other)
+	if code != 0 || !strings.Contains(out, `"result": "pass"`) || strings.Contains(out, "request_hash") {
+		t.Fatalf("check corrected (compact): exit %d\n%s", code, out)
+	}
+	os.WriteFile(receiptFile, []byte(out), 0o644)
+	if code, out, _ := runCLI(t, "", "receipt", "verify", "--key", kf.PublicKey, "--request", seedRequest, receiptFile); code != 1 || !strings.Contains(out, "hash") {
+		t.Fatalf("receipt against the wrong request: %d %s", code, out)
+	}
+
+	// invalid → 2 with the error envelope on stdout; stdin works.
+	code, out, _ = runCLI(t, `{"task_id":"x","expected_schema":{},"submitted_output":1,"rules":[{"type":"nope","field":"a"}]}`, "check", "-")
+	if code != 2 || !strings.Contains(out, `"code": "invalid_request"`) || !strings.Contains(out, `"rules[0].type"`) {
+		t.Fatalf("check invalid: exit %d\n%s", code, out)
+	}
+}
+
+func mustRead(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestServeEndToEnd is what `make dev` gives a new user: the server on loopback, the README's
+// curl, and `receipt verify --card` against the running server's agent card.
+func TestServeEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts the server")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "verifier")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"))
+	cmd.Env = append(os.Environ(), "VERIFIER_BASE_URL=", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no start line: %v\n%s", err, stderr.String())
+	}
+	m := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("start line %q", line)
+	}
+	base := m[1]
+	if st, err := os.Stat(filepath.Join(dir, "data", "signing-key.json")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("dev key not created with mode 0600: %v", err)
+	}
+
+	body := `{"task_id":"demo-1","expected_schema":{"type":"object","required":["total"],"properties":{"total":{"type":"number"}}},"submitted_output":{"total":42}}`
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/verify/schema", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Contains(got, []byte(`"result":"pass"`)) || !bytes.Contains(got, []byte(base+"/.well-known/agent-card.json")) {
+		t.Fatalf("verify: %d %s", resp.StatusCode, got)
+	}
+	receiptFile := filepath.Join(dir, "receipt.json")
+	reqFile := filepath.Join(dir, "request.json")
+	os.WriteFile(receiptFile, got, 0o644)
+	os.WriteFile(reqFile, []byte(body), 0o644)
+	if code, out, errOut := runCLI(t, "", "receipt", "verify", "--card", base+"/.well-known/agent-card.json", "--request", reqFile, receiptFile); code != 0 {
+		t.Fatalf("receipt verify --card: %d %s %s", code, out, errOut)
+	}
+	if strings.Contains(stderr.String(), "demo-1") || !strings.Contains(stderr.String(), `"route":"/verify/schema"`) {
+		t.Errorf("server log leaks request data:\n%s", stderr.String())
+	}
+}
