@@ -379,14 +379,15 @@ func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule,
 	}
 	if t := obj["tolerance"]; t != nil {
 		n, ok := t.(json.Number)
-		rat, okRat := new(big.Rat).SetString(string(n))
+		var d decimal
 		switch {
 		case !ok:
 			bad.add(at+".tolerance", "must be a number", "Send a non-negative number such as 0.01.")
-		case !okRat || rat.Sign() < 0:
-			bad.add(at+".tolerance", "must be a finite non-negative number", "Send a non-negative number such as 0.01.")
+		case parseDecimal(string(n), &d) != nil || d.coef.Sign() < 0:
+			// parseDecimal bounds the exponent, so the big.Rat below stays small.
+			bad.add(at+".tolerance", "must be a finite non-negative number (exponent within ±400)", "Send a non-negative number such as 0.01.")
 		default:
-			r.Tolerance, r.ToleranceLiteral = rat, n
+			r.Tolerance, r.ToleranceLiteral = d.rat(), n
 		}
 	}
 	switch v := obj["if_present"].(type) {
@@ -411,10 +412,7 @@ func operandFix(t RuleType) string {
 	return "A unique rule takes no operand; remove it."
 }
 
-func defaultTolerance() *big.Rat {
-	r, _ := new(big.Rat).SetString(DefaultTolerance)
-	return r
-}
+func defaultTolerance() *big.Rat { return new(big.Rat).Set(defaultToleranceRat) }
 
 func pathField(bad *problems, at string, v any, lim Limits) (Path, bool) {
 	s, ok := v.(string)
@@ -464,13 +462,14 @@ func decodeBounds(bad *problems, raw jsontext.Value, v any, lim Limits) []Bound 
 				bad.add(at+"."+safeName(k), "is not a known bound field", "Use min, max and if_present.")
 			}
 		}
-		for _, k := range []string{"min", "max"} {
+		var limits [2]decimal
+		for i, k := range []string{"min", "max"} {
 			if spec[k] == nil {
 				continue
 			}
 			n, isNum := spec[k].(json.Number)
-			if !isNum {
-				bad.add(at+"."+k, "must be a number", "Send a JSON number.")
+			if !isNum || parseDecimal(string(n), &limits[i]) != nil {
+				bad.add(at+"."+k, "must be a number (exponent within ±400)", "Send a JSON number.")
 				continue
 			}
 			if k == "min" {
@@ -490,9 +489,8 @@ func decodeBounds(bad *problems, raw jsontext.Value, v any, lim Limits) []Bound 
 			bad.add(at, "has neither min nor max", "Give min, max or both.")
 		}
 		if b.Min != nil && b.Max != nil {
-			lo, _ := new(big.Rat).SetString(string(*b.Min))
-			hi, _ := new(big.Rat).SetString(string(*b.Max))
-			if lo != nil && hi != nil && lo.Cmp(hi) > 0 {
+			var c calc
+			if c.cmp(&limits[0], &limits[1]) > 0 {
 				bad.add(at, "has min greater than max", "Swap min and max.")
 			}
 		}
