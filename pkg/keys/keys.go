@@ -1,6 +1,7 @@
-// Package keys is where signing keys come from and go to: generation and the local key file that
-// `verifier keygen` writes (and `make dev` creates on first run). The private seed never appears in
-// an error message: errors name the file and what was wrong, never the bytes.
+// Package keys is where signing keys come from and go to: generation, the local key file that
+// `verifier keygen` writes (and `make dev` creates on first run), a bare seed, and the AWS sources
+// (Secrets Manager, KMS). The private seed never appears in an error message: errors name the
+// source and what was wrong, never the bytes.
 package keys
 
 import (

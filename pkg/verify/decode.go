@@ -15,6 +15,7 @@ import (
 var (
 	errDepth       = errors.New("nests deeper than the limit")
 	errNumberRange = errors.New("has a number outside the range of IEEE-754 double precision")
+	errNumberSize  = errors.New("has a number with more than 1000 significant digits or an exponent beyond ±400")
 )
 
 // syntaxProblem turns a jsontext error into a problem phrase that never echoes the input: the
@@ -68,6 +69,10 @@ func (b *treeBuilder) value() (any, error) {
 		lit := tok.String()
 		if _, err := strconv.ParseFloat(lit, 64); err != nil {
 			return nil, errNumberRange
+		}
+		// Literals such as 1e-1999999 parse as 0 but cost exact arithmetic dearly: refuse them.
+		if p, ok := splitNumber(lit); !ok || p.check() != nil {
+			return nil, errNumberSize
 		}
 		return json.Number(lit), nil
 	case '{':

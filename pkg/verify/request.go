@@ -114,6 +114,9 @@ func DecodeRequest(body []byte, lim Limits) (*Request, error) {
 		case errors.Is(err, errNumberRange):
 			bad.add(name, errNumberRange.Error(), "Send numbers within ±1.7976931348623157e308.")
 			continue
+		case errors.Is(err, errNumberSize):
+			bad.add(name, errNumberSize.Error(), "Send numbers as ordinary decimals.")
+			continue
 		case err != nil:
 			bad.add(name, "could not be read", "Send valid JSON.")
 			continue

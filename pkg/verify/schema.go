@@ -744,6 +744,7 @@ func schBuildGraph(root *jsonschema.Schema) *schNode {
 		// unexported fields; they are read once here, at compile time, by reflection. If a future
 		// library version renames them, references resolve statically and the differential tests
 		// (walker against library on the JSON-Schema-Test-Suite) fail loudly.
+		byResource := map[*jsonschema.Schema]map[string]*schNode{}
 		for i := 0; i < len(queue); i++ {
 			n := queue[i]
 			if n.boolean != 0 {
@@ -754,13 +755,19 @@ func schBuildGraph(root *jsonschema.Schema) *schNode {
 				break
 			}
 			n.resRecursive = res.RecursiveAnchor
-			if len(anchors) > 0 {
-				n.resAnchors = make(map[string]*schNode, len(anchors))
-				for name, a := range anchors {
-					n.resAnchors[name] = get(a)
-				}
+			if len(anchors) == 0 {
+				continue
 			}
-			fillQueued() // anchors no reference names statically join the graph here
+			m, seen := byResource[res]
+			if !seen {
+				m = make(map[string]*schNode, len(anchors))
+				for name, a := range anchors {
+					m[name] = get(a)
+				}
+				byResource[res] = m
+				fillQueued() // anchors no reference names statically join the graph here
+			}
+			n.resAnchors = m
 		}
 	}
 	return rootNode

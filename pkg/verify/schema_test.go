@@ -510,6 +510,11 @@ func FuzzSchemaCheck(f *testing.F) {
 	for _, c := range schCountCases(f) {
 		f.Add([]byte(c.Schema), []byte(c.Instance), c.Strict)
 	}
+	for _, d := range schOtherDrafts {
+		for _, inst := range d.instances {
+			f.Add([]byte(d.schema), []byte(inst), false)
+		}
+	}
 	f.Add([]byte(`{"$ref":"#"}`), []byte(`{"a":[1,2]}`), false)
 	f.Add([]byte(`{"items":{"$ref":"#"},"minItems":1}`), []byte(`[[[]]]`), false)
 	f.Fuzz(func(t *testing.T, schemaJSON, instanceJSON []byte, strict bool) {
@@ -752,5 +757,55 @@ func TestSchemaEvaluationBudget(t *testing.T) {
 	out["line_items"] = items
 	if got, _ := sch.Check(out); got.Total != 8+7*len(items) || len(got.Failures) != 0 {
 		t.Fatalf("large invoice: %d checks, %d failures", got.Total, len(got.Failures))
+	}
+}
+
+// schOtherDrafts are differential cases for drafts the suite subset does not cover: 2019-09
+// ($recursiveRef, unevaluated*, dependentSchemas), draft 6 and draft 4. The walker must agree
+// with the library on every instance.
+var schOtherDrafts = []struct {
+	schema    string
+	instances []string
+}{
+	{`{"$schema": "https://json-schema.org/draft/2019-09/schema",
+	   "$id": "https://example.com/tree", "$recursiveAnchor": true,
+	   "type": "object", "properties": {"data": true, "children": {"type": "array", "items": {"$recursiveRef": "#"}}}}`,
+		[]string{`{"data": 1, "children": [{"children": []}]}`, `{"children": [1]}`, `[]`}},
+	{`{"$schema": "https://json-schema.org/draft/2019-09/schema",
+	   "$id": "https://example.com/strict-tree", "$recursiveAnchor": true,
+	   "$ref": "tree", "unevaluatedProperties": false,
+	   "$defs": {"tree": {"$id": "tree", "$recursiveAnchor": true, "type": "object",
+	     "properties": {"data": true, "children": {"type": "array", "items": {"$recursiveRef": "#"}}}}}}`,
+		[]string{`{"children": [{"daat": 1}]}`, `{"children": [{"data": 1}]}`, `{"x": 1}`, `{}`}},
+	{`{"$schema": "https://json-schema.org/draft/2019-09/schema",
+	   "items": [{"type": "string"}], "additionalItems": false, "unevaluatedItems": false,
+	   "dependentSchemas": {"a": {"required": ["b"]}}, "contains": {"const": "x"}, "minContains": 1}`,
+		[]string{`["x"]`, `["x", 1]`, `[1]`, `{"a": 1}`, `{"a": 1, "b": 2}`}},
+	{`{"$schema": "https://json-schema.org/draft/2019-09/schema",
+	   "allOf": [{"properties": {"a": true}}], "anyOf": [{"properties": {"b": true}}, {"properties": {"c": true}}],
+	   "unevaluatedProperties": false}`,
+		[]string{`{"a": 1, "b": 1}`, `{"a": 1, "b": 1, "c": 1}`, `{"d": 1}`}},
+	{`{"$schema": "http://json-schema.org/draft-06/schema#",
+	   "properties": {"n": {"type": "integer", "exclusiveMaximum": 5}, "s": {"type": "string", "pattern": "^a"}},
+	   "propertyNames": {"maxLength": 1}, "contains": {"const": 1}, "dependencies": {"n": {"required": ["s"]}}}`,
+		[]string{`{"n": 4, "s": "ab"}`, `{"n": 5}`, `{"nn": 1}`, `[2, 1]`, `[2]`}},
+	{`{"$schema": "http://json-schema.org/draft-04/schema#", "id": "http://example.com/d4",
+	   "properties": {"n": {"type": "number", "maximum": 5, "exclusiveMaximum": true}, "r": {"$ref": "#/definitions/pos"}},
+	   "definitions": {"pos": {"minimum": 0, "exclusiveMinimum": true}}, "additionalProperties": {"type": "boolean"}}`,
+		[]string{`{"n": 4.9, "r": 1, "x": true}`, `{"n": 5}`, `{"r": 0}`, `{"x": 1}`}},
+}
+
+func TestSchemaOtherDrafts(t *testing.T) {
+	for _, tc := range schOtherDrafts {
+		sch, err := CompileSchema(schDecode(t, []byte(tc.schema)), false)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.schema, err)
+		}
+		for _, inst := range tc.instances {
+			r := sch.check(schDecode(t, []byte(inst)))
+			if r.walkerValid != r.libValid {
+				t.Errorf("%s\n%s: walker valid=%v, library valid=%v (%+v)", tc.schema, inst, r.walkerValid, r.libValid, r.schema.Failures)
+			}
+		}
 	}
 }

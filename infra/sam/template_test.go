@@ -1,0 +1,836 @@
+package sam
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/awslabs/goformation/v7"
+	"github.com/awslabs/goformation/v7/cloudformation"
+	"github.com/awslabs/goformation/v7/cloudformation/serverless"
+	"github.com/awslabs/goformation/v7/intrinsics"
+
+	"github.com/agent-output-verifier/verifier/pkg/config"
+	"github.com/agent-output-verifier/verifier/pkg/httpapi"
+)
+
+// root is the module root, where template.yaml, the Makefile and events/ live.
+const root = "../.."
+
+// handlers maps each function of the template to the handler its main mounts. A function added to
+// the template fails TestRoutes until it is listed here, so no route can be deployed unchecked.
+var handlers = map[string]func(*httpapi.Service) http.Handler{
+	"VerifyFunction":    (*httpapi.Service).VerifyHandler,
+	"WellKnownFunction": (*httpapi.Service).WellKnownHandler,
+}
+
+// defaultRoute is the API Gateway route that catches every path no other route names.
+const defaultRoute = "$default"
+
+// catchAllFunction answers unknown paths, so that they get the JSON 404 envelope instead of API
+// Gateway's own body.
+const catchAllFunction = "WellKnownFunction"
+
+// defaultFitsLambda lists the variables of config.Variables the template may leave unset, each
+// with why its default is right on Lambda. Any other variable must be set by the template.
+var defaultFitsLambda = map[string]string{
+	"VERIFIER_DATA_DIR":           "only the bolt store uses it; Lambda uses DynamoDB",
+	"VERIFIER_FREE_MAX_BODY":      "the documented limit applies unchanged",
+	"VERIFIER_MAX_BODY":           "the documented limit applies unchanged (API Gateway allows more)",
+	"VERIFIER_TRUSTED_PROXY_HOPS": "0 is right: the adapter puts API Gateway's sourceIp in RemoteAddr",
+	"VERIFIER_PRICE_VERIFY":       "the price is part of the product, not of a deployment",
+	"VERIFIER_PRICE_SCORE":        "the price is part of the product, not of a deployment",
+}
+
+// setBeforeRead lists variables the template sets ahead of the code that reads them (x402 comes
+// after the functions deployed now), so a typo in any other name still fails the test.
+var setBeforeRead = []string{"X402_FACILITATOR_URL", "X402_PAY_TO_EVM", "X402_PAY_TO_SOLANA"}
+
+// overrides keep intrinsic functions readable instead of resolving them, so the tests can see
+// what a value is wired to: Ref X and GetAtt X.Arn become "${X}" and "${X.Arn}", Sub keeps its
+// string, conditions become text, and an If with non-string branches stays an {"Fn::If": [...]}
+// node. Two exceptions resolve as CloudFormation would: Ref AWS::NoValue is nil, and a Ref to a
+// Number parameter is its default, because goformation types those fields (RetentionInDays,
+// throttling limits) as numbers.
+func overrides() map[string]intrinsics.IntrinsicHandler {
+	return map[string]intrinsics.IntrinsicHandler{
+		"Ref": func(_ string, in, template any) any {
+			name, _ := in.(string)
+			if name == "AWS::NoValue" {
+				return nil
+			}
+			if p := parameter(template, name); p != nil && p["Type"] == "Number" {
+				return p["Default"]
+			}
+			return "${" + name + "}"
+		},
+		"Fn::GetAtt": func(_ string, in, _ any) any {
+			switch v := in.(type) {
+			case string:
+				return "${" + v + "}"
+			case []any:
+				parts := make([]string, len(v))
+				for i, p := range v {
+					parts[i] = fmt.Sprint(p)
+				}
+				return "${" + strings.Join(parts, ".") + "}"
+			}
+			return nil
+		},
+		"Fn::Sub": func(_ string, in, _ any) any {
+			if v, ok := in.([]any); ok && len(v) > 0 {
+				return v[0]
+			}
+			return in
+		},
+		"Fn::If": func(_ string, in, _ any) any {
+			args, _ := in.([]any)
+			if len(args) == 3 {
+				cond, c := args[0].(string)
+				then, t := args[1].(string)
+				els, e := args[2].(string)
+				if c && t && e {
+					return fmt.Sprintf("${If %s ? %s : %s}", cond, then, els)
+				}
+			}
+			return map[string]any{"Fn::If": args}
+		},
+		"Fn::Equals": func(_ string, in, _ any) any {
+			args, _ := in.([]any)
+			if len(args) != 2 {
+				return nil
+			}
+			return fmt.Sprintf("%v == %q", args[0], args[1])
+		},
+		"Fn::Not": func(_ string, in, _ any) any {
+			args, _ := in.([]any)
+			if len(args) != 1 {
+				return nil
+			}
+			return fmt.Sprintf("!(%v)", args[0])
+		},
+		"Fn::Or": func(_ string, in, _ any) any {
+			return fmt.Sprintf("or%v", in)
+		},
+		"Fn::And": func(_ string, in, _ any) any {
+			return fmt.Sprintf("and%v", in)
+		},
+	}
+}
+
+// parameter returns the declaration of parameter name in the raw template, or nil.
+func parameter(template any, name string) map[string]any {
+	t, _ := template.(map[string]any)
+	params, _ := t["Parameters"].(map[string]any)
+	p, _ := params[name].(map[string]any)
+	return p
+}
+
+// parsed is template.yaml read both ways: typed by goformation, and as the raw document after the
+// same intrinsic overrides (for the properties goformation does not model, or models wrongly).
+type parsed struct {
+	*cloudformation.Template
+	raw map[string]any
+}
+
+var (
+	loadOnce sync.Once
+	loaded   parsed
+	loadErr  error
+)
+
+func load(t *testing.T) parsed {
+	t.Helper()
+	loadOnce.Do(func() {
+		data, err := os.ReadFile(filepath.Join(root, "template.yaml"))
+		if err != nil {
+			loadErr = err
+			return
+		}
+		opts := &intrinsics.ProcessorOptions{IntrinsicHandlerOverrides: overrides()}
+		if loaded.Template, err = goformation.ParseYAMLWithOptions(data, opts); err != nil {
+			loadErr = fmt.Errorf("goformation: %w", err)
+			return
+		}
+		js, err := intrinsics.ProcessYAML(data, opts)
+		if err != nil {
+			loadErr = err
+			return
+		}
+		loadErr = json.Unmarshal(js, &loaded.raw)
+	})
+	if loadErr != nil {
+		t.Fatalf("parse template.yaml: %v", loadErr)
+	}
+	return loaded
+}
+
+// rawResource returns resource name's Properties from the raw document.
+func (p parsed) rawProperties(name string) map[string]any {
+	res, _ := p.raw["Resources"].(map[string]any)
+	r, _ := res[name].(map[string]any)
+	props, _ := r["Properties"].(map[string]any)
+	return props
+}
+
+func TestTemplateIsSAM(t *testing.T) {
+	tmpl := load(t)
+	if tmpl.Transform == nil || tmpl.Transform.String == nil || *tmpl.Transform.String != "AWS::Serverless-2016-10-31" {
+		t.Errorf("Transform = %v, want AWS::Serverless-2016-10-31", tmpl.Transform)
+	}
+	if n := len(tmpl.GetAllServerlessHttpApiResources()); n != 1 {
+		t.Errorf("%d AWS::Serverless::HttpApi resources, want 1", n)
+	}
+	if got, want := sortedKeys(tmpl.GetAllServerlessFunctionResources()), sortedKeys(handlers); !slices.Equal(got, want) {
+		t.Errorf("functions = %v, want %v", got, want)
+	}
+}
+
+func TestFunctionsAreBuiltForLambda(t *testing.T) {
+	tmpl := load(t)
+	global, err := tmpl.GetServerlessGlobalFunction()
+	if err != nil {
+		t.Fatalf("Globals.Function: %v", err)
+	}
+	makefile := readFile(t, filepath.Join(root, "Makefile"))
+	for name, fn := range tmpl.GetAllServerlessFunctionResources() {
+		t.Run(name, func(t *testing.T) {
+			if got := deref(fn.Runtime); got != "provided.al2023" {
+				t.Errorf("Runtime = %q, want provided.al2023", got)
+			}
+			if !slices.Equal(fn.Architectures, []string{"arm64"}) {
+				t.Errorf("Architectures = %v, want [arm64]", fn.Architectures)
+			}
+			if got := deref(fn.Handler); got != "bootstrap" {
+				t.Errorf("Handler = %q, want bootstrap", got)
+			}
+			if fn.CodeUri == nil || deref(fn.CodeUri.String) != "." {
+				t.Errorf("CodeUri is not the module root: %+v", fn.CodeUri)
+			}
+			if got := fn.AWSCloudFormationMetadata["BuildMethod"]; got != "makefile" {
+				t.Errorf("Metadata.BuildMethod = %v, want makefile", got)
+			}
+			// SAM's makefile build runs `make build-<LogicalId>`, which must build the main of
+			// the function group the FunctionName names.
+			group := functionGroup(t, fn)
+			recipe := makeRecipe(makefile, "build-"+name)
+			if recipe == "" {
+				t.Fatalf("Makefile has no build-%s target", name)
+			}
+			for _, want := range []string{"$(ARTIFACTS_DIR)/bootstrap", group, "arm64"} {
+				if !strings.Contains(recipe, want) {
+					t.Errorf("build-%s recipe %q lacks %q", name, recipe, want)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(root, "functions", group, "main.go")); err != nil {
+				t.Errorf("FunctionName names group %q but functions/%s/main.go: %v", group, group, err)
+			}
+			timeout, memory := fn.Timeout, fn.MemorySize
+			if timeout == nil {
+				timeout = global.Timeout
+			}
+			if memory == nil {
+				memory = global.MemorySize
+			}
+			// API Gateway gives up on an integration after 29 s.
+			if timeout == nil || *timeout <= 0 || *timeout >= 29 {
+				t.Errorf("Timeout = %v, want 1..28 s", timeout)
+			}
+			if memory == nil || *memory < 128 {
+				t.Errorf("MemorySize = %v, want set", memory)
+			}
+			if fn.Policies != nil {
+				t.Errorf("Policies set: the function has its own Role, so SAM would ignore them")
+			}
+			role := strings.TrimSuffix(strings.TrimPrefix(deref(fn.Role), "${"), ".Arn}")
+			if _, err := tmpl.GetIAMRoleWithName(role); err != nil {
+				t.Errorf("Role %q is not a role of this template: %v", deref(fn.Role), err)
+			}
+		})
+	}
+}
+
+// route is an API Gateway route: "ANY /path" or "$default".
+type route struct{ method, path string }
+
+func (r route) String() string {
+	if r.path == defaultRoute {
+		return defaultRoute
+	}
+	return r.method + " " + r.path
+}
+
+// routes maps every route of the template's function events to its function.
+func routes(t *testing.T, tmpl parsed) map[route]string {
+	t.Helper()
+	out := map[route]string{}
+	for name, fn := range tmpl.GetAllServerlessFunctionResources() {
+		for id, ev := range fn.Events {
+			if ev.Type != "HttpApi" || ev.Properties == nil || ev.Properties.HttpApiEvent == nil {
+				t.Errorf("%s event %s: type %s, want HttpApi", name, id, ev.Type)
+				continue
+			}
+			e := ev.Properties.HttpApiEvent
+			if got := deref(e.ApiId); got != "${HttpApi}" {
+				t.Errorf("%s event %s: ApiId %q, want the template's HttpApi", name, id, got)
+			}
+			r := route{strings.ToUpper(deref(e.Method)), deref(e.Path)}
+			if r.path == "" && r.method == "" {
+				r = route{"ANY", defaultRoute}
+			}
+			if prev, dup := out[r]; dup {
+				t.Errorf("route %s is on both %s and %s", r, prev, name)
+			}
+			out[r] = name
+		}
+	}
+	return out
+}
+
+// serves reports whether h knows path: the router answers a method no route uses with 405 on a
+// known path and 404 on an unknown one, without running any handler.
+func serves(h http.Handler, path string) bool {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("TRACE", path, nil))
+	return rec.Code != http.StatusNotFound
+}
+
+// probePath turns a route template ("/reputation/{agent_id}") into a path a router matches.
+func probePath(p string) string {
+	return regexp.MustCompile(`\{[^}]+\}`).ReplaceAllString(p, "probe")
+}
+
+func quietService() *httpapi.Service {
+	return &httpapi.Service{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+}
+
+// TestRoutes checks the template against the code: every route the service lists reaches a
+// function whose handler serves it, every event's path is served by its function, and unknown
+// paths reach the function that answers them with the JSON 404.
+func TestRoutes(t *testing.T) {
+	tmpl := load(t)
+	table := routes(t, tmpl)
+	svc := quietService()
+	for r, fn := range table {
+		mount, ok := handlers[fn]
+		if !ok {
+			t.Errorf("route %s goes to %s, which no handler mapping in this test knows", r, fn)
+			continue
+		}
+		if r.method != "ANY" {
+			t.Errorf("route %s: want ANY, so that the function's router answers other methods with 405 and Allow", r)
+		}
+		if r.path == defaultRoute {
+			if fn != catchAllFunction {
+				t.Errorf("$default goes to %s, want %s", fn, catchAllFunction)
+			}
+			continue
+		}
+		if !serves(mount(svc), probePath(r.path)) {
+			t.Errorf("route %s goes to %s, whose handler does not serve it", r, fn)
+		}
+	}
+	if _, ok := table[route{"ANY", defaultRoute}]; !ok {
+		t.Errorf("no $default route: unknown paths would get API Gateway's body instead of the JSON 404")
+	}
+	for _, want := range httpapi.Routes() {
+		fn, ok := table[route{"ANY", want.Path}]
+		if !ok {
+			fn, ok = table[route{strings.ToUpper(want.Method), want.Path}]
+		}
+		if !ok {
+			t.Errorf("%s %s (httpapi.Routes) has no route in template.yaml", want.Method, want.Path)
+			continue
+		}
+		if mount := handlers[fn]; mount == nil || !serves(mount(svc), probePath(want.Path)) {
+			t.Errorf("%s %s goes to %s, whose handler does not serve it", want.Method, want.Path, fn)
+		}
+	}
+	// The catch-all must answer an unknown path itself, in the JSON envelope.
+	rec := httptest.NewRecorder()
+	handlers[catchAllFunction](svc).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/no/such/route", nil))
+	if rec.Code != http.StatusNotFound || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+		t.Errorf("%s on an unknown path: %d %q, want 404 application/json", catchAllFunction, rec.Code, rec.Header().Get("Content-Type"))
+	}
+}
+
+// TestDefinitionBodyMatchesEvents checks that the HttpApi's DefinitionBody (which exists to keep
+// the API from depending on the functions, see template.yaml) integrates exactly the routes of
+// the events, each with the function the event belongs to.
+func TestDefinitionBodyMatchesEvents(t *testing.T) {
+	tmpl := load(t)
+	names := map[string]string{} // FunctionName -> logical id
+	for name, fn := range tmpl.GetAllServerlessFunctionResources() {
+		names[deref(fn.FunctionName)] = name
+	}
+	fnName := regexp.MustCompile(`:function:([^/]+)/invocations$`)
+	body, _ := tmpl.rawProperties("HttpApi")["DefinitionBody"].(map[string]any)
+	paths, _ := body["paths"].(map[string]any)
+	got := map[route]string{}
+	for path, item := range paths {
+		methods, _ := item.(map[string]any)
+		for method, op := range methods {
+			r := route{strings.ToUpper(method), path}
+			if method == "x-amazon-apigateway-any-method" {
+				r.method = "ANY"
+			}
+			integ, _ := op.(map[string]any)["x-amazon-apigateway-integration"].(map[string]any)
+			if integ["type"] != "aws_proxy" || integ["payloadFormatVersion"] != "2.0" {
+				t.Errorf("%s: integration %v, want aws_proxy with payload format 2.0", r, integ)
+			}
+			uri, _ := integ["uri"].(string)
+			m := fnName.FindStringSubmatch(uri)
+			if m == nil || names[m[1]] == "" {
+				t.Errorf("%s: integration uri %q names no function of the template", r, uri)
+				continue
+			}
+			got[r] = names[m[1]]
+		}
+	}
+	want := routes(t, tmpl)
+	for r, fn := range want {
+		if got[r] != fn {
+			t.Errorf("route %s: event on %s, DefinitionBody integrates %q", r, fn, got[r])
+		}
+	}
+	for r, fn := range got {
+		if _, ok := want[r]; !ok {
+			t.Errorf("DefinitionBody integrates %s with %s, but no event grants the invoke permission", r, fn)
+		}
+	}
+}
+
+func TestHttpAPI(t *testing.T) {
+	tmpl := load(t)
+	for name, api := range tmpl.GetAllServerlessHttpApiResources() {
+		s := api.DefaultRouteSettings
+		if s == nil || s.ThrottlingBurstLimit == nil || *s.ThrottlingBurstLimit <= 0 || s.ThrottlingRateLimit == nil || *s.ThrottlingRateLimit <= 0 {
+			t.Errorf("%s: DefaultRouteSettings throttling not set: %+v", name, s)
+		}
+		// goformation models this SAM property under another name, so read it raw.
+		logs, _ := tmpl.rawProperties(name)["AccessLogSettings"].(map[string]any)
+		dest, _ := logs["DestinationArn"].(string)
+		group := strings.TrimSuffix(strings.TrimPrefix(dest, "${"), ".Arn}")
+		lg, err := tmpl.GetLogsLogGroupWithName(group)
+		if err != nil {
+			t.Errorf("%s: AccessLogSettings.DestinationArn %q is not a log group of the template", name, dest)
+		} else if lg.RetentionInDays == nil || *lg.RetentionInDays <= 0 {
+			t.Errorf("%s: access log group %s keeps logs forever", name, group)
+		}
+		if format, _ := logs["Format"].(string); !json.Valid([]byte(format)) || strings.Contains(format, "sourceIp") {
+			t.Errorf("%s: access log format must be JSON without the caller's IP: %q", name, format)
+		}
+	}
+	if got, want := fmt.Sprint(tmpl.Outputs["ApiUrl"].Value), "https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}"; got != want {
+		t.Errorf("Output ApiUrl = %q, want %q", got, want)
+	}
+}
+
+func TestTable(t *testing.T) {
+	tmpl := load(t)
+	tables := tmpl.GetAllDynamoDBTableResources()
+	if len(tables) != 1 || len(tmpl.GetAllServerlessSimpleTableResources()) != 0 {
+		t.Fatalf("want exactly one AWS::DynamoDB::Table, got %v", sortedKeys(tables))
+	}
+	for name, tb := range tables {
+		if got := deref(tb.BillingMode); got != "PAY_PER_REQUEST" {
+			t.Errorf("%s: BillingMode %q, want PAY_PER_REQUEST", name, got)
+		}
+		var keys, attrs []string
+		for _, k := range tb.KeySchema {
+			keys = append(keys, k.AttributeName+":"+k.KeyType)
+		}
+		for _, a := range tb.AttributeDefinitions {
+			attrs = append(attrs, a.AttributeName+":"+a.AttributeType)
+		}
+		if want := []string{"pk:HASH", "sk:RANGE"}; !slices.Equal(keys, want) {
+			t.Errorf("%s: KeySchema %v, want %v", name, keys, want)
+		}
+		if sort.Strings(attrs); !slices.Equal(attrs, []string{"pk:S", "sk:S"}) {
+			t.Errorf("%s: AttributeDefinitions %v, want pk and sk strings", name, attrs)
+		}
+		if ttl := tb.TimeToLiveSpecification; ttl == nil || !ttl.Enabled || deref(ttl.AttributeName) != "expires_at" {
+			t.Errorf("%s: TTL %+v, want enabled on expires_at", name, ttl)
+		}
+		if p := tb.PointInTimeRecoverySpecification; p == nil || p.PointInTimeRecoveryEnabled == nil || !*p.PointInTimeRecoveryEnabled {
+			t.Errorf("%s: point-in-time recovery is off", name)
+		}
+	}
+}
+
+func TestLogGroups(t *testing.T) {
+	tmpl := load(t)
+	byName := map[string]string{}
+	for id, lg := range tmpl.GetAllLogsLogGroupResources() {
+		byName[deref(lg.LogGroupName)] = id
+		if lg.RetentionInDays == nil || *lg.RetentionInDays <= 0 {
+			t.Errorf("%s: no RetentionInDays", id)
+		}
+	}
+	for name, fn := range tmpl.GetAllServerlessFunctionResources() {
+		want := "/aws/lambda/" + deref(fn.FunctionName)
+		if byName[want] == "" {
+			t.Errorf("%s: no log group named %s", name, want)
+		}
+	}
+}
+
+// statement is one IAM policy statement, with the condition it depends on ("" when it always
+// exists) and where it came from.
+type statement struct {
+	where, condition string
+	body             map[string]any
+}
+
+// statements flattens a policy document's Statement list, expanding Fn::If nodes into their
+// branches (nil branches, AWS::NoValue, drop out).
+func statements(t *testing.T, where string, doc any) []statement {
+	t.Helper()
+	d, _ := doc.(map[string]any)
+	list, ok := d["Statement"].([]any)
+	if !ok {
+		if one, isMap := d["Statement"].(map[string]any); isMap {
+			list = []any{one}
+		} else {
+			t.Errorf("%s: no Statement list", where)
+		}
+	}
+	var out []statement
+	var add func(v any, cond string)
+	add = func(v any, cond string) {
+		m, ok := v.(map[string]any)
+		if !ok {
+			if v != nil {
+				t.Errorf("%s: statement %v is not an object", where, v)
+			}
+			return
+		}
+		if args, isIf := m["Fn::If"].([]any); isIf && len(args) == 3 {
+			name, _ := args[0].(string)
+			add(args[1], name)
+			add(args[2], "!"+name)
+			return
+		}
+		out = append(out, statement{where: fmt.Sprintf("%s statement %v", where, m["Sid"]), condition: cond, body: m})
+	}
+	for _, v := range list {
+		add(v, "")
+	}
+	return out
+}
+
+// strs reads a string-or-list IAM field.
+func strs(v any) []string {
+	switch x := v.(type) {
+	case string:
+		return []string{x}
+	case []any:
+		var out []string
+		for _, e := range x {
+			out = append(out, fmt.Sprint(e))
+		}
+		return out
+	}
+	return nil
+}
+
+// TestIAMIsLeastPrivilege checks every permission statement in every role and policy of the
+// template: exactly one resource, never a wildcard, and only the actions the functions use, each
+// on the one resource it belongs to. Statements on optional resources exist only when the
+// parameter naming the resource is given.
+func TestIAMIsLeastPrivilege(t *testing.T) {
+	tmpl := load(t)
+	if n := len(tmpl.GetAllIAMPolicyResources()) + len(tmpl.GetAllIAMManagedPolicyResources()); n != 0 {
+		t.Errorf("%d stand-alone IAM policies: keep permissions inline in the function roles, where this test reads them", n)
+	}
+	// allowed maps each action to the one resource it may name.
+	allowed := map[string]string{
+		"dynamodb:GetItem":              "${Table.Arn}",
+		"dynamodb:PutItem":              "${Table.Arn}",
+		"dynamodb:UpdateItem":           "${Table.Arn}",
+		"dynamodb:Query":                "${Table.Arn}",
+		"secretsmanager:GetSecretValue": "${SigningKeySecretArn}",
+		"kms:Decrypt":                   "${SigningKeyKmsKeyArn}",
+	}
+	// Optional resources come from parameters; their statements must be guarded by a condition
+	// that the parameter is not empty.
+	guards := map[string]string{
+		"${SigningKeySecretArn}": `!(${SigningKeySecretArn} == "")`,
+		"${SigningKeyKmsKeyArn}": `!(${SigningKeyKmsKeyArn} == "")`,
+	}
+	roleOf := map[string]string{}
+	for name, fn := range tmpl.GetAllServerlessFunctionResources() {
+		roleOf[strings.TrimSuffix(strings.TrimPrefix(deref(fn.Role), "${"), ".Arn}")] = name
+	}
+	roles := tmpl.GetAllIAMRoleResources()
+	if len(roles) != len(roleOf) {
+		t.Errorf("roles %v, want one per function %v", sortedKeys(roles), roleOf)
+	}
+	for roleName, role := range roles {
+		// The trust policy names a principal, not a resource.
+		for _, s := range statements(t, roleName+" trust policy", role.AssumeRolePolicyDocument) {
+			p, _ := s.body["Principal"].(map[string]any)
+			if s.body["Resource"] != nil || fmt.Sprint(p["Service"]) != "lambda.amazonaws.com" || fmt.Sprint(s.body["Action"]) != "sts:AssumeRole" {
+				t.Errorf("%s: trust statement %v, want lambda.amazonaws.com sts:AssumeRole", s.where, s.body)
+			}
+		}
+		if len(role.ManagedPolicyArns) != 0 {
+			t.Errorf("%s: managed policies %v: their statements name every resource (*)", roleName, role.ManagedPolicyArns)
+		}
+		fn := roleOf[roleName]
+		logGroup := ""
+		if f, err := tmpl.GetServerlessFunctionWithName(fn); err == nil {
+			for id, lg := range tmpl.GetAllLogsLogGroupResources() {
+				if deref(lg.LogGroupName) == "/aws/lambda/"+deref(f.FunctionName) {
+					logGroup = "${" + id + ".Arn}"
+				}
+			}
+		}
+		var all []statement
+		for _, pol := range role.Policies {
+			all = append(all, statements(t, roleName+" "+pol.PolicyName, pol.PolicyDocument)...)
+		}
+		if len(all) == 0 {
+			t.Errorf("%s: no permissions at all", roleName)
+		}
+		for _, s := range all {
+			for _, forbidden := range []string{"NotResource", "NotAction", "NotPrincipal"} {
+				if s.body[forbidden] != nil {
+					t.Errorf("%s: uses %s", s.where, forbidden)
+				}
+			}
+			if s.body["Effect"] != "Allow" {
+				t.Errorf("%s: Effect %v, want Allow", s.where, s.body["Effect"])
+			}
+			res := strs(s.body["Resource"])
+			if len(res) != 1 || strings.Contains(res[0], "*") || res[0] == "" {
+				t.Errorf("%s: Resource %v, want exactly one resource and no wildcard", s.where, s.body["Resource"])
+				continue
+			}
+			want := guards[res[0]]
+			if got := s.condition; (want == "" && got != "") || (want != "" && got == "") {
+				t.Errorf("%s: condition %q for %s", s.where, got, res[0])
+			} else if want != "" && got != "" {
+				cond, _ := tmpl.Conditions[strings.TrimPrefix(got, "!")].(string)
+				if strings.HasPrefix(got, "!") || cond != want {
+					t.Errorf("%s: exists under condition %s = %q, want it only when %s", s.where, got, cond, want)
+				}
+			}
+			actions := strs(s.body["Action"])
+			if len(actions) == 0 {
+				t.Errorf("%s: no Action", s.where)
+			}
+			for _, a := range actions {
+				r, ok := allowed[a]
+				if a == "logs:CreateLogStream" || a == "logs:PutLogEvents" {
+					r, ok = logGroup, logGroup != ""
+				}
+				if !ok || r != res[0] {
+					t.Errorf("%s: %s on %s; allowed only %q on %q", s.where, a, res[0], a, r)
+				}
+			}
+		}
+	}
+}
+
+// env returns a function's effective environment: the globals overlaid with its own variables.
+func env(t *testing.T, tmpl parsed, fn *serverless.Function) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	if g, err := tmpl.GetServerlessGlobalFunction(); err == nil && g.Environment != nil {
+		for k, v := range g.Environment.Variables {
+			out[k] = v
+		}
+	}
+	if fn.Environment != nil {
+		for k, v := range fn.Environment.Variables {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// TestEnvironment checks every function gets every variable it needs, wired to the right thing,
+// and that the parameters' defaults make a configuration the service accepts.
+func TestEnvironment(t *testing.T) {
+	tmpl := load(t)
+	known := map[string]bool{}
+	for _, v := range config.Variables {
+		known[v.Name] = true
+	}
+	for _, name := range setBeforeRead {
+		known[name] = true
+	}
+	for name, fn := range tmpl.GetAllServerlessFunctionResources() {
+		t.Run(name, func(t *testing.T) {
+			vars := env(t, tmpl, fn)
+			for _, v := range config.Variables {
+				if _, set := vars[v.Name]; !set && defaultFitsLambda[v.Name] == "" {
+					t.Errorf("%s is not set, and its default %q is not for Lambda", v.Name, v.Default)
+				}
+			}
+			for k := range vars {
+				if !known[k] {
+					t.Errorf("%s is set but the service reads no such variable", k)
+				}
+			}
+			for k, want := range map[string]string{
+				"VERIFIER_BASE_URL":           fmt.Sprint(tmpl.Outputs["ApiUrl"].Value),
+				"VERIFIER_STORE":              "dynamodb",
+				"VERIFIER_TABLE":              "${Table}",
+				"VERIFIER_SIGNING_KEY":        "${If HasSigningKey ? ${SigningKey} : secretsmanager:${SigningKeySecretArn}}",
+				"VERIFIER_KEY_VERSION":        "${KeyVersion}",
+				"VERIFIER_PREVIOUS_KEYS":      "${PreviousKeys}",
+				"VERIFIER_FREE_CALLS_PER_DAY": "${FreeCallsPerDay}",
+				"X402_FACILITATOR_URL":        "${FacilitatorUrl}",
+				"X402_PAY_TO_EVM":             "${PayToEvm}",
+				"X402_PAY_TO_SOLANA":          "${PayToSolana}",
+			} {
+				if vars[k] != want {
+					t.Errorf("%s = %q, want %q", k, vars[k], want)
+				}
+			}
+			// With each parameter at its default (and the values CloudFormation fills in), the
+			// service must accept the configuration: a bad default would fail every cold start.
+			resolved := map[string]string{
+				"${HttpApi}": "a1b2c3d4e5", "${AWS::Region}": "us-east-1", "${AWS::URLSuffix}": "amazonaws.com",
+				"${Table}": "agent-output-verifier-Table-1ABC",
+			}
+			ref := regexp.MustCompile(`\$\{[A-Za-z0-9:]+\}`)
+			getenv := func(k string) string {
+				v := vars[k]
+				if k == "VERIFIER_SIGNING_KEY" {
+					v = "secretsmanager:${SigningKeySecretArn}"
+				}
+				return ref.ReplaceAllStringFunc(v, func(r string) string {
+					if s, ok := resolved[r]; ok {
+						return s
+					}
+					name := strings.TrimSuffix(strings.TrimPrefix(r, "${"), "}")
+					if name == "SigningKeySecretArn" {
+						return "arn:aws:secretsmanager:us-east-1:123456789012:secret:verifier-AbCdEf"
+					}
+					p := parameter(tmpl.raw, name)
+					if p == nil {
+						t.Errorf("%s refers to %s, which is neither a parameter nor a known resource", k, r)
+						return ""
+					}
+					return fmt.Sprint(p["Default"])
+				})
+			}
+			if _, err := config.Load(getenv); err != nil {
+				t.Errorf("the template's defaults do not make a valid configuration: %v", err)
+			}
+		})
+	}
+}
+
+// TestParametersAreUsedAndDescribed keeps the deploy prompts honest: every parameter says what it
+// is and is used somewhere.
+func TestParametersAreUsedAndDescribed(t *testing.T) {
+	tmpl := load(t)
+	data := readFile(t, filepath.Join(root, "template.yaml"))
+	for name, p := range tmpl.Parameters {
+		if p.Description == nil || *p.Description == "" {
+			t.Errorf("parameter %s has no Description", name)
+		}
+		if !strings.Contains(data, "!Ref "+name) && !strings.Contains(data, "${"+name+"}") {
+			t.Errorf("parameter %s is never used", name)
+		}
+	}
+}
+
+// TestEventsMatchTemplateRoutes keeps events/*.json usable with `sam local invoke`: each event's
+// routeKey is a route of the template.
+func TestEventsMatchTemplateRoutes(t *testing.T) {
+	tmpl := load(t)
+	table := routes(t, tmpl)
+	keys := map[string]bool{}
+	for r := range table {
+		keys[r.String()] = true
+	}
+	files, _ := filepath.Glob(filepath.Join(root, "events", "*.json"))
+	if len(files) == 0 {
+		t.Fatal("no events/*.json")
+	}
+	for _, f := range files {
+		var ev struct {
+			RouteKey string `json:"routeKey"`
+		}
+		if err := json.Unmarshal([]byte(readFile(t, f)), &ev); err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if !keys[ev.RouteKey] {
+			t.Errorf("%s: routeKey %q is not a route of template.yaml (%v)", filepath.Base(f), ev.RouteKey, sortedKeys(keys))
+		}
+	}
+}
+
+// makeRecipe returns the recipe lines of target in a Makefile, joined.
+func makeRecipe(makefile, target string) string {
+	var lines []string
+	in := false
+	sc := bufio.NewScanner(strings.NewReader(makefile))
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, target+":"):
+			in = true
+		case in && strings.HasPrefix(line, "\t"):
+			lines = append(lines, strings.TrimSpace(line))
+		case in:
+			return strings.Join(lines, "\n")
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// functionGroup returns the group a FunctionName "${AWS::StackName}-<group>" names.
+func functionGroup(t *testing.T, fn *serverless.Function) string {
+	t.Helper()
+	name := deref(fn.FunctionName)
+	group, ok := strings.CutPrefix(name, "${AWS::StackName}-")
+	if !ok || group == "" {
+		t.Fatalf("FunctionName %q, want ${AWS::StackName}-<group> (the DefinitionBody and log group names rely on it)", name)
+	}
+	return group
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
