@@ -80,3 +80,14 @@ $(TOOLS)/.aws-lambda-rie-$(RIE_VERSION):
 # bolt store and key, sends it EVENT and prints the response.
 invoke: tools
 	$(GO) run ./infra/lambda/invoke -rie $(RIE) -fn $(FN) -event $(EVENT)
+
+# --- npm tool sets the tests start (dynalite, ...), installed from their lock files ---
+
+NPM_DIRS := infra/dynalite
+npm: $(NPM_DIRS:%=%/node_modules/.installed)
+unit: npm
+
+%/node_modules/.installed: %/package-lock.json %/package.json
+	npm ci --prefix $* --no-audit --no-fund
+	touch $@
+.PHONY: npm

@@ -1,0 +1,45 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestLoadDefaults(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Store != "bolt" || c.DataDir != ".data" || c.SigningKey != "file:.data/signing-key.json" || c.FreeCallsPerDay != 1000 ||
+		c.MaxBody != 1<<20 || c.FreeMaxBody != 65536 || c.PriceVerify != "0.02" || c.PriceScore != "0.01" || c.BaseURL != "http://127.0.0.1:8080" {
+		t.Errorf("defaults: %+v", c)
+	}
+}
+
+func TestLoadInvalid(t *testing.T) {
+	cases := map[string]map[string]string{
+		"VERIFIER_BASE_URL":           {"VERIFIER_BASE_URL": "ftp://x"},
+		"VERIFIER_STORE":              {"VERIFIER_STORE": "redis"},
+		"VERIFIER_TABLE":              {"VERIFIER_STORE": "dynamodb"},
+		"VERIFIER_SIGNING_KEY":        {"VERIFIER_SIGNING_KEY": "vault:secret-value-123"},
+		"VERIFIER_KEY_VERSION":        {"VERIFIER_SIGNING_KEY": "kms:AAAA"},
+		"VERIFIER_PREVIOUS_KEYS":      {"VERIFIER_PREVIOUS_KEYS": "{"},
+		"VERIFIER_FREE_CALLS_PER_DAY": {"VERIFIER_FREE_CALLS_PER_DAY": "-1"},
+		"VERIFIER_MAX_BODY":           {"VERIFIER_MAX_BODY": "99999999"},
+		"VERIFIER_FREE_MAX_BODY":      {"VERIFIER_MAX_BODY": "2048", "VERIFIER_FREE_MAX_BODY": "4096"},
+		"VERIFIER_TRUSTED_PROXY_HOPS": {"VERIFIER_TRUSTED_PROXY_HOPS": "x"},
+		"VERIFIER_PRICE_VERIFY":       {"VERIFIER_PRICE_VERIFY": "free"},
+	}
+	for name, m := range cases {
+		_, err := Load(env(m))
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: got %v, want an error naming it", name, err)
+			continue
+		}
+		if v := m["VERIFIER_SIGNING_KEY"]; v != "" && strings.Contains(err.Error(), v) {
+			t.Errorf("%s: the error echoes the key source: %v", name, err)
+		}
+	}
+}
