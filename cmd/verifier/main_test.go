@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -101,8 +102,8 @@ func TestServeEndToEnd(t *testing.T) {
 	cmd.Env = append(os.Environ(), "VERIFIER_BASE_URL=", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,29 @@ func TestServeEndToEnd(t *testing.T) {
 	if code, out, errOut := runCLI(t, "", "receipt", "verify", "--card", base+"/.well-known/agent-card.json", "--request", reqFile, receiptFile); code != 0 {
 		t.Fatalf("receipt verify --card: %d %s %s", code, out, errOut)
 	}
-	if strings.Contains(stderr.String(), "demo-1") || !strings.Contains(stderr.String(), `"route":"/verify/schema"`) {
-		t.Errorf("server log leaks request data:\n%s", stderr.String())
+	// The request's log line is written after its response: wait for it.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !strings.Contains(stderr.String(), `"route":"/verify/schema"`); {
+		time.Sleep(20 * time.Millisecond)
 	}
+	if logs := stderr.String(); strings.Contains(logs, "demo-1") || !strings.Contains(logs, `"route":"/verify/schema"`) {
+		t.Errorf("server log leaks request data or lacks the request line:\n%s", logs)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the writer goroutine of os/exec and the test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

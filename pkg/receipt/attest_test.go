@@ -346,6 +346,9 @@ func TestKeyHidesPrivate(t *testing.T) {
 // TestAttestAllocs guards the sign path: the signed response is the only allocation (the message
 // buffer is pooled and the signature stays on the stack).
 func TestAttestAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
 	resp := stripAttestation(t, readSeed(t, "invoice-draft.response.json"))
 	k := testKey("v1", 8)
 	if _, err := k.Attest(ContextVerify, resp, testTimestamp); err != nil {

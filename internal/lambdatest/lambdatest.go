@@ -1,0 +1,296 @@
+// Package lambdatest runs the project's Lambda binaries the way Lambda does, on this machine: each
+// function is built for the host and served by the AWS Lambda Runtime Interface Emulator (RIE) on
+// 127.0.0.1, then invoked with API Gateway HTTP API v2 events. The RIE test and `make invoke` both
+// use it. Every process it starts is stopped by its process id.
+package lambdatest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agent-output-verifier/verifier/pkg/keys"
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
+)
+
+// Limits of one emulator run, each with its reason.
+const (
+	// readyTimeout bounds the wait for the emulator's port: it listens within milliseconds, so a
+	// long wait means it failed to start.
+	readyTimeout = 15 * time.Second
+	// stopGrace is how long the emulator gets to shut its runtime down after SIGTERM before the
+	// whole process group is killed.
+	stopGrace = 5 * time.Second
+	// maxResponse bounds what Invoke reads: Lambda itself caps responses at 6 MB.
+	maxResponse = 6 << 20
+)
+
+// ModuleRoot finds the directory holding go.mod, starting at dir and walking up, so tests and
+// commands work from any package directory.
+func ModuleRoot(dir string) (string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// RIEPath is where `make tools` installs the emulator.
+func RIEPath(root string) string {
+	return filepath.Join(root, "bin", "tools", "aws-lambda-rie")
+}
+
+// Build compiles functions/<group> of the module at root for the host into dir/bootstrap, with
+// the flags the deployed binaries use except the target architecture, and returns its path.
+func Build(ctx context.Context, root, group, dir string) (string, error) {
+	out := filepath.Join(dir, "bootstrap")
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goTool); err != nil {
+		goTool = "go"
+	}
+	cmd := exec.CommandContext(ctx, goTool, "build", "-trimpath", "-buildvcs=false", "-tags", "lambda.norpc",
+		"-ldflags", "-s -w", "-o", out, "./functions/"+group)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build functions/%s: %w\n%s", group, err, msg)
+	}
+	return out, nil
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Emulator is one aws-lambda-rie process serving one function binary on 127.0.0.1. It accepts one
+// invocation at a time, as Lambda does for one execution environment.
+type Emulator struct {
+	// Addr is the host:port of the emulator's invoke API.
+	Addr      string
+	bootstrap string
+	cmd       *exec.Cmd
+	logs      *lockedBuffer
+	done      chan struct{}
+	stopOnce  sync.Once
+	stopErr   error
+}
+
+// Start runs the emulator at rie serving bootstrap. env is the function's whole environment:
+// nothing of the caller's environment is passed on, so no real AWS credentials or profile can
+// reach the function. Both of the emulator's listeners are on 127.0.0.1. The caller must Stop it.
+func Start(ctx context.Context, rie, bootstrap string, env []string) (*Emulator, error) {
+	invokePort, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	runtimePort, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	e := &Emulator{
+		Addr:      net.JoinHostPort("127.0.0.1", strconv.Itoa(invokePort)),
+		bootstrap: bootstrap,
+		logs:      &lockedBuffer{},
+		done:      make(chan struct{}),
+	}
+	e.cmd = exec.Command(rie,
+		"--runtime-interface-emulator-address", e.Addr,
+		"--runtime-api-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(runtimePort)),
+		bootstrap)
+	e.cmd.Dir = filepath.Dir(bootstrap)
+	e.cmd.Env = env
+	e.cmd.Stdout, e.cmd.Stderr = e.logs, e.logs
+	// Its own process group, so Stop can end the emulator and anything it left behind together.
+	e.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := e.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", rie, err)
+	}
+	go func() {
+		e.cmd.Wait()
+		close(e.done)
+	}()
+	if err := e.waitReady(ctx); err != nil {
+		e.Stop()
+		return nil, fmt.Errorf("%w\nemulator output:\n%s", err, e.Logs())
+	}
+	return e, nil
+}
+
+func (e *Emulator) waitReady(ctx context.Context) error {
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		c, err := net.DialTimeout("tcp", e.Addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-e.done:
+			return errors.New("the emulator exited before it listened")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the emulator did not listen on %s within %s", e.Addr, readyTimeout)
+		}
+	}
+}
+
+// Invoke sends one event and returns the function's response payload. The first call also runs
+// the function's initialisation, as a cold start does.
+func (e *Emulator) Invoke(ctx context.Context, event []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost,
+		"http://"+e.Addr+"/2015-03-31/functions/function/invocations", bytes.NewReader(event))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("invoke: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if err != nil {
+		return nil, fmt.Errorf("read invoke response: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("invoke: emulator answered %s: %s", resp.Status, body)
+	}
+	return body, nil
+}
+
+// Logs returns what the emulator and the function printed so far.
+func (e *Emulator) Logs() string { return e.logs.String() }
+
+// Stop ends the emulator: SIGTERM to its process group (the emulator then stops the function),
+// SIGKILL to the group after a grace period, and finally SIGKILL to any process still running
+// this emulator's bootstrap binary (the function runs in a process group of its own). It is safe
+// to call more than once.
+func (e *Emulator) Stop() error {
+	e.stopOnce.Do(func() {
+		pgid := e.cmd.Process.Pid
+		syscall.Kill(-pgid, syscall.SIGTERM)
+		select {
+		case <-e.done:
+		case <-time.After(stopGrace):
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			<-e.done
+		}
+		for _, pid := range pidsRunning(e.bootstrap) {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+				e.stopErr = fmt.Errorf("kill function process %d: %w", pid, err)
+			}
+		}
+	})
+	return e.stopErr
+}
+
+// pidsRunning lists the processes whose executable is exe, read from /proc. exe is a binary this
+// package built in a fresh temporary directory, so the match is that run's processes only.
+func pidsRunning(exe string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, d := range entries {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if target, err := os.Readlink(filepath.Join("/proc", d.Name(), "exe")); err == nil && strings.TrimSuffix(target, " (deleted)") == exe {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// lockedBuffer collects a process's output, which two pipes write concurrently.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Env is the environment a function gets under the emulator: the given variables plus a region
+// and dummy credentials, so the AWS SDK's configuration loads without any network or real account
+// (nothing in a bolt-store run calls AWS).
+func Env(vars map[string]string) []string {
+	env := []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"AWS_REGION=us-east-1",
+		"AWS_ACCESS_KEY_ID=AKIALAMBDATESTLOCAL0",
+		"AWS_SECRET_ACCESS_KEY=lambdatest-local-secret-not-a-real-key",
+		"AWS_EC2_METADATA_DISABLED=true",
+		"AWS_CONFIG_FILE=/dev/null",
+		"AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+	}
+	for k, v := range vars {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+// BoltVars is the configuration of a function run on this machine: the embedded store in dataDir
+// and the signing key in keyFile, with receipts naming baseURL.
+func BoltVars(dataDir, keyFile, baseURL string) map[string]string {
+	return map[string]string{
+		"VERIFIER_STORE":       "bolt",
+		"VERIFIER_DATA_DIR":    dataDir,
+		"VERIFIER_SIGNING_KEY": "file:" + keyFile,
+		"VERIFIER_BASE_URL":    baseURL,
+	}
+}
+
+// WriteKey generates a signing key called version and writes it to a new key file at path.
+func WriteKey(path, version string) (receipt.Key, error) {
+	k, err := keys.Generate(version, rand.Reader)
+	if err != nil {
+		return receipt.Key{}, err
+	}
+	if err := keys.WriteFile(path, k); err != nil {
+		return receipt.Key{}, err
+	}
+	return k, nil
+}

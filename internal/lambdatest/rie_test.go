@@ -1,0 +1,397 @@
+package lambdatest_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/agent-output-verifier/verifier/internal/lambdatest"
+	"github.com/agent-output-verifier/verifier/pkg/app"
+	"github.com/agent-output-verifier/verifier/pkg/config"
+)
+
+// keyVersion labels the key every run of this test generates.
+const keyVersion = "lambdatest-v1"
+
+// baseURL is the public URL both the functions and the local handler are configured with.
+const baseURL = "http://127.0.0.1:8080"
+
+// sourceIP is the client address every event carries (TEST-NET-2, never a real client).
+const sourceIP = "198.51.100.7"
+
+// answer is a response reduced to what a caller sees.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// json decodes the body, failing the test when it is not JSON.
+func (a answer) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(a.body, &m); err != nil {
+		t.Fatalf("body is not a JSON object: %v\n%s", err, a.body)
+	}
+	return m
+}
+
+// eventCase is one file of events/: the function it is meant for and what the answer must say.
+type eventCase struct {
+	file   string
+	fn     string // functions/<fn>
+	status int
+	check  func(t *testing.T, body map[string]any, pub string)
+}
+
+func resultIs(want string) func(*testing.T, map[string]any, string) {
+	return func(t *testing.T, body map[string]any, _ string) {
+		if body["result"] != want {
+			t.Errorf("result = %v, want %s", body["result"], want)
+		}
+	}
+}
+
+var cases = []eventCase{
+	{"verify-pass.json", "verify", 200, resultIs("pass")},
+	{"deliverable-pass.json", "verify", 200, resultIs("pass")},
+	{"verify-fail.json", "verify", 200, func(t *testing.T, body map[string]any, pub string) {
+		resultIs("fail")(t, body, pub)
+		summary, _ := body["summary"].(map[string]any)
+		if !slices.Contains(strs(summary["blocking_checks"]), "consistency:sum_equals") {
+			t.Errorf("summary = %v, want consistency:sum_equals blocking", summary)
+		}
+	}},
+	{"verify-422.json", "verify", 422, func(t *testing.T, body map[string]any, _ string) {
+		if body["code"] != "invalid_request" {
+			t.Errorf("code = %v, want invalid_request", body["code"])
+		}
+		var fields []string
+		list, _ := body["fields"].([]any)
+		for _, f := range list {
+			m, _ := f.(map[string]any)
+			fields = append(fields, fmt.Sprint(m["field"]))
+		}
+		if !slices.Contains(fields, "rules[0].type") {
+			t.Errorf("fields = %v, want rules[0].type named", fields)
+		}
+	}},
+	{"verify-404.json", "verify", 404, func(t *testing.T, body map[string]any, _ string) {
+		if body["code"] != "not_found" {
+			t.Errorf("code = %v, want not_found", body["code"])
+		}
+	}},
+	{"health.json", "wellknown", 200, func(t *testing.T, body map[string]any, _ string) {
+		if body["status"] != "ok" || body["key_version"] != keyVersion {
+			t.Errorf("health = %v, want ok with key version %s", body, keyVersion)
+		}
+	}},
+	{"agent-card.json", "wellknown", 200, func(t *testing.T, body map[string]any, pub string) {
+		// The card must publish the very key the function was given.
+		b, _ := json.Marshal(body["capabilities"])
+		if !strings.Contains(string(b), pub) {
+			t.Errorf("agent card does not publish the function's public key %s: %s", pub, b)
+		}
+		if body["url"] != baseURL {
+			t.Errorf("url = %v, want %s", body["url"], baseURL)
+		}
+	}},
+	{"index-json.json", "wellknown", 200, func(t *testing.T, body map[string]any, _ string) {
+		if routes, _ := body["routes"].([]any); len(routes) == 0 {
+			t.Errorf("index has no routes: %v", body)
+		}
+	}},
+}
+
+func root(t *testing.T) string {
+	t.Helper()
+	r, err := lambdatest.ModuleRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func readEvent(t *testing.T, file string) ([]byte, events.APIGatewayV2HTTPRequest) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root(t), "events", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.APIGatewayV2HTTPRequest
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return raw, ev
+}
+
+// TestEveryEventIsTested keeps the table above complete: a new event file fails until it says
+// which function it is for and what it must answer.
+func TestEveryEventIsTested(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(root(t), "events", "*.json"))
+	var got, want []string
+	for _, f := range files {
+		got = append(got, filepath.Base(f))
+	}
+	for _, c := range cases {
+		want = append(want, c.file)
+	}
+	sort.Strings(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("events/ holds %v, the test covers %v", got, want)
+	}
+}
+
+// TestEventsAreHTTPAPIv2 checks each event has the shape API Gateway gives an HTTP API v2 Lambda
+// integration, so `sam local invoke -e` and the emulator see what production sees.
+func TestEventsAreHTTPAPIv2(t *testing.T) {
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			raw, ev := readEvent(t, c.file)
+			h := ev.RequestContext.HTTP
+			switch {
+			case ev.Version != "2.0":
+				t.Errorf("version %q, want 2.0", ev.Version)
+			case ev.RouteKey != ev.RequestContext.RouteKey:
+				t.Errorf("routeKey %q but requestContext.routeKey %q", ev.RouteKey, ev.RequestContext.RouteKey)
+			case ev.RouteKey != "ANY "+ev.RawPath && ev.RouteKey != "$default":
+				t.Errorf("routeKey %q does not route rawPath %q", ev.RouteKey, ev.RawPath)
+			case h.Path != ev.RawPath || h.Method == "" || h.Protocol == "" || h.UserAgent == "":
+				t.Errorf("requestContext.http %+v does not describe the request", h)
+			case h.SourceIP != sourceIP:
+				t.Errorf("sourceIp %q, want %s", h.SourceIP, sourceIP)
+			case ev.IsBase64Encoded:
+				t.Errorf("isBase64Encoded is true")
+			}
+			var generic map[string]any
+			json.Unmarshal(raw, &generic)
+			if _, ok := generic["body"].(string); !ok {
+				t.Errorf("body is not a string")
+			}
+			if h.Method == http.MethodPost {
+				if ev.Headers["content-type"] != "application/json" || !json.Valid([]byte(ev.Body)) {
+					t.Errorf("a POST event needs content-type application/json and a JSON body")
+				}
+				if n, _ := strconv.Atoi(ev.Headers["content-length"]); n != len(ev.Body) {
+					t.Errorf("content-length %q, body is %d bytes", ev.Headers["content-length"], len(ev.Body))
+				}
+			}
+		})
+	}
+	// The failing example is the seed's invoice draft, byte for byte.
+	_, ev := readEvent(t, "verify-fail.json")
+	seed, err := os.ReadFile(filepath.Join(root(t), "testdata", "seed", "invoice-draft.request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Body != string(seed) {
+		t.Errorf("verify-fail.json's body is not testdata/seed/invoice-draft.request.json")
+	}
+}
+
+// emulatorOrSkip returns the emulator binary that `make tools` installs. Without it the test is
+// skipped on a developer's machine and fails in CI, where `make test` installs it first.
+func emulatorOrSkip(t *testing.T) string {
+	t.Helper()
+	p := lambdatest.RIEPath(root(t))
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is missing: run `make tools` (make test does)", p)
+		}
+		t.Skipf("%s is missing: run `make tools` to run the Lambda emulator test", p)
+	}
+	return p
+}
+
+// TestLambdaMatchesLocal runs each function binary under the Runtime Interface Emulator, sends it
+// every event, and checks the answer twice: against what the event must produce, and against the
+// local server's handler given the same request. Only what legitimately differs between two runs
+// (ids, times, signatures) is left out of the comparison.
+func TestLambdaMatchesLocal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the Lambda binaries")
+	}
+	rie := emulatorOrSkip(t)
+	r := root(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	tmp := t.TempDir()
+	keyFile := filepath.Join(tmp, "signing-key.json")
+	key, err := lambdatest.WriteKey(keyFile, keyVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := base64.StdEncoding.EncodeToString(key.Public().Key)
+
+	emulators := map[string]*lambdatest.Emulator{}
+	for _, c := range cases {
+		if emulators[c.fn] != nil {
+			continue
+		}
+		bin, err := lambdatest.Build(ctx, r, c.fn, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each process gets its own data directory: bolt locks its file.
+		vars := lambdatest.BoltVars(filepath.Join(tmp, c.fn+"-data"), keyFile, baseURL)
+		e, err := lambdatest.Start(ctx, rie, bin, lambdatest.Env(vars))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := e.Stop(); err != nil {
+				t.Error(err)
+			}
+			if t.Failed() {
+				t.Logf("functions/%s under the emulator printed:\n%s", c.fn, e.Logs())
+			}
+		})
+		emulators[c.fn] = e
+	}
+
+	vars := lambdatest.BoltVars(filepath.Join(tmp, "local-data"), keyFile, baseURL)
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, closeStore, err := app.Build(ctx, cfg, app.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeStore() })
+	local := svc.Handler()
+
+	// The emulator serves one invocation at a time, so the cases run in order.
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			raw, ev := readEvent(t, c.file)
+			out, err := emulators[c.fn].Invoke(ctx, raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lam := fromLambda(t, out)
+			loc := fromHandler(local, ev)
+
+			if lam.status != c.status {
+				t.Errorf("Lambda status %d, want %d\n%s", lam.status, c.status, lam.body)
+			}
+			if ct := lam.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+				t.Errorf("Lambda Content-Type %q, want application/json", ct)
+			}
+			c.check(t, lam.json(t), pub)
+
+			if lam.status != loc.status {
+				t.Errorf("status: Lambda %d, local %d", lam.status, loc.status)
+			}
+			if got, want := comparableHeaders(lam.header), comparableHeaders(loc.header); !reflect.DeepEqual(got, want) {
+				t.Errorf("headers differ:\nLambda %v\nlocal  %v", got, want)
+			}
+			got, want := stable(t, lam), stable(t, loc)
+			if !reflect.DeepEqual(got, want) {
+				g, _ := json.MarshalIndent(got, "", "  ")
+				w, _ := json.MarshalIndent(want, "", "  ")
+				t.Errorf("bodies differ:\nLambda %s\nlocal  %s", g, w)
+			}
+		})
+	}
+}
+
+// fromLambda reads the function's API Gateway v2 response. A payload without a status code is a
+// function error (the emulator's {"errorMessage",...}).
+func fromLambda(t *testing.T, payload []byte) answer {
+	t.Helper()
+	var resp events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(payload, &resp); err != nil || resp.StatusCode == 0 {
+		t.Fatalf("the function did not answer with an HTTP response: %s", payload)
+	}
+	h := http.Header{}
+	for k, v := range resp.Headers {
+		h.Set(k, v)
+	}
+	for k, vs := range resp.MultiValueHeaders {
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	body := []byte(resp.Body)
+	if resp.IsBase64Encoded {
+		var err error
+		if body, err = base64.StdEncoding.DecodeString(resp.Body); err != nil {
+			t.Fatalf("body: %v", err)
+		}
+	}
+	return answer{status: resp.StatusCode, header: h, body: body}
+}
+
+// fromHandler sends the event's request to the local server's handler as net/http would deliver
+// it: same method, path, headers, body and client address.
+func fromHandler(h http.Handler, ev events.APIGatewayV2HTTPRequest) answer {
+	target := ev.RawPath
+	if ev.RawQueryString != "" {
+		target += "?" + ev.RawQueryString
+	}
+	req := httptest.NewRequest(ev.RequestContext.HTTP.Method, target, strings.NewReader(ev.Body))
+	for k, v := range ev.Headers {
+		req.Header.Set(k, v)
+	}
+	req.Host = ev.RequestContext.DomainName
+	req.RemoteAddr = net.JoinHostPort(ev.RequestContext.HTTP.SourceIP, "49152")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return answer{status: rec.Code, header: rec.Result().Header, body: rec.Body.Bytes()}
+}
+
+// comparableHeaders drops the headers a transport adds on its own.
+func comparableHeaders(h http.Header) http.Header {
+	out := h.Clone()
+	for _, k := range []string{"Content-Length", "Date"} {
+		out.Del(k)
+	}
+	return out
+}
+
+// volatile are the fields that differ between any two runs of the same request: the
+// verification id, the times, and the signature over them.
+var volatile = []string{"verification_id", "verified_at", "attestation.signature", "attestation.timestamp"}
+
+// stable is the body with the volatile fields removed.
+func stable(t *testing.T, a answer) map[string]any {
+	t.Helper()
+	m := a.json(t)
+	for _, path := range volatile {
+		parent, field := m, path
+		if before, after, nested := strings.Cut(path, "."); nested {
+			parent, _ = m[before].(map[string]any)
+			field = after
+		}
+		delete(parent, field)
+	}
+	return m
+}
+
+func strs(v any) []string {
+	list, _ := v.([]any)
+	out := make([]string, 0, len(list))
+	for _, e := range list {
+		out = append(out, fmt.Sprint(e))
+	}
+	return out
+}
