@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -40,6 +41,19 @@ func TestLoadInvalid(t *testing.T) {
 		}
 		if v := m["VERIFIER_SIGNING_KEY"]; v != "" && strings.Contains(err.Error(), v) {
 			t.Errorf("%s: the error echoes the key source: %v", name, err)
+		}
+	}
+}
+
+// The README's configuration table documents every variable the service reads.
+func TestReadmeListsEveryVariable(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range Variables {
+		if !strings.Contains(string(b), "| `"+v.Name+"` |") {
+			t.Errorf("README.md lacks a configuration row for %s", v.Name)
 		}
 	}
 }
