@@ -177,3 +177,31 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// A receipt from `verifier check` verifies with the independent Python checker (RFC 8785 and
+// Ed25519 written from the RFCs, sharing no code with the signer), and a tampered one does not.
+func TestCheckReceiptWithPython(t *testing.T) {
+	checker := "../../pkg/receipt/testdata/check_receipt.py"
+	if err := exec.Command("python3", checker, "probe").Run(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("python3 with the cryptography package is required: %v", err)
+		}
+		t.Skipf("python3 with cryptography not available: %v", err)
+	}
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "key.json")
+	if code, _, stderr := runCLI(t, "", "keygen", "--out", keyFile, "--version", "v-py"); code != 0 {
+		t.Fatal(stderr)
+	}
+	var kf struct{ PublicKey string }
+	json.Unmarshal(mustRead(t, keyFile), &kf)
+	good, bad := filepath.Join(dir, "good.json"), filepath.Join(dir, "bad.json")
+	_, out, _ := runCLI(t, "", "check", "--key", keyFile, seedRequest)
+	os.WriteFile(good, []byte(out), 0o644)
+	os.WriteFile(bad, []byte(strings.Replace(out, `"fail"`, `"pass"`, 1)), 0o644)
+	res, err := exec.Command("python3", checker, "verify", "--context", "json-schema-verifier/verify-schema-attestation/v1",
+		"--public-key", kf.PublicKey, good, bad).CombinedOutput()
+	if err == nil || !strings.Contains(string(res), "OK "+good) || !strings.Contains(string(res), "FAIL "+bad) {
+		t.Fatalf("python checker: %v\n%s", err, res)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/agent-output-verifier/verifier/internal/lambdatest"
 	"github.com/agent-output-verifier/verifier/pkg/app"
 	"github.com/agent-output-verifier/verifier/pkg/config"
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
 
 // keyVersion labels the key every run of this test generates.
@@ -297,6 +298,13 @@ func TestLambdaMatchesLocal(t *testing.T) {
 				t.Errorf("Lambda Content-Type %q, want application/json", ct)
 			}
 			c.check(t, lam.json(t), pub)
+			// The comparison below leaves the signature out, so check it here: the Lambda's
+			// receipt verifies under the key it was given and binds the request it was sent.
+			if c.fn == "verify" && lam.status == http.StatusOK {
+				if err := receipt.VerifyReceipt(lam.body, []receipt.PublicKey{key.Public()}, []byte(ev.Body)); err != nil {
+					t.Errorf("the Lambda's receipt does not verify: %v", err)
+				}
+			}
 
 			if lam.status != loc.status {
 				t.Errorf("status: Lambda %d, local %d", lam.status, loc.status)
