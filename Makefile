@@ -85,7 +85,7 @@ invoke: tools
 
 # --- npm tool sets the tests start (dynalite, ...), installed from their lock files ---
 
-NPM_DIRS := infra/dynalite
+NPM_DIRS := infra/dynalite infra/x402
 npm: $(NPM_DIRS:%=%/node_modules/.installed)
 unit: npm
 

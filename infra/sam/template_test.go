@@ -3,12 +3,14 @@ package sam
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -855,4 +857,28 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestTemplateLints runs cfn-lint, which expands the SAM transform locally and checks the
+// resulting CloudFormation (property names and types, and circular dependencies, which the
+// API's own URL in the functions' environment once caused). cfn-lint is a Python tool the
+// development machines carry; where it is missing the test is skipped.
+func TestTemplateLints(t *testing.T) {
+	lint, err := exec.LookPath("cfn-lint")
+	if err != nil {
+		t.Skip("cfn-lint is not installed")
+	}
+	cmd := exec.Command(lint, "--format", "parseable", filepath.Join(root, "template.yaml"))
+	// cfn-lint expands the transform with a region; it contacts nothing.
+	cmd.Env = append(os.Environ(), "AWS_DEFAULT_REGION=us-east-1")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit) && exit.ExitCode()&2 == 0:
+		// Only warnings (4) or informational findings (8): worth reading, not failing on.
+		t.Logf("cfn-lint findings:\n%s", out)
+	default:
+		t.Errorf("cfn-lint: %v\n%s", err, out)
+	}
 }

@@ -45,6 +45,12 @@ type Service struct {
 		Recorder
 		Pinger
 	}
+	// Allowance counts free calls and reserves payments; nil disables both (hand-built services
+	// in tools and tests only: every deployment sets it).
+	Allowance Allowance
+	// Payer builds payment requirements and talks to the facilitator; nil runs free-only (§8.6).
+	Payer            Payer
+	Pricing          Pricing
 	Log              *slog.Logger
 	Now              func() time.Time
 	NewID            func() string

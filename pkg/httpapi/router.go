@@ -65,15 +65,37 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt.serve(sw, r)
 }
 
+// CORS: browsers may call every route; the payment and allowance headers must be readable and
+// PAYMENT-SIGNATURE sendable (SPEC §8.3).
+const (
+	corsExpose = "PAYMENT-REQUIRED, PAYMENT-RESPONSE, Free-Allowance-Remaining, Free-Allowance-Limit, Free-Allowance-Resets, Retry-After"
+	corsAllow  = "Content-Type, Accept, PAYMENT-SIGNATURE, Mcp-Session-Id, Mcp-Protocol-Version"
+)
+
 func (rt *Router) serve(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Expose-Headers", corsExpose)
 	ro := rt.match(r.URL.Path)
 	if ro == nil {
 		rt.svc.WriteError(w, r, apperr.New(apperr.NotFound, "No route matches this path. GET / lists every route."))
 		return
 	}
-	h, ok := ro.methods[r.Method]
+	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+		methods := make([]string, 0, len(ro.methods))
+		for m := range ro.methods {
+			methods = append(methods, m)
+		}
+		slices.Sort(methods)
+		h.Set("Access-Control-Allow-Methods", strings.Join(methods, ", "))
+		h.Set("Access-Control-Allow-Headers", corsAllow)
+		h.Set("Access-Control-Max-Age", "600")
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	handler, ok := ro.methods[r.Method]
 	if !ok && r.Method == http.MethodHead {
-		h, ok = ro.methods[http.MethodGet]
+		handler, ok = ro.methods[http.MethodGet]
 	}
 	if !ok {
 		allow := make([]string, 0, len(ro.methods))
@@ -81,11 +103,11 @@ func (rt *Router) serve(w http.ResponseWriter, r *http.Request) {
 			allow = append(allow, m)
 		}
 		slices.Sort(allow)
-		w.Header().Set("Allow", strings.Join(allow, ", "))
+		h.Set("Allow", strings.Join(allow, ", "))
 		rt.svc.WriteError(w, r, apperr.New(apperr.MethodNotAllowed, "This route does not accept "+safeMethod(r.Method)+"; see the Allow header."))
 		return
 	}
-	h(w, r)
+	handler(w, r)
 }
 
 // safeMethod keeps a method name printable and short, since it is caller input.

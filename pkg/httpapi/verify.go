@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -43,38 +44,70 @@ type Verification struct {
 	VerifiedAt time.Time
 }
 
-// RunVerification decodes, checks and signs one request body within the service's deadline. The
-// MCP tool and the REST routes both use it, so their answers are the same.
-func (s *Service) RunVerification(ctx context.Context, body []byte) (*Verification, error) {
+// decoded is a request that passed validation and whose schema is compiled: from here on the
+// caller can be charged.
+type decoded struct {
+	req *verify.Request
+	sch *verify.Schema
+}
+
+// withDeadline runs f within the service's per-request deadline. The engine is not interruptible,
+// but its work is bounded by the request limits; a caller past the deadline gets a retryable 503.
+func (s *Service) withDeadline(ctx context.Context, f func() error) error {
 	ctx, cancel := context.WithTimeout(ctx, s.deadline())
 	defer cancel()
-	type result struct {
-		v   *Verification
-		err error
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		e := apperr.New(apperr.DeadlineExceeded, "The verification did not finish within its deadline. Nothing was charged; try again or send a smaller request.")
+		e.RetryAfter = 1
+		return e
 	}
-	done := make(chan result, 1)
-	go func() {
-		req, sch, err := s.Engine.Decode(body)
-		if err != nil {
-			done <- result{err: err}
-			return
-		}
+}
+
+// decode validates a body and compiles its schema within the deadline.
+func (s *Service) decode(ctx context.Context, body []byte) (*decoded, error) {
+	var job decoded
+	err := s.withDeadline(ctx, func() (err error) {
+		job.req, job.sch, err = s.Engine.Decode(body)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &job, nil
+}
+
+// finish checks a decoded request and signs the report within the deadline.
+func (s *Service) finish(ctx context.Context, job *decoded) (*Verification, error) {
+	var v *Verification
+	err := s.withDeadline(ctx, func() error {
 		now := s.now()
 		env := verify.Envelope{
 			VerificationID: s.newID(), VerifiedAt: now, VerifierVersion: verify.Version,
 			Verify: verify.NewVerifyInfo(s.BaseURL, s.Keys.Current.Version),
 		}
-		out, rep, err := s.Engine.Finish(req, sch, env, s.Keys.Current)
-		done <- result{v: &Verification{Body: out, Report: rep, Req: req, VerifiedAt: now}, err: err}
-	}()
-	select {
-	case r := <-done:
-		return r.v, r.err
-	case <-ctx.Done():
-		e := apperr.New(apperr.DeadlineExceeded, "The verification did not finish within its deadline. Nothing was charged; try again or send a smaller request.")
-		e.RetryAfter = 1
-		return nil, e
+		out, rep, err := s.Engine.Finish(job.req, job.sch, env, s.Keys.Current)
+		if err != nil {
+			return err
+		}
+		v = &Verification{Body: out, Report: rep, Req: job.req, VerifiedAt: now}
+		return nil
+	})
+	return v, err
+}
+
+// RunVerification decodes, checks and signs one request body, with no allowance or payment: for
+// callers that did their own accounting.
+func (s *Service) RunVerification(ctx context.Context, body []byte) (*Verification, error) {
+	job, err := s.decode(ctx, body)
+	if err != nil {
+		return nil, err
 	}
+	return s.finish(ctx, job)
 }
 
 // recordTimeout bounds the best-effort history write.
@@ -87,20 +120,42 @@ func (s *Service) deadline() time.Duration {
 	return DefaultDeadline
 }
 
+// handleVerify is POST /verify/schema and /verify/deliverable. An empty body is the x402
+// discovery probe (402); an invalid body is a 422 that consumes and charges nothing; a body with a
+// payment takes the paid path; everything else draws on the free allowance.
 func (s *Service) handleVerify(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(r, s.Engine.Limits().MaxBody)
 	if err != nil {
 		s.WriteError(w, r, err)
 		return
 	}
-	v, err := s.RunVerification(r.Context(), body)
+	payment := r.Header.Get(HeaderPaymentSignature)
+	if len(bytes.TrimSpace(body)) == 0 && payment == "" {
+		s.writePaymentRequired(w, r, apperr.PaymentRequired, "Send a verification request; this route is paid with x402 past the free allowance.",
+			s.freeTrial(r.Context(), s.clientKey(r), 0, false), nil)
+		return
+	}
+	job, err := s.decode(r.Context(), body)
 	if err != nil {
 		s.WriteError(w, r, err)
 		return
 	}
-	s.Record(r.Context(), v, ClientIP(r, s.TrustedProxyHops), false)
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, v.Body)
+	switch {
+	case payment != "":
+		s.servePaid(w, r, job, payment)
+	case s.Allowance == nil:
+		// No allowance accounting (tools and tests that build a Service by hand).
+		v, err := s.finish(r.Context(), job)
+		if err != nil {
+			s.WriteError(w, r, err)
+			return
+		}
+		s.Record(r.Context(), v, ClientIP(r, s.TrustedProxyHops), false)
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, http.StatusOK, v.Body)
+	default:
+		s.serveFree(w, r, job, len(body))
+	}
 }
 
 // Record adds a delivered verification to its agent's history, best-effort: a store failure is

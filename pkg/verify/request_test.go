@@ -202,3 +202,51 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 	})
 }
+
+// The published request schema accepts every request the decoder accepts.
+func TestRequestSchemaAgreesWithDecoder(t *testing.T) {
+	sch, err := CompileSchema(RequestSchema(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, _ := json.Marshal(ExampleRequest())
+	bodies := [][]byte{seedFile(t, "invoice-draft.request.json"), ex}
+	var vectors []struct {
+		Request json.RawMessage `json:"request"`
+	}
+	json.Unmarshal(seedFile(t, "request-hash-vectors.json"), &vectors)
+	for _, v := range vectors {
+		bodies = append(bodies, v.Request)
+	}
+	for i, b := range bodies {
+		if _, err := DecodeRequest(b, DefaultLimits); err != nil {
+			t.Fatalf("body %d: decoder refuses: %v", i, err)
+		}
+		doc, _ := decodeTree(b, 1000, 0)
+		if tally, _ := sch.Check(doc); len(tally.Failures) > 0 {
+			t.Errorf("body %d: the request schema refuses what the decoder accepts: %+v", i, tally.Failures)
+		}
+	}
+	rep := NewEngine(Limits{}).Check(mustDecodeRequest(t, ex), mustCompile(t, ex), testEnv)
+	if !rep.Passed() {
+		t.Errorf("the example request does not pass: %+v", rep.Summary)
+	}
+}
+
+func mustDecodeRequest(t *testing.T, b []byte) *Request {
+	t.Helper()
+	r, err := DecodeRequest(b, DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func mustCompile(t *testing.T, b []byte) *Schema {
+	t.Helper()
+	_, sch, err := NewEngine(Limits{}).Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sch
+}

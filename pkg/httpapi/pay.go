@@ -1,0 +1,307 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/store"
+	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/x402"
+)
+
+// Payment header names (SPEC §8). Go canonicalizes header keys, so reading is case-insensitive.
+const (
+	HeaderPaymentRequired  = "PAYMENT-REQUIRED"
+	HeaderPaymentSignature = "PAYMENT-SIGNATURE"
+	HeaderPaymentResponse  = "PAYMENT-RESPONSE"
+)
+
+// paymentRecordTTL is how long a reserved payment id is kept: far longer than any authorization's
+// validity window, so a payment can never be replayed while it could still settle.
+const paymentRecordTTL = 30 * 24 * time.Hour
+
+// Allowance is the part of the store the free allowance and payments need.
+type Allowance interface {
+	ConsumeAllowance(ctx context.Context, client, day string, limit int, expires time.Time) (bool, int, error)
+	AllowanceUsed(ctx context.Context, client, day string) (int, error)
+	ReservePayment(ctx context.Context, id string, expires time.Time) error
+}
+
+// Pricing is what the service charges and offers free.
+type Pricing struct {
+	FreeCallsPerDay int
+	FreeMaxBody     int64
+	PriceVerify     string // USD
+	PriceScore      string // USD
+}
+
+// Payer is the payment side: requirements from one price table, and a facilitator.
+type Payer interface {
+	Requirements(ctx context.Context, priceUSD string) ([]x402.Requirements, error)
+	Verify(ctx context.Context, p x402.PaymentPayload, r x402.Requirements) (x402.VerifyResponse, error)
+	Settle(ctx context.Context, p x402.PaymentPayload, r x402.Requirements) (x402.SettleResponse, error)
+}
+
+// day is the UTC day a time falls in, and the next UTC midnight after it.
+func day(t time.Time) (string, time.Time) {
+	t = t.UTC()
+	midnight := time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, time.UTC)
+	return t.Format("2006-01-02"), midnight
+}
+
+// clientKey is how the allowance knows a client: the salted hash of its IP, never the IP.
+func (s *Service) clientKey(r *http.Request) string {
+	return s.CallerID(ClientIP(r, s.TrustedProxyHops))
+}
+
+// freeTrial is the caller's live free allowance state of SPEC §8.2.
+func (s *Service) freeTrial(ctx context.Context, client string, used int, knownUsed bool) map[string]any {
+	today, midnight := day(s.now())
+	if !knownUsed && s.Allowance != nil {
+		if n, err := s.Allowance.AllowanceUsed(ctx, client, today); err == nil {
+			used = n
+		}
+	}
+	limit := s.Pricing.FreeCallsPerDay
+	remaining := max(limit-used, 0)
+	resets := midnight.Format(time.RFC3339)
+	ft := map[string]any{
+		"available":                remaining > 0,
+		"via":                      "mcp+rest",
+		"transport":                "streamable-http",
+		"url":                      s.BaseURL + "/mcp",
+		"tool":                     "verify_schema",
+		"calls_per_client_per_day": limit,
+		"remaining_calls_today":    remaining,
+		"resets_at":                resets,
+		"client":                   "identified by request IP address; the same address's REST and MCP verification calls share one allowance",
+		"rest_free":                true,
+	}
+	if remaining > 0 {
+		ft["message"] = fmt.Sprintf("This client has %d of %d free checks left today (REST and MCP share them); they reset at %s.", remaining, limit, resets)
+	} else {
+		ft["message"] = fmt.Sprintf("This client's %d free checks for today are used up (REST and MCP share them); they reset at %s. Payment applies until then.", limit, resets)
+		ft["code"] = string(apperr.FreeTrialExhausted)
+	}
+	return ft
+}
+
+func (s *Service) setAllowanceHeaders(w http.ResponseWriter, remaining int) {
+	_, midnight := day(s.now())
+	w.Header().Set("Free-Allowance-Remaining", strconv.Itoa(remaining))
+	w.Header().Set("Free-Allowance-Limit", strconv.Itoa(s.Pricing.FreeCallsPerDay))
+	w.Header().Set("Free-Allowance-Resets", midnight.Format(time.RFC3339))
+}
+
+// paymentRequired builds the x402 PaymentRequired for a verify route at path.
+func (s *Service) paymentRequired(ctx context.Context, path, message string) (x402.PaymentRequired, error) {
+	accepts := []x402.Requirements{} // free-only: the probe still answers, with nothing to pay
+	if s.Payer != nil {
+		var err error
+		if accepts, err = s.Payer.Requirements(ctx, s.Pricing.PriceVerify); err != nil {
+			return x402.PaymentRequired{}, fmt.Errorf("payment requirements: %w", err)
+		}
+	}
+	return x402.PaymentRequired{
+		X402Version: 2,
+		Error:       message,
+		Resource: x402.Resource{URL: s.BaseURL + path, MimeType: "application/json",
+			Description: "Verify an AI agent's JSON output against a JSON Schema and business rules; signed receipt."},
+		Accepts:    accepts,
+		Extensions: map[string]any{"bazaar": x402.BazaarExtension(http.MethodPost, verify.ExampleRequest(), verify.RequestSchema())},
+	}, nil
+}
+
+// writePaymentRequired answers 402 with the PAYMENT-REQUIRED header and a body that repeats it and
+// adds the caller's free allowance state and a machine code. In free-only mode (no payee), the
+// exhausted allowance is a 429 instead, since nothing could be paid.
+func (s *Service) writePaymentRequired(w http.ResponseWriter, r *http.Request, code apperr.Code, message string, ft map[string]any, settlement *x402.SettleResponse) {
+	if s.Payer == nil && code != apperr.PaymentRequired {
+		e := apperr.New(apperr.FreeTrialExhausted, message)
+		e.Status, e.Retryable = http.StatusTooManyRequests, true
+		_, midnight := day(s.now())
+		e.RetryAfter = max(int(midnight.Sub(s.now()).Seconds()), 1)
+		s.WriteError(w, r, e)
+		return
+	}
+	pr, err := s.paymentRequired(r.Context(), r.URL.Path, message)
+	if err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	hdr, err := x402.EncodeHeader(pr)
+	if err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	body := map[string]any{
+		"x402Version": pr.X402Version, "error": pr.Error, "resource": pr.Resource, "accepts": pr.Accepts,
+		"extensions": pr.Extensions, "code": string(code), "status": http.StatusPaymentRequired,
+		"charged": false, "free_trial": ft,
+	}
+	if settlement != nil {
+		if h, err := x402.EncodeHeader(settlement); err == nil {
+			w.Header().Set(HeaderPaymentResponse, h)
+		}
+	}
+	b, _ := json.Marshal(body)
+	w.Header().Set(HeaderPaymentRequired, hdr)
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusPaymentRequired, b)
+}
+
+// paymentError answers a failed payment step with the 402 shape and its code.
+func (s *Service) paymentError(w http.ResponseWriter, r *http.Request, code apperr.Code, message string, settlement *x402.SettleResponse) {
+	s.writePaymentRequired(w, r, code, message, s.freeTrial(r.Context(), s.clientKey(r), 0, false), settlement)
+}
+
+// errStoreUnavailable is the answer when the allowance cannot be read or written: retryable,
+// and never a free pass past the limit.
+func storeUnavailable() *apperr.Error {
+	e := apperr.New(apperr.Unavailable, "The allowance store is unavailable. Nothing was charged; try again shortly.")
+	e.RetryAfter = 2
+	return e
+}
+
+func facilitatorUnavailable() *apperr.Error {
+	e := apperr.New(apperr.FacilitatorDown, "The payment facilitator is unavailable. Nothing was charged; try again shortly.")
+	e.RetryAfter = 5
+	return e
+}
+
+// serveFree runs a verification within the caller's free allowance, or answers 402/429 when it
+// is spent. The allowance is consumed only for a request that decoded cleanly.
+func (s *Service) serveFree(w http.ResponseWriter, r *http.Request, job *decoded, bodyLen int) {
+	client := s.clientKey(r)
+	if int64(bodyLen) > s.Pricing.FreeMaxBody {
+		if s.Payer == nil {
+			s.WriteError(w, r, apperr.TooLarge(s.Pricing.FreeMaxBody))
+			return
+		}
+		s.writePaymentRequired(w, r, apperr.PaymentRequired,
+			fmt.Sprintf("Bodies over %d bytes are not covered by the free allowance; pay to verify this one.", s.Pricing.FreeMaxBody),
+			s.freeTrial(r.Context(), client, 0, false), nil)
+		return
+	}
+	today, midnight := day(s.now())
+	granted, remaining, err := s.Allowance.ConsumeAllowance(r.Context(), client, today, s.Pricing.FreeCallsPerDay, midnight.Add(time.Hour))
+	if err != nil {
+		s.log().Error("allowance store failed", "err", err.Error())
+		s.WriteError(w, r, storeUnavailable())
+		return
+	}
+	if !granted {
+		s.writePaymentRequired(w, r, apperr.FreeTrialExhausted, "This client's free checks for today are used up; pay with x402 to continue.",
+			s.freeTrial(r.Context(), client, s.Pricing.FreeCallsPerDay, true), nil)
+		return
+	}
+	v, err := s.finish(r.Context(), job)
+	if err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	s.Record(r.Context(), v, ClientIP(r, s.TrustedProxyHops), false)
+	s.setAllowanceHeaders(w, remaining)
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, v.Body)
+}
+
+// servePaid runs the paid path of SPEC §8.3: decode, match against the server's own
+// requirements, verify with the facilitator, reserve the payment id, do the work, settle. Nothing
+// is settled unless the work succeeded, and nothing is delivered unless settlement succeeded.
+func (s *Service) servePaid(w http.ResponseWriter, r *http.Request, job *decoded, header string) {
+	ctx := r.Context()
+	if s.Payer == nil {
+		s.WriteError(w, r, apperr.Field("PAYMENT-SIGNATURE", "was sent to a deployment that takes no payments", "Send the request without a payment."))
+		return
+	}
+	payload, err := x402.DecodePaymentSignature(header)
+	if err != nil {
+		s.paymentError(w, r, apperr.PaymentInvalid, "The PAYMENT-SIGNATURE header could not be decoded as an x402 v2 payment. Nothing was charged.", nil)
+		return
+	}
+	reqs, err := s.Payer.Requirements(ctx, s.Pricing.PriceVerify)
+	if err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	accepted, err := x402.Match(payload, reqs)
+	if err != nil {
+		s.paymentError(w, r, apperr.PaymentMismatch, "The payment does not match any of this route's requirements (scheme, network, amount, asset, payTo). Nothing was charged.", nil)
+		return
+	}
+	id, err := x402.PaymentID(payload)
+	if err != nil {
+		s.paymentError(w, r, apperr.PaymentInvalid, "The payment payload is malformed. Nothing was charged.", nil)
+		return
+	}
+	vr, err := s.Payer.Verify(ctx, payload, accepted)
+	if err != nil {
+		s.log().Error("facilitator verify failed", "err", err.Error())
+		s.WriteError(w, r, facilitatorUnavailable())
+		return
+	}
+	if !vr.IsValid {
+		s.paymentError(w, r, apperr.PaymentVerifyFail, "The facilitator rejected the payment: "+safeReason(vr.InvalidReason)+". Nothing was charged.", nil)
+		return
+	}
+	if err := s.Allowance.ReservePayment(ctx, id, s.now().Add(paymentRecordTTL)); err != nil {
+		if errors.Is(err, store.ErrPaymentReplayed) {
+			s.paymentError(w, r, apperr.PaymentReplayed, "This payment was already used. Nothing was charged again; sign a new payment.", nil)
+			return
+		}
+		s.log().Error("payment reservation failed", "err", err.Error())
+		s.WriteError(w, r, storeUnavailable())
+		return
+	}
+	v, err := s.finish(ctx, job)
+	if err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	// Settlement must finish even if the caller hangs up: the work is done and the payment verified.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	sr, err := s.Payer.Settle(sctx, payload, accepted)
+	if err != nil {
+		s.log().Error("facilitator settle failed", "err", err.Error())
+		s.WriteError(w, r, facilitatorUnavailable())
+		return
+	}
+	if !sr.Success {
+		s.paymentError(w, r, apperr.PaymentSettleFail, "The payment could not be settled: "+safeReason(sr.ErrorReason)+". Nothing was charged.", &sr)
+		return
+	}
+	s.Record(ctx, v, ClientIP(r, s.TrustedProxyHops), true)
+	if h, err := x402.EncodeHeader(sr); err == nil {
+		w.Header().Set(HeaderPaymentResponse, h)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, v.Body)
+}
+
+// settleTimeout bounds settlement well inside API Gateway's 29 s.
+const settleTimeout = 20 * time.Second
+
+// safeReason keeps a facilitator's reason short and printable.
+func safeReason(s string) string {
+	if s == "" {
+		return "no reason given"
+	}
+	out := make([]rune, 0, len(s))
+	for _, c := range s {
+		if len(out) >= 120 {
+			break
+		}
+		if c >= 0x20 && c < 0x7f {
+			out = append(out, c)
+		}
+	}
+	return string(out)
+}

@@ -1,0 +1,295 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/store"
+	"github.com/agent-output-verifier/verifier/pkg/store/bolt"
+	"github.com/agent-output-verifier/verifier/pkg/store/dynamo"
+	"github.com/agent-output-verifier/verifier/pkg/store/dynamo/dynalitetest"
+	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/x402"
+)
+
+// fakePayer stands in for the facilitator in the unit tests of the payment flow; the real one
+// (anvil, the @x402 facilitator and client) runs in the end-to-end test.
+type fakePayer struct {
+	verifies, settles atomic.Int32
+	verifyErr         error
+	valid             bool
+	settleOK          bool
+	settleErr         error
+}
+
+var testRequirement = x402.Requirements{Scheme: "exact", Network: "eip155:8453", Amount: "20000",
+	Asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", PayTo: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+	MaxTimeoutSeconds: 60, Extra: map[string]any{"name": "USD Coin", "version": "2"}}
+
+func (f *fakePayer) Requirements(context.Context, string) ([]x402.Requirements, error) {
+	return []x402.Requirements{testRequirement}, nil
+}
+
+func (f *fakePayer) Verify(context.Context, x402.PaymentPayload, x402.Requirements) (x402.VerifyResponse, error) {
+	f.verifies.Add(1)
+	return x402.VerifyResponse{IsValid: f.valid, InvalidReason: "invalid_signature", Payer: "0xpayer"}, f.verifyErr
+}
+
+func (f *fakePayer) Settle(context.Context, x402.PaymentPayload, x402.Requirements) (x402.SettleResponse, error) {
+	f.settles.Add(1)
+	return x402.SettleResponse{Success: f.settleOK, ErrorReason: "insufficient_funds", Transaction: "0xtx", Network: "eip155:8453", Payer: "0xpayer"}, f.settleErr
+}
+
+func paymentHeader(t *testing.T, req x402.Requirements, n int) string {
+	nonce := fmt.Sprintf("0x%064x", n)
+	t.Helper()
+	h, err := x402.EncodeHeader(x402.PaymentPayload{X402Version: 2, Accepted: req, Payload: map[string]any{
+		"signature": "0x" + fmt.Sprintf("%0130d", 1),
+		"authorization": map[string]any{"from": "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", "to": req.PayTo, "value": req.Amount,
+			"validAfter": "0", "validBefore": "9999999999", "nonce": nonce},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+type payEnv struct {
+	svc   *Service
+	srv   *httptest.Server
+	st    store.Store
+	payer *fakePayer
+	now   atomic.Pointer[time.Time]
+}
+
+func newPayEnv(t *testing.T, st store.Store, limit int, payer *fakePayer) *payEnv {
+	t.Helper()
+	e := &payEnv{st: st, payer: payer}
+	start := time.Date(2026, 11, 30, 23, 59, 0, 0, time.UTC)
+	e.now.Store(&start)
+	e.svc = &Service{
+		Engine:    verify.NewEngine(verify.Limits{}),
+		Keys:      receipt.KeyRing{Current: receipt.Key{Version: "test-v1", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32))}},
+		BaseURL:   "http://127.0.0.1:8080",
+		Log:       slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Store:     st,
+		Allowance: st,
+		Pricing:   Pricing{FreeCallsPerDay: limit, FreeMaxBody: 64 << 10, PriceVerify: "0.02", PriceScore: "0.01"},
+		Now:       func() time.Time { return *e.now.Load() },
+	}
+	if payer != nil {
+		e.svc.Payer = payer
+	}
+	e.srv = httptest.NewServer(e.svc.Handler())
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+func openBolt(t *testing.T) store.Store {
+	t.Helper()
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "v.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func openDynalite(t *testing.T) store.Store {
+	t.Helper()
+	client := dynalitetest.Client(dynalitetest.Start(t))
+	table := dynalitetest.TableName(t)
+	if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
+		t.Fatal(err)
+	}
+	return dynamo.New(client, table)
+}
+
+const okBody = `{"task_id":"t","agent_id":"seller-9","expected_schema":{"type":"number"},"submitted_output":1}`
+
+func post(t *testing.T, url, body string, hdr ...string) (*http.Response, map[string]any) {
+	t.Helper()
+	resp, b := do(t, "POST", url, []byte(body), hdr...)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	return resp, m
+}
+
+// 100 concurrent free calls from one client with an allowance of 40: exactly 40 answers.
+func TestAllowanceUnderConcurrency(t *testing.T) {
+	for name, open := range map[string]func(*testing.T) store.Store{"bolt": openBolt, "dynalite": openDynalite} {
+		t.Run(name, func(t *testing.T) {
+			e := newPayEnv(t, open(t), 40, &fakePayer{})
+			var ok, paid, other atomic.Int32
+			var wg sync.WaitGroup
+			for range 100 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					resp, m := post(t, e.srv.URL+"/verify/schema", okBody)
+					switch {
+					case resp.StatusCode == 200:
+						ok.Add(1)
+					case resp.StatusCode == 402 && m["code"] == "free_trial_exhausted" && resp.Header.Get(HeaderPaymentRequired) != "":
+						paid.Add(1)
+					default:
+						other.Add(1)
+					}
+				}()
+			}
+			wg.Wait()
+			if ok.Load() != 40 || paid.Load() != 60 || other.Load() != 0 {
+				t.Fatalf("got %d answers, %d 402s, %d others; want 40, 60, 0", ok.Load(), paid.Load(), other.Load())
+			}
+			// A new UTC day resets the allowance.
+			next := e.now.Load().Add(2 * time.Minute)
+			e.now.Store(&next)
+			resp, _ := post(t, e.srv.URL+"/verify/schema", okBody)
+			if resp.StatusCode != 200 || resp.Header.Get("Free-Allowance-Remaining") != "39" || resp.Header.Get("Free-Allowance-Limit") != "40" ||
+				resp.Header.Get("Free-Allowance-Resets") != "2026-12-02T00:00:00Z" {
+				t.Fatalf("next day: %d, headers %v", resp.StatusCode, resp.Header)
+			}
+		})
+	}
+}
+
+func TestAllowanceEdges(t *testing.T) {
+	e := newPayEnv(t, openBolt(t), 2, &fakePayer{})
+	// A 422 consumes nothing.
+	for range 3 {
+		if resp, _ := post(t, e.srv.URL+"/verify/schema", `{"task_id":"t"}`); resp.StatusCode != 422 {
+			t.Fatalf("invalid request: %d", resp.StatusCode)
+		}
+	}
+	today, _ := day(e.svc.now())
+	if n, _ := e.st.AllowanceUsed(context.Background(), e.svc.CallerID("127.0.0.1"), today); n != 0 {
+		t.Fatalf("422s consumed %d calls", n)
+	}
+	// The empty-body probe answers 402 with a header the codec decodes.
+	resp, m := post(t, e.srv.URL+"/verify/schema", "")
+	pr, err := x402.DecodePaymentRequired(resp.Header.Get(HeaderPaymentRequired))
+	if resp.StatusCode != 402 || err != nil || len(pr.Accepts) != 1 || pr.Accepts[0].Amount != "20000" || pr.Resource.URL != "http://127.0.0.1:8080/verify/schema" {
+		t.Fatalf("probe: %d %v %+v", resp.StatusCode, err, pr)
+	}
+	ft := m["free_trial"].(map[string]any)
+	if ft["available"] != true || ft["remaining_calls_today"] != 2.0 || m["code"] != "payment_required" {
+		t.Fatalf("probe body: %v", m)
+	}
+	if pr.Extensions["bazaar"] == nil {
+		t.Errorf("no bazaar extension")
+	}
+	// A body over the free size goes to payment.
+	big := `{"task_id":"t","expected_schema":{},"submitted_output":"` + string(bytes.Repeat([]byte("x"), 70<<10)) + `"}`
+	if resp, m := post(t, e.srv.URL+"/verify/schema", big); resp.StatusCode != 402 || m["code"] != "payment_required" {
+		t.Fatalf("large free body: %d %v", resp.StatusCode, m)
+	}
+	// The exhausted state says so, with the seed's shape.
+	post(t, e.srv.URL+"/verify/schema", okBody)
+	post(t, e.srv.URL+"/verify/deliverable", okBody)
+	resp, m = post(t, e.srv.URL+"/verify/schema", okBody)
+	ft = m["free_trial"].(map[string]any)
+	if resp.StatusCode != 402 || ft["available"] != false || ft["code"] != "free_trial_exhausted" || ft["remaining_calls_today"] != 0.0 || ft["resets_at"] != "2026-12-01T00:00:00Z" {
+		t.Fatalf("exhausted: %d %v", resp.StatusCode, m)
+	}
+	for _, k := range []string{"available", "via", "transport", "url", "tool", "calls_per_client_per_day", "remaining_calls_today", "resets_at", "client", "rest_free", "message", "code"} {
+		if _, ok := ft[k]; !ok {
+			t.Errorf("free_trial lacks %s", k)
+		}
+	}
+}
+
+func TestFreeOnly(t *testing.T) {
+	e := newPayEnv(t, openBolt(t), 1, nil)
+	post(t, e.srv.URL+"/verify/schema", okBody)
+	resp, m := post(t, e.srv.URL+"/verify/schema", okBody)
+	if resp.StatusCode != 429 || m["code"] != "free_trial_exhausted" || m["retryable"] != true || resp.Header.Get("Retry-After") != "60" {
+		t.Fatalf("free-only exhausted: %d %v %v", resp.StatusCode, m, resp.Header)
+	}
+}
+
+// failingAllowance is a store whose allowance writes fail.
+type failingAllowance struct{ store.Store }
+
+func (failingAllowance) ConsumeAllowance(context.Context, string, string, int, time.Time) (bool, int, error) {
+	return false, 0, errors.New("throttled")
+}
+
+func TestAllowanceStoreDownIsRetryable(t *testing.T) {
+	e := newPayEnv(t, failingAllowance{openBolt(t)}, 5, &fakePayer{})
+	resp, m := post(t, e.srv.URL+"/verify/schema", okBody)
+	if resp.StatusCode != 503 || m["retryable"] != true || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("store down: %d %v", resp.StatusCode, m)
+	}
+}
+
+func TestPaidPath(t *testing.T) {
+	payer := &fakePayer{valid: true, settleOK: true}
+	e := newPayEnv(t, openBolt(t), 0, payer)
+	sig := paymentHeader(t, testRequirement, 1)
+
+	resp, m := post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, sig)
+	sr, err := x402.DecodeSettleResponse(resp.Header.Get(HeaderPaymentResponse))
+	if resp.StatusCode != 200 || m["result"] != "pass" || err != nil || !sr.Success || sr.Transaction != "0xtx" {
+		t.Fatalf("paid: %d %v %+v %v", resp.StatusCode, m, sr, err)
+	}
+	// The same payment again is refused before any work or settlement.
+	resp, m = post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, sig)
+	if resp.StatusCode != 402 || m["code"] != "payment_replayed" || payer.settles.Load() != 1 {
+		t.Fatalf("replay: %d %v settles %d", resp.StatusCode, m, payer.settles.Load())
+	}
+	// A 422 with a valid payment attached is neither verified nor settled.
+	before := payer.verifies.Load()
+	if resp, _ := post(t, e.srv.URL+"/verify/schema", `{"task_id":"x"}`, HeaderPaymentSignature, paymentHeader(t, testRequirement, 2)); resp.StatusCode != 422 || payer.verifies.Load() != before {
+		t.Fatalf("422 with payment: %d, verifies %d→%d", resp.StatusCode, before, payer.verifies.Load())
+	}
+	// Mismatched requirements never reach the facilitator.
+	for name, mutate := range map[string]func(*x402.Requirements){
+		"amount": func(r *x402.Requirements) { r.Amount = "1" }, "asset": func(r *x402.Requirements) { r.Asset = "0x0000000000000000000000000000000000000001" },
+		"payTo": func(r *x402.Requirements) { r.PayTo = "0x0000000000000000000000000000000000000002" }, "network": func(r *x402.Requirements) { r.Network = "eip155:84532" },
+	} {
+		req := testRequirement
+		mutate(&req)
+		resp, m := post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, paymentHeader(t, req, 3))
+		if resp.StatusCode != 402 || m["code"] != "payment_requirements_mismatch" || payer.verifies.Load() != before {
+			t.Errorf("wrong %s: %d %v", name, resp.StatusCode, m)
+		}
+	}
+	if resp, m := post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, "%%%not-base64"); resp.StatusCode != 402 || m["code"] != "payment_invalid" {
+		t.Errorf("undecodable: %d %v", resp.StatusCode, m)
+	}
+	// Facilitator down: 503, nothing settled.
+	payer.verifyErr = x402.ErrFacilitatorUnavailable
+	settles := payer.settles.Load()
+	resp, m = post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, paymentHeader(t, testRequirement, 4))
+	if resp.StatusCode != 503 || m["code"] != "facilitator_unavailable" || payer.settles.Load() != settles {
+		t.Errorf("facilitator down: %d %v", resp.StatusCode, m)
+	}
+	payer.verifyErr = nil
+	// Verification refused.
+	payer.valid = false
+	if resp, m := post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, paymentHeader(t, testRequirement, 5)); resp.StatusCode != 402 || m["code"] != "payment_verification_failed" {
+		t.Errorf("invalid payment: %d %v", resp.StatusCode, m)
+	}
+	payer.valid = true
+	// Settlement fails: 402 with PAYMENT-RESPONSE success:false and no result.
+	payer.settleOK = false
+	resp, m = post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, paymentHeader(t, testRequirement, 6))
+	sr, _ = x402.DecodeSettleResponse(resp.Header.Get(HeaderPaymentResponse))
+	if resp.StatusCode != 402 || m["code"] != "payment_settlement_failed" || m["result"] != nil || sr.Success {
+		t.Errorf("settle failed: %d %v %+v", resp.StatusCode, m, sr)
+	}
+}

@@ -1,0 +1,74 @@
+package verify
+
+import "encoding/json"
+
+// requestSchemaJSON is the JSON Schema of a POST /verify/schema body. It describes what
+// DecodeRequest enforces; the documents that publish it (the 402 answer's bazaar extension, the
+// OpenAPI document, the MCP tool) all take it from here, and a test checks that the decoder and
+// this schema agree on the request examples.
+const requestSchemaJSON = `{
+  "type": "object",
+  "required": ["task_id", "expected_schema", "submitted_output"],
+  "additionalProperties": false,
+  "properties": {
+    "task_id": {"type": "string", "minLength": 1, "maxLength": 200, "description": "Your label for the job."},
+    "agent_id": {"type": ["string", "null"], "minLength": 1, "maxLength": 200, "description": "The agent that produced the output (unauthenticated; the test- prefix is never recorded)."},
+    "expected_schema": {"type": ["object", "boolean"], "description": "A JSON Schema (drafts 4, 6, 7, 2019-09, 2020-12; 2020-12 when $schema is absent). Remote references are never fetched."},
+    "submitted_output": {"description": "The output under test: any JSON."},
+    "strict_content_check": {"type": ["boolean", "null"], "default": false, "description": "Content checks block: empty strings, placeholders, undeclared properties, inexact numbers."},
+    "bounds": {
+      "type": ["object", "null"], "maxProperties": 200,
+      "description": "Numeric ranges: path -> {min, max, if_present}.",
+      "additionalProperties": {
+        "type": "object", "additionalProperties": false, "minProperties": 1,
+        "properties": {"min": {"type": ["number", "null"]}, "max": {"type": ["number", "null"]}, "if_present": {"type": ["boolean", "null"]}}
+      }
+    },
+    "rules": {
+      "type": ["array", "null"], "maxItems": 200,
+      "items": {
+        "type": "object", "additionalProperties": false, "required": ["type", "field"],
+        "properties": {
+          "type": {"enum": ["sum_equals", "gte", "lte", "exists_in", "unique"]},
+          "field": {"type": "string", "minLength": 1, "maxLength": 512},
+          "equals_field": {"type": ["string", "null"], "maxLength": 512},
+          "equals": {"type": ["number", "null"]},
+          "other_field": {"type": ["string", "null"], "maxLength": 512},
+          "value": {"type": ["number", "null"]},
+          "in_field": {"type": ["string", "null"], "maxLength": 512},
+          "values": {"type": ["array", "null"]},
+          "tolerance": {"type": ["number", "null"], "minimum": 0, "default": 1e-9},
+          "if_present": {"type": ["boolean", "null"], "default": false}
+        }
+      }
+    },
+    "enforce_rules": {"type": ["boolean", "null"], "default": false, "description": "Rule and bound failures block the result."},
+    "detail": {"enum": ["full", "compact", null], "default": "full", "description": "Response shape only; not hashed."}
+  }
+}`
+
+// exampleRequestJSON is a small request that passes, used in documents and discovery answers.
+const exampleRequestJSON = `{
+  "task_id": "invoice-7731",
+  "agent_id": "seller-invoice-agent",
+  "expected_schema": {"type": "object", "required": ["line_items", "total"],
+    "properties": {"line_items": {"type": "array", "items": {"type": "object", "required": ["line_total"],
+      "properties": {"line_total": {"type": "number", "minimum": 0}}}}, "total": {"type": "number"}}},
+  "submitted_output": {"line_items": [{"line_total": 87.0}, {"line_total": 42.5}], "total": 129.5},
+  "rules": [{"type": "sum_equals", "field": "line_items[].line_total", "equals_field": "total"}],
+  "enforce_rules": true
+}`
+
+// RequestSchema returns a fresh copy of the request body's JSON Schema.
+func RequestSchema() map[string]any { return mustDecode(requestSchemaJSON) }
+
+// ExampleRequest returns a fresh copy of a passing example request.
+func ExampleRequest() map[string]any { return mustDecode(exampleRequestJSON) }
+
+func mustDecode(s string) map[string]any {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		panic("verify: embedded JSON is invalid: " + err.Error())
+	}
+	return m
+}
