@@ -22,6 +22,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/store/bolt"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
 // Options are the choices a caller of Build makes beyond the configuration.
@@ -40,6 +41,7 @@ type Options struct {
 type Store interface {
 	httpapi.Recorder
 	httpapi.Pinger
+	httpapi.Allowance
 	Close() error
 }
 
@@ -85,11 +87,24 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*httpapi.Servic
 			return nil, nil, fmt.Errorf("open store: %w", err)
 		}
 	}
+	var payer httpapi.Payer
+	if !cfg.X402.FreeOnly() {
+		p, err := x402.New(cfg.X402, x402.NewFacilitator(cfg.X402), log)
+		if err != nil {
+			st.Close()
+			return nil, nil, fmt.Errorf("payments: %w", err)
+		}
+		payer = p
+	}
 	svc := &httpapi.Service{
 		Engine:           verify.NewEngine(verify.Limits{MaxBody: cfg.MaxBody}),
 		Keys:             ring,
 		BaseURL:          cfg.BaseURL,
 		Store:            st,
+		Allowance:        st,
+		Payer:            payer,
+		Pricing: httpapi.Pricing{FreeCallsPerDay: cfg.FreeCallsPerDay, FreeMaxBody: cfg.FreeMaxBody,
+			PriceVerify: cfg.PriceVerify, PriceScore: cfg.PriceScore},
 		Log:              log,
 		TrustedProxyHops: cfg.TrustedProxyHops,
 		CallerSalt:       callerSalt(key),

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
 // PreviousKey is a public key the service signed with before the current one.
@@ -32,6 +34,7 @@ type Config struct {
 	TrustedProxyHops int           // VERIFIER_TRUSTED_PROXY_HOPS
 	PriceVerify      string        // VERIFIER_PRICE_VERIFY: USD per paid verification
 	PriceScore       string        // VERIFIER_PRICE_SCORE: USD per paid score lookup
+	X402             x402.Config   // X402_*: facilitator and payees; no payee means free-only
 }
 
 // Variable describes one environment variable for the README and error messages.
@@ -54,6 +57,11 @@ var Variables = []Variable{
 	{"VERIFIER_TRUSTED_PROXY_HOPS", "0", "how many X-Forwarded-For hops to trust (0: use the peer address)"},
 	{"VERIFIER_PRICE_VERIFY", "0.02", "USD per paid verification"},
 	{"VERIFIER_PRICE_SCORE", "0.01", "USD per paid score lookup"},
+	{"X402_FACILITATOR_URL", "", "x402 facilitator base URL (its /verify, /settle, /supported); required when a payee is set"},
+	{"X402_FACILITATOR_AUTH_HEADER", "", "optional \"Name: value\" header sent on every facilitator call"},
+	{"X402_PAY_TO_EVM", "", "payee address on every EVM network offered (Base)"},
+	{"X402_PAY_TO_SOLANA", "", "payee address on Solana"},
+	{"X402_NETWORKS", "", "comma-separated CAIP-2 ids to offer; default: Base and Solana mainnet where a payee is set"},
 }
 
 // maxAbsoluteBody is the most any deployment may accept: the engine's tested limit.
@@ -122,9 +130,12 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	c.MaxBody, c.FreeMaxBody = int64(maxBody), int64(freeMax)
 	for _, p := range []struct{ name, v string }{{"VERIFIER_PRICE_VERIFY", c.PriceVerify}, {"VERIFIER_PRICE_SCORE", c.PriceScore}} {
-		if f, err := strconv.ParseFloat(p.v, 64); err != nil || f <= 0 || f > 1000 {
-			return Config{}, bad(p.name, "must be a positive USD amount such as 0.02")
+		if _, err := x402.USDToAtomic(p.v); err != nil {
+			return Config{}, bad(p.name, "must be a positive USD amount with at most 6 decimals, such as 0.02")
 		}
+	}
+	if c.X402, err = x402.LoadConfig(getenv); err != nil {
+		return Config{}, fmt.Errorf("configuration: %w", err)
 	}
 	return c, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
 // healthProbeTimeout bounds the store probe of /health.
@@ -34,6 +35,7 @@ func Routes() []RouteInfo {
 		{"GET", "/health", "Liveness, version and key version.", "free"},
 		{"GET", "/.well-known/agent-card.json", "Agent card with the public keys that sign receipts.", "free"},
 		{"GET", "/.well-known/agent.json", "The same agent card at the legacy path.", "free"},
+		{"GET", "/.well-known/x402", "x402 discovery manifest: live prices, networks, assets and payees.", "free"},
 		{"GET", "/", "This index: HTML, or JSON with Accept: application/json.", "free"},
 	}
 }
@@ -44,6 +46,48 @@ func (s *Service) MountWellKnown(rt *Router) {
 	rt.Handle(http.MethodGet, "/health", s.handleHealth)
 	rt.Handle(http.MethodGet, "/.well-known/agent-card.json", s.handleAgentCard)
 	rt.Handle(http.MethodGet, "/.well-known/agent.json", s.handleAgentCard)
+	rt.Handle(http.MethodGet, "/.well-known/x402", s.handleX402)
+}
+
+// manifester is the part of the payment side that builds /.well-known/x402.
+type manifester interface {
+	Manifest(ctx context.Context, items []x402.ManifestItem, freeAllowance map[string]any, instructions string) (map[string]any, error)
+}
+
+// PaidRoutes are the routes that take x402 payments, with their prices.
+func (s *Service) PaidRoutes() []x402.ManifestItem {
+	desc := "Verify an AI agent's JSON output against a JSON Schema and business rules; signed receipt. Free allowance first."
+	return []x402.ManifestItem{
+		{Resource: s.BaseURL + "/verify/schema", Method: http.MethodPost, Description: desc, PriceUSD: s.Pricing.PriceVerify},
+		{Resource: s.BaseURL + "/verify/deliverable", Method: http.MethodPost, Description: desc, PriceUSD: s.Pricing.PriceVerify},
+	}
+}
+
+// handleX402 is the x402 discovery manifest (SPEC §8.5), built from the same requirements as the
+// 402 answers.
+func (s *Service) handleX402(w http.ResponseWriter, r *http.Request) {
+	free := map[string]any{
+		"calls_per_client_per_day": s.Pricing.FreeCallsPerDay,
+		"max_free_body_bytes":      s.Pricing.FreeMaxBody,
+		"resets":                   "at 00:00 UTC",
+		"shared_by":                []string{"POST /verify/schema", "POST /verify/deliverable", "MCP verify_schema"},
+		"client":                   "identified by request IP address",
+	}
+	doc := map[string]any{"version": 1, "x402Version": 2, "resources": []string{}, "items": []any{}, "free_allowance": free,
+		"instructions": "This deployment takes no payments: past the free allowance, calls are refused with 429 until the next UTC midnight."}
+	if m, ok := s.Payer.(manifester); ok {
+		var err error
+		doc, err = m.Manifest(r.Context(), s.PaidRoutes(), free,
+			"Send the request; past the free allowance the answer is 402 with a PAYMENT-REQUIRED header (x402 v2). "+
+				"Sign one of its accepts and send it again with the PAYMENT-SIGNATURE header; the settlement comes back in PAYMENT-RESPONSE.")
+		if err != nil {
+			s.WriteError(w, r, err)
+			return
+		}
+	}
+	body, _ := json.Marshal(doc)
+	w.Header().Set("Cache-Control", "max-age=60")
+	writeJSON(w, http.StatusOK, body)
 }
 
 func (s *Service) handleHealth(w http.ResponseWriter, r *http.Request) {

@@ -243,7 +243,7 @@ func TestSupportedRecorded(t *testing.T) {
 	if len(s.Kinds) != 2 || s.Kinds[0].X402Version != 2 || s.Kinds[0].Scheme != "exact" || s.Kinds[0].Network != NetworkBase || s.Kinds[1].Network != NetworkBaseSepolia {
 		t.Errorf("kinds %+v", s.Kinds)
 	}
-	if len(s.Signers["eip155"]) != 1 || s.Signers["eip155"][0] != "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266" {
+	if len(s.Signers["eip155:*"]) != 1 || s.Signers["eip155:*"][0] != "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266" {
 		t.Errorf("signers %+v", s.Signers)
 	}
 	if _, ok := s.FeePayer(NetworkBase); ok {

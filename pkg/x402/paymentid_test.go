@@ -85,10 +85,12 @@ func TestPaymentIDMalformed(t *testing.T) {
 	auth := func(p *PaymentPayload) map[string]any { return p.Payload["authorization"].(map[string]any) }
 	long := solanaTx(0, 7, bytes.Repeat([]byte{1}, maxSolanaTransaction))
 	for name, p := range map[string]PaymentPayload{
-		"scheme upto":                 edit(func(p *PaymentPayload) { p.Accepted.Scheme = "upto" }),
-		"unknown family":              edit(func(p *PaymentPayload) { p.Accepted.Network = "cosmos:hub" }),
-		"no authorization":            edit(func(p *PaymentPayload) { delete(p.Payload, "authorization") }),
-		"permit2 payload":             edit(func(p *PaymentPayload) { p.Payload = map[string]any{"signature": "0x", "permit2Authorization": map[string]any{}} }),
+		"scheme upto":      edit(func(p *PaymentPayload) { p.Accepted.Scheme = "upto" }),
+		"unknown family":   edit(func(p *PaymentPayload) { p.Accepted.Network = "cosmos:hub" }),
+		"no authorization": edit(func(p *PaymentPayload) { delete(p.Payload, "authorization") }),
+		"permit2 payload": edit(func(p *PaymentPayload) {
+			p.Payload = map[string]any{"signature": "0x", "permit2Authorization": map[string]any{}}
+		}),
 		"authorization not an object": edit(func(p *PaymentPayload) { p.Payload["authorization"] = "x" }),
 		"from missing":                edit(func(p *PaymentPayload) { delete(auth(p), "from") }),
 		"from short":                  edit(func(p *PaymentPayload) { auth(p)["from"] = "0xf39f" }),

@@ -468,7 +468,8 @@ func (r PayResult) Header(name string) string { return r.Headers[strings.ToLower
 // @x402/fetch's wrapFetchWithPayment: on a 402 it signs an EIP-3009 authorization for the first
 // requirement it supports and retries with PAYMENT-SIGNATURE. It pays from Chain.PayerKey unless
 // WithKey says otherwise. A client-side failure is reported in PayResult.Error, not as a test
-// failure; the test fails only when the client could not be run at all.
+// failure; the test fails only when the client could not be run at all. Each call is its own node
+// process (about a second), so concurrent calls from several goroutines are fine.
 func (c *Chain) Pay(t testing.TB, url, method string, body []byte, opts ...PayOption) PayResult {
 	t.Helper()
 	cfg := payConfig{key: c.PayerKey}

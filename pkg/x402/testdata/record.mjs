@@ -5,7 +5,6 @@
 //   node record.mjs <testdata dir>
 import fs from 'node:fs';
 import path from 'node:path';
-import { createRequire } from 'node:module';
 import { x402Client } from '@x402/core/client';
 import { x402Facilitator } from '@x402/core/facilitator';
 import {
@@ -27,9 +26,9 @@ if (!dir) throw new Error('usage: node record.mjs <pkg/x402/testdata>');
 const read = (f) => JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'));
 const write = (f, v) => fs.writeFileSync(path.join(dir, f), JSON.stringify(v, null, 2) + '\n');
 
-const require = createRequire(import.meta.url);
+// The installed versions, read from node_modules of the directory the script runs in.
 const versions = Object.fromEntries(['@x402/core', '@x402/evm', '@x402/fetch', 'viem'].map(
-  (p) => [p, require(`${p}/package.json`).version]));
+  (p) => [p, JSON.parse(fs.readFileSync(path.join('node_modules', p, 'package.json'), 'utf8')).version]));
 
 // Anvil's well-known account 0: a public test key, never funded anywhere that matters.
 const PRIVATE_KEY = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';
