@@ -31,6 +31,7 @@ type Allowance interface {
 	ConsumeAllowance(ctx context.Context, client, day string, limit int, expires time.Time) (bool, int, error)
 	AllowanceUsed(ctx context.Context, client, day string) (int, error)
 	ReservePayment(ctx context.Context, id string, expires time.Time) error
+	PaymentReserved(ctx context.Context, id string) (bool, error)
 }
 
 // Pricing is what the service charges and offers free.
@@ -239,6 +240,16 @@ func (s *Service) servePaid(w http.ResponseWriter, r *http.Request, job *decoded
 	id, err := x402.PaymentID(payload)
 	if err != nil {
 		s.paymentError(w, r, apperr.PaymentInvalid, "The payment payload is malformed. Nothing was charged.", nil)
+		return
+	}
+	// A payment already used is refused as such before the facilitator is asked (it would call
+	// a spent authorization merely invalid); the reservation below still decides races.
+	if used, err := s.Allowance.PaymentReserved(ctx, id); err != nil {
+		s.log().Error("payment lookup failed", "err", err.Error())
+		s.WriteError(w, r, storeUnavailable())
+		return
+	} else if used {
+		s.paymentError(w, r, apperr.PaymentReplayed, "This payment was already used. Nothing was charged again; sign a new payment.", nil)
 		return
 	}
 	vr, err := s.Payer.Verify(ctx, payload, accepted)

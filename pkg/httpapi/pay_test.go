@@ -246,10 +246,10 @@ func TestPaidPath(t *testing.T) {
 	if resp.StatusCode != 200 || m["result"] != "pass" || err != nil || !sr.Success || sr.Transaction != "0xtx" {
 		t.Fatalf("paid: %d %v %+v %v", resp.StatusCode, m, sr, err)
 	}
-	// The same payment again is refused before any work or settlement.
+	// The same payment again is refused before the facilitator, the work or settlement.
 	resp, m = post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, sig)
-	if resp.StatusCode != 402 || m["code"] != "payment_replayed" || payer.settles.Load() != 1 {
-		t.Fatalf("replay: %d %v settles %d", resp.StatusCode, m, payer.settles.Load())
+	if resp.StatusCode != 402 || m["code"] != "payment_replayed" || payer.settles.Load() != 1 || payer.verifies.Load() != 1 {
+		t.Fatalf("replay: %d %v verifies %d settles %d", resp.StatusCode, m, payer.verifies.Load(), payer.settles.Load())
 	}
 	// A 422 with a valid payment attached is neither verified nor settled.
 	before := payer.verifies.Load()

@@ -25,6 +25,9 @@ type Store interface {
 	// ReservePayment records a payment id (EVM authorization nonce / Solana tx) once; a second
 	// reservation of the same id returns ErrPaymentReplayed. expires bounds how long the record is kept.
 	ReservePayment(ctx context.Context, id string, expires time.Time) error
+	// PaymentReserved tells whether a live reservation of id exists. It lets a replay be refused
+	// as such before the facilitator is asked; ReservePayment stays the one that decides.
+	PaymentReserved(ctx context.Context, id string) (bool, error)
 	// RecordVerification appends a delivered verification to the agent's history. Recording the same
 	// VerificationID for the same agent again changes nothing, so a retried write never counts twice.
 	RecordVerification(ctx context.Context, v Verification) error

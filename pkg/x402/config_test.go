@@ -113,7 +113,7 @@ func TestBase58Decode(t *testing.T) {
 		"z":               "39",
 		"21":              "3a",
 		"5Q":              "ff",
-		"1112":            "000001",
+		"1112":            "00000001",
 		"StV1DL6CwTryKyV": "68656c6c6f20776f726c64", // "hello world"
 	} {
 		got, err := base58Decode(in)

@@ -267,6 +267,26 @@ func (s *Store) ReservePayment(ctx context.Context, id string, expires time.Time
 	return nil
 }
 
+// PaymentReserved implements store.Store.
+func (s *Store) PaymentReserved(ctx context.Context, id string) (bool, error) {
+	if err := storekey.CheckID("payment id", id); err != nil {
+		return false, fmt.Errorf("read payment: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("read payment %s: %w", id, err)
+	}
+	var live bool
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		exp, ok := decodeExpiry(tx.Bucket(bucketPayments).Get([]byte(id)))
+		live = ok && !storekey.Expired(exp, s.now())
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("read payment %s: %w", id, err)
+	}
+	return live, nil
+}
+
 // record is a verification as stored in its agent's bucket; the agent is the bucket's name.
 type record struct {
 	VerificationID string    `json:"verification_id"`

@@ -286,6 +286,22 @@ func (s *Store) ReservePayment(ctx context.Context, id string, expires time.Time
 	return nil
 }
 
+// PaymentReserved implements store.Store with a strongly consistent read.
+func (s *Store) PaymentReserved(ctx context.Context, id string) (bool, error) {
+	if err := storekey.CheckID("payment id", id); err != nil {
+		return false, fmt.Errorf("read payment: %w", err)
+	}
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.table),
+		Key:            paymentKey(id),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return false, fmt.Errorf("read payment %s: %w", id, err)
+	}
+	return out.Item != nil && !s.expired(out.Item), nil
+}
+
 // RecordVerification implements store.Store with one PutItem that only writes a record not yet
 // there, so a retry neither duplicates nor rewrites it.
 func (s *Store) RecordVerification(ctx context.Context, v store.Verification) error {

@@ -186,8 +186,14 @@ func testAllowanceBadArguments(t *testing.T, s store.Store) {
 func testPaymentReservedOnce(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	const id = "0x3b9aca00f1e2d3c4b5a6978812345678900abcdef0123456789abcdef0123456"
+	if live, err := s.PaymentReserved(ctx, id); err != nil || live {
+		t.Fatalf("PaymentReserved before any reservation = %v, %v; want false", live, err)
+	}
 	if err := s.ReservePayment(ctx, id, future()); err != nil {
 		t.Fatalf("first ReservePayment: %v", err)
+	}
+	if live, err := s.PaymentReserved(ctx, id); err != nil || !live {
+		t.Fatalf("PaymentReserved after the reservation = %v, %v; want true", live, err)
 	}
 	if err := s.ReservePayment(ctx, id, future()); !errors.Is(err, store.ErrPaymentReplayed) {
 		t.Fatalf("second ReservePayment = %v, want ErrPaymentReplayed", err)
@@ -234,6 +240,9 @@ func testPaymentExpiredReused(t *testing.T, s store.Store) {
 	const id = "nonce-expired"
 	if err := s.ReservePayment(ctx, id, time.Now().Add(-time.Hour)); err != nil {
 		t.Fatalf("ReservePayment with a past expiry: %v", err)
+	}
+	if live, err := s.PaymentReserved(ctx, id); err != nil || live {
+		t.Fatalf("PaymentReserved of an expired reservation = %v, %v; want false", live, err)
 	}
 	if err := s.ReservePayment(ctx, id, future()); err != nil {
 		t.Fatalf("ReservePayment over an expired reservation = %v, want nil", err)

@@ -1,0 +1,150 @@
+// Package e2e runs the whole service against real peers: a local chain (anvil), the x402
+// facilitator built from the @x402 npm packages, and the real @x402/fetch client.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agent-output-verifier/verifier/infra/x402/x402test"
+	"github.com/agent-output-verifier/verifier/pkg/app"
+	"github.com/agent-output-verifier/verifier/pkg/config"
+	"github.com/agent-output-verifier/verifier/pkg/httpapi"
+)
+
+// server is the local server, built exactly as `verifier serve` builds it, on a loopback port.
+type server struct {
+	URL string
+	svc *httpapi.Service
+}
+
+func startServer(t *testing.T, env map[string]string) *server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	env["VERIFIER_BASE_URL"] = base
+	env["VERIFIER_DATA_DIR"] = filepath.Join(t.TempDir(), "data")
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, closeStore, err := app.Build(context.Background(), cfg, app.Options{CreateDevKey: true, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: svc.Handler()}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close(); closeStore() })
+	return &server{URL: base, svc: svc}
+}
+
+const price = 20000 // $0.02 in USDC atomic units
+
+func TestPaidVerificationOnLocalChain(t *testing.T) {
+	chain := x402test.Start(t)
+	srv := startServer(t, map[string]string{
+		"VERIFIER_FREE_CALLS_PER_DAY": "0",
+		"X402_FACILITATOR_URL":        chain.Facilitator,
+		"X402_PAY_TO_EVM":             chain.Payee,
+		"X402_NETWORKS":               x402test.Network,
+	})
+	body := []byte(`{"task_id":"paid-1","agent_id":"seller-e2e","expected_schema":{"type":"object","required":["total"]},"submitted_output":{"total":1}}`)
+	payer0, payee0 := chain.Balance(t, chain.Payer), chain.Balance(t, chain.Payee)
+
+	// The real client meets the 402, decodes PAYMENT-REQUIRED, pays, and gets the answer.
+	res := chain.Pay(t, srv.URL+"/verify/schema", "POST", body)
+	if res.Status != 200 || res.PaymentResponse == nil || !res.PaymentResponse.Success || !strings.Contains(res.Body, `"result":"pass"`) {
+		t.Fatalf("paid verify: %+v", res)
+	}
+	if res.Requests < 2 || len(res.PaymentRequired) == 0 {
+		t.Fatalf("the client did not go through a 402 first: %+v", res)
+	}
+	moved := func(t *testing.T, wantPayer, wantPayee int64) {
+		t.Helper()
+		dp := new(big.Int).Sub(payer0, chain.Balance(t, chain.Payer))
+		de := new(big.Int).Sub(chain.Balance(t, chain.Payee), payee0)
+		if dp.Int64() != wantPayer || de.Int64() != wantPayee {
+			t.Fatalf("balances moved by payer -%s, payee +%s; want -%d, +%d", dp, de, wantPayer, wantPayee)
+		}
+	}
+	moved(t, price, price)
+
+	// The same payment again is refused before any work, and nothing moves.
+	resp, m := post(t, srv.URL+"/verify/schema", body, httpapi.HeaderPaymentSignature, res.PaymentSignature)
+	if resp.StatusCode != 402 || m["code"] != "payment_replayed" || m["result"] != nil {
+		t.Fatalf("replay: %d %v", resp.StatusCode, m)
+	}
+	moved(t, price, price)
+
+	// Payments for the wrong amount, asset, payee or network are refused.
+	for _, tamper := range [][2]string{{"amount", "10000"}, {"asset", "0x036CbD53842c5426634e7929541eC2318f3dCF7e"},
+		{"payTo", "0x000000000000000000000000000000000000dEaD"}, {"network", "eip155:84532"}} {
+		res := chain.Pay(t, srv.URL+"/verify/schema", "POST", body, x402test.Tamper(tamper[0], tamper[1]))
+		if res.Status != 402 || !strings.Contains(res.Body, "payment_requirements_mismatch") {
+			t.Errorf("wrong %s: %d %s %s", tamper[0], res.Status, res.Body, res.Error)
+		}
+	}
+	moved(t, price, price)
+
+	// A 422 request with a valid payment attached is neither verified nor settled.
+	probe, _ := post(t, srv.URL+"/verify/schema", nil)
+	prJSON, err := base64.StdEncoding.DecodeString(probe.Header.Get(httpapi.HeaderPaymentRequired))
+	if probe.StatusCode != 402 || err != nil {
+		t.Fatalf("probe: %d %v", probe.StatusCode, err)
+	}
+	signed := chain.SignPayment(t, prJSON)
+	resp, m = post(t, srv.URL+"/verify/schema", []byte(`{"task_id":"bad","expected_schema":{},"submitted_output":1,"rules":[{"type":"nope","field":"a"}]}`),
+		httpapi.HeaderPaymentSignature, signed.PaymentSignature)
+	if resp.StatusCode != 422 || m["charged"] != false {
+		t.Fatalf("422 with payment: %d %v", resp.StatusCode, m)
+	}
+	var payment struct {
+		Payload struct {
+			Authorization struct{ From, Nonce string }
+		}
+	}
+	json.Unmarshal(signed.Payment, &payment)
+	if chain.AuthorizationUsed(t, payment.Payload.Authorization.From, payment.Payload.Authorization.Nonce) {
+		t.Fatal("the 422's payment was settled on chain")
+	}
+	moved(t, price, price)
+
+	// The facilitator down: 503, retryable, nothing charged.
+	chain.StopFacilitator(t)
+	res = chain.Pay(t, srv.URL+"/verify/schema", "POST", body)
+	if res.Status != 503 || !strings.Contains(res.Body, "facilitator_unavailable") {
+		t.Fatalf("facilitator down: %d %s %s", res.Status, res.Body, res.Error)
+	}
+	moved(t, price, price)
+}
+
+func post(t *testing.T, url string, body []byte, hdr ...string) (*http.Response, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	return resp, m
+}
