@@ -58,20 +58,18 @@ func DecodePaymentRequired(h string) (PaymentRequired, error) {
 // DecodeSettleResponse reads a PAYMENT-RESPONSE header. Only "success" is required: a failed
 // settlement may carry little else.
 func DecodeSettleResponse(h string) (SettleResponse, error) {
-	var probe struct {
+	var out struct {
+		SettleResponse
 		Success *bool `json:"success"`
 	}
-	if err := decodeHeader(h, &probe); err != nil {
+	if err := decodeHeader(h, &out); err != nil {
 		return SettleResponse{}, err
 	}
-	if probe.Success == nil {
+	if out.Success == nil {
 		return SettleResponse{}, malformed("settle response: success is missing")
 	}
-	var s SettleResponse
-	if err := decodeHeader(h, &s); err != nil {
-		return SettleResponse{}, err
-	}
-	return s, nil
+	out.SettleResponse.Success = *out.Success
+	return out.SettleResponse, nil
 }
 
 func malformed(format string, args ...any) error {

@@ -13,9 +13,6 @@ import (
 // payment, and the caller answers payment_invalid.
 var ErrMalformedPayment = errors.New("malformed payment payload")
 
-// maxSolanaTransaction is Solana's packet data size: no valid transaction is larger.
-const maxSolanaTransaction = 1232
-
 // PaymentID is the replay key of a payment, reserved in the store before any work is done so
 // that one payment buys one call.
 //
@@ -23,7 +20,8 @@ const maxSolanaTransaction = 1232
 // a second use of (from, nonce), so this is exactly the chain's own notion of "the same payment",
 // whatever signature encoding the client chose.
 //
-// Solana exact: network/ hex SHA-256 of the transaction's message, the part the client signs.
+// Solana exact: network/<hex SHA-256 of the transaction's message>, the message being the part
+// the client signs.
 // The signature slots are left out on purpose: the fee payer's slot is still empty when the
 // client sends the transaction, and filling it with other bytes would not invalidate the
 // client's signature, so hashing the whole transaction would let one payment pass under many ids.

@@ -68,7 +68,7 @@ func New(cfg Config, f *Facilitator, log *slog.Logger) (*Payments, error) {
 			return nil, fmt.Errorf("payments: network %s listed twice", id)
 		}
 		seen[id] = true
-		if n.family == familyEVM && p.cfg.PayToEVM == "" || n.family == familySolana && p.cfg.PayToSolana == "" {
+		if (n.family == familyEVM && p.cfg.PayToEVM == "") || (n.family == familySolana && p.cfg.PayToSolana == "") {
 			return nil, fmt.Errorf("payments: network %s has no payee", id)
 		}
 		p.nets = append(p.nets, n)

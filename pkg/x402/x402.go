@@ -37,6 +37,10 @@ const (
 	// maxPriceLen bounds a price string; no sane price needs more characters.
 	maxPriceLen = 32
 
+	// maxSolanaTransaction is Solana's packet data size: no valid transaction is larger, so a
+	// larger "transaction" is refused before it is parsed.
+	maxSolanaTransaction = 1232
+
 	// excerptLen bounds the part of a facilitator's unparsable answer that goes into an error,
 	// enough to recognise an HTML error page or a proxy's message.
 	excerptLen = 200
