@@ -9,9 +9,7 @@ import (
 	"strings"
 )
 
-// DefaultFacilitatorURL is the public x402.org facilitator, the same default as template.yaml.
 // It settles testnets only; a mainnet deployment names its own facilitator.
-const DefaultFacilitatorURL = "https://x402.org/facilitator"
 
 // Config is the payment configuration, read once at start-up. A zero Config (no payee) means the
 // deployment is free-only (SPEC §8.6).
@@ -44,12 +42,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		PayToEVM:       get(EnvPayToEVM),
 		PayToSolana:    get(EnvPayToSolana),
 	}
-	if c.FacilitatorURL == "" {
-		c.FacilitatorURL = DefaultFacilitatorURL
-	}
+	// There is no default facilitator: public ones serve different networks (testnet or
+	// mainnet), and a wrong pairing would answer 402s that nobody can pay.
 	c.FacilitatorURL = strings.TrimRight(c.FacilitatorURL, "/")
-	if err := checkFacilitatorURL(c.FacilitatorURL); err != nil {
-		return Config{}, fmt.Errorf("%s %w", EnvFacilitatorURL, err)
+	if c.FacilitatorURL != "" {
+		if err := checkFacilitatorURL(c.FacilitatorURL); err != nil {
+			return Config{}, fmt.Errorf("%s %w", EnvFacilitatorURL, err)
+		}
 	}
 	if c.AuthHeader != "" {
 		if _, _, err := parseAuthHeader(c.AuthHeader); err != nil {
@@ -73,6 +72,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	c.Networks = nets
+	if c.FacilitatorURL == "" && (c.PayToEVM != "" || c.PayToSolana != "") {
+		return Config{}, fmt.Errorf("%s is required when a payee is set", EnvFacilitatorURL)
+	}
 	return c, nil
 }
 

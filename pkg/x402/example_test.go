@@ -10,7 +10,7 @@ import (
 // Building the 402 answer for a $0.02 call from the environment, and reading a client's payment
 // against it. Only EVM is configured, so no facilitator call is needed to answer.
 func ExamplePayments_Requirements() {
-	env := map[string]string{"X402_PAY_TO_EVM": "0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc"}
+	env := map[string]string{"X402_PAY_TO_EVM": "0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc", "X402_FACILITATOR_URL": "https://facilitator.example.com"}
 	cfg, err := x402.LoadConfig(func(k string) string { return env[k] })
 	if err != nil {
 		fmt.Println(err)
