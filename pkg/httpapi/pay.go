@@ -100,23 +100,49 @@ func (s *Service) setAllowanceHeaders(w http.ResponseWriter, remaining int) {
 	w.Header().Set("Free-Allowance-Resets", midnight.Format(time.RFC3339))
 }
 
-// paymentRequired builds the x402 PaymentRequired for a verify route at path.
-func (s *Service) paymentRequired(ctx context.Context, path, message string) (x402.PaymentRequired, error) {
+// verifyDescription describes the verify routes and tool in payment requirements.
+const verifyDescription = "Verify an AI agent's JSON output against a JSON Schema and business rules; signed receipt."
+
+// PaymentRequiredFor builds the x402 PaymentRequired for a resource (a REST URL or an MCP tool's
+// mcp://tool/<name>) at priceUSD, from the one price table behind every 402 answer.
+func (s *Service) PaymentRequiredFor(ctx context.Context, resourceURL, description, priceUSD, message string, extensions map[string]any) (x402.PaymentRequired, error) {
 	accepts := []x402.Requirements{} // free-only: the probe still answers, with nothing to pay
 	if s.Payer != nil {
 		var err error
-		if accepts, err = s.Payer.Requirements(ctx, s.Pricing.PriceVerify); err != nil {
+		if accepts, err = s.Payer.Requirements(ctx, priceUSD); err != nil {
 			return x402.PaymentRequired{}, fmt.Errorf("payment requirements: %w", err)
 		}
 	}
 	return x402.PaymentRequired{
 		X402Version: 2,
 		Error:       message,
-		Resource: x402.Resource{URL: s.BaseURL + path, MimeType: "application/json",
-			Description: "Verify an AI agent's JSON output against a JSON Schema and business rules; signed receipt."},
-		Accepts:    accepts,
-		Extensions: map[string]any{"bazaar": x402.BazaarExtension(http.MethodPost, verify.ExampleRequest(), verify.RequestSchema())},
+		Resource:    x402.Resource{URL: resourceURL, MimeType: "application/json", Description: description},
+		Accepts:     accepts,
+		Extensions:  extensions,
 	}, nil
+}
+
+// paymentRequired builds the x402 PaymentRequired for a verify route at path.
+func (s *Service) paymentRequired(ctx context.Context, path, message string) (x402.PaymentRequired, error) {
+	return s.PaymentRequiredFor(ctx, s.BaseURL+path, verifyDescription, s.Pricing.PriceVerify, message,
+		map[string]any{"bazaar": x402.BazaarExtension(http.MethodPost, verify.ExampleRequest(), verify.RequestSchema())})
+}
+
+// FreeTrial is the live free allowance state of the client with key client (see CallerID).
+func (s *Service) FreeTrial(ctx context.Context, client string) map[string]any {
+	return s.freeTrial(ctx, client, 0, false)
+}
+
+// ConsumeFree takes one free call from client's allowance for today. A store failure is a
+// retryable 503, never a free pass.
+func (s *Service) ConsumeFree(ctx context.Context, client string) (granted bool, remaining int, err error) {
+	today, midnight := day(s.now())
+	granted, remaining, err = s.Allowance.ConsumeAllowance(ctx, client, today, s.Pricing.FreeCallsPerDay, midnight.Add(time.Hour))
+	if err != nil {
+		s.log().Error("allowance store failed", "err", err.Error())
+		return false, 0, storeUnavailable()
+	}
+	return granted, remaining, nil
 }
 
 // writePaymentRequired answers 402 with the PAYMENT-REQUIRED header and a body that repeats it and
@@ -190,11 +216,9 @@ func (s *Service) serveFree(w http.ResponseWriter, r *http.Request, job *decoded
 			s.freeTrial(r.Context(), client, 0, false), nil)
 		return
 	}
-	today, midnight := day(s.now())
-	granted, remaining, err := s.Allowance.ConsumeAllowance(r.Context(), client, today, s.Pricing.FreeCallsPerDay, midnight.Add(time.Hour))
+	granted, remaining, err := s.ConsumeFree(r.Context(), client)
 	if err != nil {
-		s.log().Error("allowance store failed", "err", err.Error())
-		s.WriteError(w, r, storeUnavailable())
+		s.WriteError(w, r, err)
 		return
 	}
 	if !granted {
@@ -213,11 +237,78 @@ func (s *Service) serveFree(w http.ResponseWriter, r *http.Request, job *decoded
 	writeJSON(w, http.StatusOK, v.Body)
 }
 
-// servePaid runs the paid path of SPEC §8.3: decode, match against the server's own
-// requirements, verify with the facilitator, reserve the payment id, do the work, settle. Nothing
-// is settled unless the work succeeded, and nothing is delivered unless settlement succeeded.
+// PaymentFailure is a payment that was refused: answered 402 (REST) or with the
+// payment-required result (MCP), carrying its code and, when settlement failed, the settlement.
+type PaymentFailure struct {
+	Code       apperr.Code
+	Message    string
+	Settlement *x402.SettleResponse
+}
+
+// Charge is the paid path of SPEC §8.3 after the request was validated, for every transport:
+// match the payment against the server's own requirements for priceUSD, refuse a known replay,
+// verify with the facilitator, reserve the payment id, run work, settle. Nothing is settled
+// unless work succeeded, and the caller delivers nothing unless Charge returns a settlement.
+// A refused payment is a *PaymentFailure; a 5xx (facilitator or store down, work failed) is an
+// error.
+func (s *Service) Charge(ctx context.Context, payload x402.PaymentPayload, priceUSD string, work func(context.Context) error) (*x402.SettleResponse, *PaymentFailure, error) {
+	if s.Payer == nil {
+		return nil, nil, apperr.Field("payment", "was sent to a deployment that takes no payments", "Send the request without a payment.")
+	}
+	reqs, err := s.Payer.Requirements(ctx, priceUSD)
+	if err != nil {
+		return nil, nil, err
+	}
+	accepted, err := x402.Match(payload, reqs)
+	if err != nil {
+		return nil, &PaymentFailure{Code: apperr.PaymentMismatch, Message: "The payment does not match any of this route's requirements (scheme, network, amount, asset, payTo). Nothing was charged."}, nil
+	}
+	id, err := x402.PaymentID(payload)
+	if err != nil {
+		return nil, &PaymentFailure{Code: apperr.PaymentInvalid, Message: "The payment payload is malformed. Nothing was charged."}, nil
+	}
+	// A payment already used is refused as such before the facilitator is asked (it would call
+	// a spent authorization merely invalid); the reservation below still decides races.
+	if used, err := s.Allowance.PaymentReserved(ctx, id); err != nil {
+		s.log().Error("payment lookup failed", "err", err.Error())
+		return nil, nil, storeUnavailable()
+	} else if used {
+		return nil, &PaymentFailure{Code: apperr.PaymentReplayed, Message: "This payment was already used. Nothing was charged again; sign a new payment."}, nil
+	}
+	vr, err := s.Payer.Verify(ctx, payload, accepted)
+	if err != nil {
+		s.log().Error("facilitator verify failed", "err", err.Error())
+		return nil, nil, facilitatorUnavailable()
+	}
+	if !vr.IsValid {
+		return nil, &PaymentFailure{Code: apperr.PaymentVerifyFail, Message: "The facilitator rejected the payment: " + safeReason(vr.InvalidReason) + ". Nothing was charged."}, nil
+	}
+	if err := s.Allowance.ReservePayment(ctx, id, s.now().Add(paymentRecordTTL)); err != nil {
+		if errors.Is(err, store.ErrPaymentReplayed) {
+			return nil, &PaymentFailure{Code: apperr.PaymentReplayed, Message: "This payment was already used. Nothing was charged again; sign a new payment."}, nil
+		}
+		s.log().Error("payment reservation failed", "err", err.Error())
+		return nil, nil, storeUnavailable()
+	}
+	if err := work(ctx); err != nil {
+		return nil, nil, err
+	}
+	// Settlement must finish even if the caller hangs up: the work is done and the payment verified.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	sr, err := s.Payer.Settle(sctx, payload, accepted)
+	if err != nil {
+		s.log().Error("facilitator settle failed", "err", err.Error())
+		return nil, nil, facilitatorUnavailable()
+	}
+	if !sr.Success {
+		return nil, &PaymentFailure{Code: apperr.PaymentSettleFail, Message: "The payment could not be settled: " + safeReason(sr.ErrorReason) + ". Nothing was charged.", Settlement: &sr}, nil
+	}
+	return &sr, nil, nil
+}
+
+// servePaid is the REST side of Charge for the verify routes.
 func (s *Service) servePaid(w http.ResponseWriter, r *http.Request, job *decoded, header string) {
-	ctx := r.Context()
 	if s.Payer == nil {
 		s.WriteError(w, r, apperr.Field("PAYMENT-SIGNATURE", "was sent to a deployment that takes no payments", "Send the request without a payment."))
 		return
@@ -227,69 +318,20 @@ func (s *Service) servePaid(w http.ResponseWriter, r *http.Request, job *decoded
 		s.paymentError(w, r, apperr.PaymentInvalid, "The PAYMENT-SIGNATURE header could not be decoded as an x402 v2 payment. Nothing was charged.", nil)
 		return
 	}
-	reqs, err := s.Payer.Requirements(ctx, s.Pricing.PriceVerify)
-	if err != nil {
+	var v *Verification
+	sr, fail, err := s.Charge(r.Context(), payload, s.Pricing.PriceVerify, func(ctx context.Context) (err error) {
+		v, err = s.finish(ctx, job)
+		return err
+	})
+	switch {
+	case err != nil:
 		s.WriteError(w, r, err)
 		return
-	}
-	accepted, err := x402.Match(payload, reqs)
-	if err != nil {
-		s.paymentError(w, r, apperr.PaymentMismatch, "The payment does not match any of this route's requirements (scheme, network, amount, asset, payTo). Nothing was charged.", nil)
+	case fail != nil:
+		s.paymentError(w, r, fail.Code, fail.Message, fail.Settlement)
 		return
 	}
-	id, err := x402.PaymentID(payload)
-	if err != nil {
-		s.paymentError(w, r, apperr.PaymentInvalid, "The payment payload is malformed. Nothing was charged.", nil)
-		return
-	}
-	// A payment already used is refused as such before the facilitator is asked (it would call
-	// a spent authorization merely invalid); the reservation below still decides races.
-	if used, err := s.Allowance.PaymentReserved(ctx, id); err != nil {
-		s.log().Error("payment lookup failed", "err", err.Error())
-		s.WriteError(w, r, storeUnavailable())
-		return
-	} else if used {
-		s.paymentError(w, r, apperr.PaymentReplayed, "This payment was already used. Nothing was charged again; sign a new payment.", nil)
-		return
-	}
-	vr, err := s.Payer.Verify(ctx, payload, accepted)
-	if err != nil {
-		s.log().Error("facilitator verify failed", "err", err.Error())
-		s.WriteError(w, r, facilitatorUnavailable())
-		return
-	}
-	if !vr.IsValid {
-		s.paymentError(w, r, apperr.PaymentVerifyFail, "The facilitator rejected the payment: "+safeReason(vr.InvalidReason)+". Nothing was charged.", nil)
-		return
-	}
-	if err := s.Allowance.ReservePayment(ctx, id, s.now().Add(paymentRecordTTL)); err != nil {
-		if errors.Is(err, store.ErrPaymentReplayed) {
-			s.paymentError(w, r, apperr.PaymentReplayed, "This payment was already used. Nothing was charged again; sign a new payment.", nil)
-			return
-		}
-		s.log().Error("payment reservation failed", "err", err.Error())
-		s.WriteError(w, r, storeUnavailable())
-		return
-	}
-	v, err := s.finish(ctx, job)
-	if err != nil {
-		s.WriteError(w, r, err)
-		return
-	}
-	// Settlement must finish even if the caller hangs up: the work is done and the payment verified.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
-	defer cancel()
-	sr, err := s.Payer.Settle(sctx, payload, accepted)
-	if err != nil {
-		s.log().Error("facilitator settle failed", "err", err.Error())
-		s.WriteError(w, r, facilitatorUnavailable())
-		return
-	}
-	if !sr.Success {
-		s.paymentError(w, r, apperr.PaymentSettleFail, "The payment could not be settled: "+safeReason(sr.ErrorReason)+". Nothing was charged.", &sr)
-		return
-	}
-	s.Record(ctx, v, ClientIP(r, s.TrustedProxyHops), true)
+	s.Record(r.Context(), v, ClientIP(r, s.TrustedProxyHops), true)
 	if h, err := x402.EncodeHeader(sr); err == nil {
 		w.Header().Set(HeaderPaymentResponse, h)
 	}
