@@ -204,7 +204,7 @@ func facilitatorUnavailable() *apperr.Error {
 
 // serveFree runs a verification within the caller's free allowance, or answers 402/429 when it
 // is spent. The allowance is consumed only for a request that decoded cleanly.
-func (s *Service) serveFree(w http.ResponseWriter, r *http.Request, job *decoded, bodyLen int) {
+func (s *Service) serveFree(w http.ResponseWriter, r *http.Request, job *Job, bodyLen int) {
 	client := s.clientKey(r)
 	if int64(bodyLen) > s.Pricing.FreeMaxBody {
 		if s.Payer == nil {
@@ -226,7 +226,7 @@ func (s *Service) serveFree(w http.ResponseWriter, r *http.Request, job *decoded
 			s.freeTrial(r.Context(), client, s.Pricing.FreeCallsPerDay, true), nil)
 		return
 	}
-	v, err := s.finish(r.Context(), job)
+	v, err := s.Finish(r.Context(), job)
 	if err != nil {
 		s.WriteError(w, r, err)
 		return
@@ -308,7 +308,7 @@ func (s *Service) Charge(ctx context.Context, payload x402.PaymentPayload, price
 }
 
 // servePaid is the REST side of Charge for the verify routes.
-func (s *Service) servePaid(w http.ResponseWriter, r *http.Request, job *decoded, header string) {
+func (s *Service) servePaid(w http.ResponseWriter, r *http.Request, job *Job, header string) {
 	if s.Payer == nil {
 		s.WriteError(w, r, apperr.Field("PAYMENT-SIGNATURE", "was sent to a deployment that takes no payments", "Send the request without a payment."))
 		return
@@ -320,7 +320,7 @@ func (s *Service) servePaid(w http.ResponseWriter, r *http.Request, job *decoded
 	}
 	var v *Verification
 	sr, fail, err := s.Charge(r.Context(), payload, s.Pricing.PriceVerify, func(ctx context.Context) (err error) {
-		v, err = s.finish(ctx, job)
+		v, err = s.Finish(ctx, job)
 		return err
 	})
 	switch {

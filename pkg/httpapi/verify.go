@@ -44,9 +44,9 @@ type Verification struct {
 	VerifiedAt time.Time
 }
 
-// decoded is a request that passed validation and whose schema is compiled: from here on the
-// caller can be charged.
-type decoded struct {
+// Job is a request that passed validation and whose schema is compiled: from here on the caller
+// can be charged.
+type Job struct {
 	req *verify.Request
 	sch *verify.Schema
 }
@@ -68,9 +68,10 @@ func (s *Service) withDeadline(ctx context.Context, f func() error) error {
 	}
 }
 
-// decode validates a body and compiles its schema within the deadline.
-func (s *Service) decode(ctx context.Context, body []byte) (*decoded, error) {
-	var job decoded
+// Decode validates a request body and compiles its schema within the deadline. Its errors are
+// 422s (or 413s) that charge and consume nothing.
+func (s *Service) Decode(ctx context.Context, body []byte) (*Job, error) {
+	var job Job
 	err := s.withDeadline(ctx, func() (err error) {
 		job.req, job.sch, err = s.Engine.Decode(body)
 		return err
@@ -81,8 +82,8 @@ func (s *Service) decode(ctx context.Context, body []byte) (*decoded, error) {
 	return &job, nil
 }
 
-// finish checks a decoded request and signs the report within the deadline.
-func (s *Service) finish(ctx context.Context, job *decoded) (*Verification, error) {
+// Finish checks a decoded request and signs the report within the deadline.
+func (s *Service) Finish(ctx context.Context, job *Job) (*Verification, error) {
 	var v *Verification
 	err := s.withDeadline(ctx, func() error {
 		now := s.now()
@@ -103,11 +104,11 @@ func (s *Service) finish(ctx context.Context, job *decoded) (*Verification, erro
 // RunVerification decodes, checks and signs one request body, with no allowance or payment: for
 // callers that did their own accounting.
 func (s *Service) RunVerification(ctx context.Context, body []byte) (*Verification, error) {
-	job, err := s.decode(ctx, body)
+	job, err := s.Decode(ctx, body)
 	if err != nil {
 		return nil, err
 	}
-	return s.finish(ctx, job)
+	return s.Finish(ctx, job)
 }
 
 // recordTimeout bounds the best-effort history write.
@@ -135,7 +136,7 @@ func (s *Service) handleVerify(w http.ResponseWriter, r *http.Request) {
 			s.freeTrial(r.Context(), s.clientKey(r), 0, false), nil)
 		return
 	}
-	job, err := s.decode(r.Context(), body)
+	job, err := s.Decode(r.Context(), body)
 	if err != nil {
 		s.WriteError(w, r, err)
 		return
@@ -145,7 +146,7 @@ func (s *Service) handleVerify(w http.ResponseWriter, r *http.Request) {
 		s.servePaid(w, r, job, payment)
 	case s.Allowance == nil:
 		// No allowance accounting (tools and tests that build a Service by hand).
-		v, err := s.finish(r.Context(), job)
+		v, err := s.Finish(r.Context(), job)
 		if err != nil {
 			s.WriteError(w, r, err)
 			return
