@@ -12,10 +12,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agent-output-verifier/verifier/internal/testproc"
 )
 
 const seedRequest = "../../testdata/seed/invoice-draft.request.json"
@@ -100,21 +100,21 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"))
 	cmd.Env = append(os.Environ(), "VERIFIER_BASE_URL=", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	testproc.SetProcessGroup(cmd)
 	stdout, _ := cmd.StdoutPipe()
-	stderr := &syncBuffer{}
+	stderr := &testproc.TailBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		testproc.KillProcessGroup(cmd.Process.Pid, false)
 		done := make(chan struct{})
 		go func() { cmd.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			testproc.KillProcessGroup(cmd.Process.Pid, true)
 		}
 	})
 	line, err := bufio.NewReader(stdout).ReadString('\n')
@@ -158,24 +158,6 @@ func TestServeEndToEnd(t *testing.T) {
 	if logs := stderr.String(); strings.Contains(logs, "demo-1") || !strings.Contains(logs, `"route":"/verify/schema"`) {
 		t.Errorf("server log leaks request data or lacks the request line:\n%s", logs)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the writer goroutine of os/exec and the test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // A receipt from `verifier check` verifies with the independent Python checker (RFC 8785 and

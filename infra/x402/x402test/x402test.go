@@ -14,6 +14,8 @@
 package x402test
 
 import (
+	"github.com/agent-output-verifier/verifier/internal/testproc"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -120,7 +122,7 @@ type setupResult struct {
 // Required.
 func Start(t testing.TB) *Chain {
 	t.Helper()
-	root, err := repoRoot()
+	root, err := testproc.RepoRoot()
 	if err != nil {
 		t.Fatalf("x402test: %v", err)
 	}
@@ -537,8 +539,8 @@ func (c *Chain) runScript(t testing.TB, env []string, args ...string) ([]byte, e
 	cmd := exec.CommandContext(ctx, c.node, args...)
 	cmd.Dir = c.dir
 	cmd.Env = append(childEnv(), env...)
-	setProcessGroup(cmd)
-	cmd.Cancel = func() error { killProcessGroup(cmd.Process.Pid, true); return nil }
+	testproc.SetProcessGroup(cmd)
+	cmd.Cancel = func() error { testproc.KillProcessGroup(cmd.Process.Pid, true); return nil }
 	cmd.WaitDelay = stopGrace
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
@@ -566,7 +568,7 @@ type process struct {
 	name   string
 	cmd    *exec.Cmd
 	exited chan struct{}
-	log    *tailBuffer
+	log    *testproc.TailBuffer
 	once   sync.Once
 }
 
@@ -577,14 +579,14 @@ func startProcess(t testing.TB, name, dir, bin string, ready func(string) bool, 
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = childEnv()
-	setProcessGroup(cmd)
+	testproc.SetProcessGroup(cmd)
 	// An os.Pipe rather than cmd.StdoutPipe: Wait runs concurrently with the reader below, and
 	// Wait closes a StdoutPipe under the reader's feet.
 	stdout, w, err := os.Pipe()
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: pipe stdout: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, exited: make(chan struct{}), log: &tailBuffer{max: 64 << 10}}
+	p := &process{name: name, cmd: cmd, exited: make(chan struct{}), log: &testproc.TailBuffer{Max: 64 << 10}}
 	cmd.Stdout = w
 	cmd.Stderr = p.log
 	err = cmd.Start()
@@ -627,11 +629,11 @@ func startProcess(t testing.TB, name, dir, bin string, ready func(string) bool, 
 // stop ends the process group: SIGTERM, then SIGKILL after stopGrace. It is safe to call twice.
 func (p *process) stop() {
 	p.once.Do(func() {
-		killProcessGroup(p.cmd.Process.Pid, false)
+		testproc.KillProcessGroup(p.cmd.Process.Pid, false)
 		select {
 		case <-p.exited:
 		case <-time.After(stopGrace):
-			killProcessGroup(p.cmd.Process.Pid, true)
+			testproc.KillProcessGroup(p.cmd.Process.Pid, true)
 			<-p.exited
 		}
 	})
@@ -648,53 +650,10 @@ func tail(s string, n int) string {
 	return "…" + s[len(s)-n:]
 }
 
-// tailBuffer keeps the last max bytes written to it; anvil logs every RPC call, so an unbounded
-// buffer would grow with the test.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - b.max; over > 0 {
-		b.buf = append(b.buf[:0], b.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
-}
-
 func unavailable(t testing.TB, msg string) {
 	t.Helper()
 	if Required() {
 		t.Fatal(msg)
 	}
 	t.Skip(msg)
-}
-
-// repoRoot walks up from the working directory (a test runs in its package's directory) to the
-// directory holding go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("find repository root: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("find repository root: no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agent-output-verifier/verifier/internal/testproc"
 )
 
 // price is what the toy server charges: $0.02 in USDC's 6 decimals.
@@ -434,7 +436,7 @@ func TestHarness(t *testing.T) {
 // TestArtifactMatchesSource proves the committed TestUSDC.json is what contracts/TestUSDC.sol
 // compiles to with the pinned solc, so the harness never runs stale bytecode.
 func TestArtifactMatchesSource(t *testing.T) {
-	root, err := repoRoot()
+	root, err := testproc.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

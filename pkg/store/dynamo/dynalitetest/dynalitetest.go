@@ -5,9 +5,10 @@
 package dynalitetest
 
 import (
+	"github.com/agent-output-verifier/verifier/internal/testproc"
+
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -55,7 +56,7 @@ func Required() bool {
 // or dynalite is missing, the test is skipped, or failed when Required.
 func Start(t testing.TB) string {
 	t.Helper()
-	root, err := repoRoot()
+	root, err := testproc.RepoRoot()
 	if err != nil {
 		t.Fatalf("dynalite: %v", err)
 	}
@@ -91,7 +92,7 @@ func unavailable(t testing.TB, msg string) {
 // Waiting for that line rather than for the port to answer makes sure the server on the port is
 // ours and not some other process that took the port first.
 func start(t testing.TB, node, cli string) (string, error) {
-	port, err := freePort()
+	port, err := testproc.FreePort()
 	if err != nil {
 		return "", err
 	}
@@ -103,7 +104,7 @@ func start(t testing.TB, node, cli string) (string, error) {
 		"--deleteTableMs", "0",
 		"--updateTableMs", "0",
 	)
-	setProcessGroup(cmd)
+	testproc.SetProcessGroup(cmd)
 	// An os.Pipe rather than cmd.StdoutPipe: Wait runs concurrently with the reader below, and
 	// Wait closes a StdoutPipe under the reader's feet.
 	stdout, w, err := os.Pipe()
@@ -111,7 +112,7 @@ func start(t testing.TB, node, cli string) (string, error) {
 		return "", fmt.Errorf("pipe stdout: %w", err)
 	}
 	cmd.Stdout = w
-	var stderr lockedBuffer
+	stderr := testproc.TailBuffer{Max: 64 << 10}
 	cmd.Stderr = &stderr
 	err = cmd.Start()
 	_ = w.Close() // the child holds its own copy
@@ -125,11 +126,11 @@ func start(t testing.TB, node, cli string) (string, error) {
 		close(exited)
 	}()
 	stop := func() {
-		killProcessGroup(cmd.Process.Pid, false)
+		testproc.KillProcessGroup(cmd.Process.Pid, false)
 		select {
 		case <-exited:
 		case <-time.After(5 * time.Second):
-			killProcessGroup(cmd.Process.Pid, true)
+			testproc.KillProcessGroup(cmd.Process.Pid, true)
 			<-exited
 		}
 	}
@@ -166,36 +167,6 @@ func start(t testing.TB, node, cli string) (string, error) {
 	return "http://" + addr, nil
 }
 
-// freePort asks the kernel for a free loopback port; dynalite cannot be told to pick one itself
-// (its --port 0 means its default, 4567).
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// repoRoot walks up from the working directory (a test runs in its package's directory) to the
-// directory holding go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("find repository root: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("find repository root: no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
 // Client returns a DynamoDB client for endpoint with dummy static credentials, built without
 // reading the machine's AWS configuration, so a test can never reach real AWS.
 func Client(endpoint string) *dynamodb.Client {
@@ -215,25 +186,4 @@ var tableSeq atomic.Int64
 func TableName(t testing.TB) string {
 	t.Helper()
 	return fmt.Sprintf("verifier-test-%d-%d", os.Getpid(), tableSeq.Add(1))
-}
-
-// lockedBuffer collects dynalite's stderr for error messages while the process may still write.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.buf.Len() < 64<<10 {
-		b.buf.Write(p)
-	}
-	return len(p), nil
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
