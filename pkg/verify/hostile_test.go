@@ -1,0 +1,108 @@
+package verify
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
+)
+
+// hangGuard bounds how long any one hostile request may take before the test calls it a hang. It
+// is a guard against unbounded work, not a speed claim: the benchmarks measure speed.
+const hangGuard = 20 * time.Second
+
+// Hostile inputs (SPEC §14): each is answered cleanly — a report or a 4xx naming the field — and
+// nothing panics, hangs or grows memory beyond a bound.
+func TestHostileInputs(t *testing.T) {
+	key := receipt.Key{Version: "h", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{3}, 32))}
+	wrap := func(schema, output string, extra ...string) string {
+		return `{"task_id":"hostile","expected_schema":` + schema + `,"submitted_output":` + output + strings.Join(extra, "") + `}`
+	}
+	longString := `"` + strings.Repeat("a", 1<<20-200) + `"`
+	bigArray := "[" + strings.TrimSuffix(strings.Repeat("1,", 100_000), ",") + "]"
+	cases := []struct {
+		name   string
+		body   string
+		status int    // 0: a report
+		field  string // for errors
+	}{
+		{"128 levels of nesting (the limit)", wrap(`{}`, strings.Repeat("[", 126)+strings.Repeat("]", 126)), 0, ""},
+		{"129 levels of nesting", wrap(`{}`, strings.Repeat("[", 128)+strings.Repeat("]", 128)), 422, "submitted_output"},
+		{"10000 levels of nesting", wrap(`{}`, strings.Repeat("[", 10000)+strings.Repeat("]", 10000)), 422, "submitted_output"},
+		{"a 1 MiB string", wrap(`{"type":"string","maxLength":10}`, longString), 0, ""},
+		{"a 1 MiB string with strict content checks", wrap(`{"type":"string","pattern":"^(a+)+$"}`, longString, `,"strict_content_check":true`), 0, ""},
+		{"100,000 elements", wrap(`{"type":"array","items":{"type":"integer","minimum":0},"uniqueItems":true}`, bigArray,
+			`,"rules":[{"type":"unique","field":"[]"},{"type":"sum_equals","field":"[]","equals":100000}]`), 0, ""},
+		{"1e400", wrap(`{}`, `1e400`), 422, "submitted_output"},
+		{"-1e400 in the schema", wrap(`{"maximum":-1e400}`, `1`), 422, "expected_schema"},
+		{"-0", wrap(`{"const":0}`, `-0`), 0, ""},
+		{"a lone surrogate", wrap(`{}`, `"\udfff"`), 422, "submitted_output"},
+		{"duplicate keys deep down", wrap(`{}`, `{"a":{"b":{"c":1,"c":2}}}`), 422, "submitted_output"},
+		{"an exponential regex against a long string", wrap(`{"pattern":"^(a|a)*(a+)+b$"}`, `"`+strings.Repeat("a", 100_000)+`"`), 0, ""},
+		{"a lookbehind pattern", wrap(`{"pattern":"(?<=a)b"}`, `"ab"`), 422, "expected_schema"},
+		{"a $ref to a URL", wrap(`{"$ref":"https://127.0.0.1:1/schema.json"}`, `1`), 422, "expected_schema"},
+		{"a $ref to a file", wrap(`{"$ref":"file:///etc/passwd"}`, `1`), 422, "expected_schema"},
+		{"a schema that references itself forever", wrap(`{"$ref":"#"}`, `{"a":{"a":{"a":1}}}`), 0, ""},
+		{"mutually recursive definitions", wrap(`{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`, `1`), 0, ""},
+		{"allOf fan-out 2^40", wrap(nestedAllOf(40), `{"x":1}`), 0, ""},
+		{"200 rules over 100,000 elements", wrap(`{}`, bigArray, `,"rules":[`+strings.TrimSuffix(strings.Repeat(`{"type":"gte","field":"[]","value":0},`, 200), ",")+`]`), 0, ""},
+		{"a number with 1000 digits", wrap(`{}`, "0."+strings.Repeat("1", 999)), 0, ""},
+		{"a number with an exponent of a billion", wrap(`{}`, "1e-1000000000"), 422, "submitted_output"},
+	}
+	eng := NewEngine(Limits{})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var before runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			done := make(chan struct{})
+			var out []byte
+			var err error
+			go func() {
+				defer close(done)
+				out, _, err = eng.Respond([]byte(c.body), testEnv, key)
+			}()
+			select {
+			case <-done:
+			case <-time.After(hangGuard):
+				t.Fatalf("no answer within %s", hangGuard)
+			}
+			var after runtime.MemStats
+			runtime.ReadMemStats(&after)
+			// Memory stays bounded: a 1 MiB body never costs more than a few hundred MiB in all.
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 512<<20 {
+				t.Errorf("allocated %d MiB for one request", grew>>20)
+			}
+			if c.status == 0 {
+				if err != nil {
+					t.Fatalf("want a report, got %v", err)
+				}
+				if err := receipt.VerifyAttestation(out, receipt.ContextVerify, []receipt.PublicKey{key.Public()}); err != nil {
+					t.Fatalf("the report's receipt does not verify: %v", err)
+				}
+				return
+			}
+			e, ok := apperr.As(err)
+			if !ok || e.Status != c.status || len(e.Fields) == 0 || e.Fields[0].Field != c.field {
+				t.Fatalf("got %v, want %d naming %s", err, c.status, c.field)
+			}
+		})
+	}
+}
+
+// nestedAllOf is a small schema whose naive evaluation doubles at every level.
+func nestedAllOf(levels int) string {
+	var b strings.Builder
+	b.WriteString(`{"$defs":{"l0":{"type":"object"}`)
+	for i := 1; i <= levels; i++ {
+		fmt.Fprintf(&b, `,"l%d":{"allOf":[{"$ref":"#/$defs/l%d"},{"$ref":"#/$defs/l%d"}]}`, i, i-1, i-1)
+	}
+	fmt.Fprintf(&b, `},"$ref":"#/$defs/l%d"}`, levels)
+	return b.String()
+}
