@@ -196,6 +196,11 @@ func isTokenChar(r rune) bool {
 	return strings.ContainsRune("!#$%&'*+-.^_`|~", r)
 }
 
+// ChecksumAddress validates an EVM address (0x + 40 hex digits; mixed case must carry a valid
+// EIP-55 checksum) and returns its EIP-55 form. Clients use it for the addresses they sign, so a
+// payee with a broken checksum is refused before anything is signed for it.
+func ChecksumAddress(s string) (string, error) { return checksumEVMAddress(s) }
+
 // checksumEVMAddress validates 0x + 40 hex digits and returns the EIP-55 checksummed form. An
 // address in one case (all lower or all upper) carries no checksum and is accepted; a mixed-case
 // address must have a valid checksum, since a wrong one means a typo and payments to a stranger.
@@ -215,10 +220,10 @@ func checksumEVMAddress(s string) (string, error) {
 }
 
 // eip55 is the checksummed form of 40 hex digits: each letter is upper case where the matching
-// nibble of keccak256(lower-case hex) is 8 or more.
+// nibble of Keccak256(lower-case hex) is 8 or more.
 func eip55(h string) string {
 	lower := strings.ToLower(h)
-	hash := keccak256([]byte(lower))
+	hash := Keccak256([]byte(lower))
 	out := []byte("0x" + lower)
 	for i := 0; i < 40; i++ {
 		nibble := hash[i/2] >> 4

@@ -79,9 +79,9 @@ func TestKeccak256(t *testing.T) {
 		strings.Repeat("a", 136): "a6c4d403279fe3e0af03729caada8374b5ca54d8065329a3ebcaeb4b60aa386e",
 		strings.Repeat("a", 300): "5b7e0e47a96f32a88b4f14ca177982790807c40e1a105742ba0fc1babe1ef826",
 	} {
-		got := keccak256([]byte(in))
+		got := Keccak256([]byte(in))
 		if hex.EncodeToString(got[:]) != want {
-			t.Errorf("keccak256(%d bytes) = %x, want %s", len(in), got, want)
+			t.Errorf("Keccak256(%d bytes) = %x, want %s", len(in), got, want)
 		}
 	}
 }

@@ -94,6 +94,12 @@ func decodeHeader(h string, v any) error {
 	if err != nil {
 		return malformed("not standard base64")
 	}
+	return decodeObject(raw, v)
+}
+
+// decodeObject reads raw, which must be exactly one JSON object, into v, keeping numbers as
+// json.Number.
+func decodeObject(raw []byte, v any) error {
 	// Only objects: null or a bare value would decode into zero values that merely look valid.
 	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		return malformed("not a JSON object")

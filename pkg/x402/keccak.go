@@ -5,10 +5,13 @@ import (
 	"math/bits"
 )
 
-// keccak256 is the original Keccak-256 (padding 0x01, not SHA3-256's 0x06), which Ethereum uses
-// for EIP-55 address checksums. The standard library has only SHA3, and one small function does
-// not justify a dependency; it is checked against published vectors in keccak_test.go.
-func keccak256(data []byte) [32]byte {
+// Keccak256 is the original Keccak-256 (padding 0x01, not SHA3-256's 0x06), Ethereum's hash: it
+// makes EIP-55 address checksums here and, in pkg/client, EIP-712 digests and addresses. It is the
+// project's one Keccak. The standard library has only SHA3, and one small function does not
+// justify a dependency; it is checked against viem's vectors (TestKeccak256, including inputs
+// that straddle the 136-byte rate), and every payment pkg/client signs with it is checked by the
+// @x402/evm facilitator in the tests. It hashes public data only, so it need not be constant-time.
+func Keccak256(data []byte) [32]byte {
 	const rate = 136 // bytes: 1600-bit state minus 2*256-bit capacity
 	var a [25]uint64
 	for len(data) >= rate {

@@ -27,6 +27,23 @@ func USDToAtomic(usd string) (string, error) {
 	return atomic, nil
 }
 
+// AtomicToUSD is the inverse of USDToAtomic: USDC atomic units ("20000") as a plain USD decimal
+// ("0.02"), exactly, without trailing zeros in the fraction. Anything but plain digits is an error.
+func AtomicToUSD(atomic string) (string, error) {
+	if atomic == "" || len(atomic) > maxPriceLen || !allDigits(atomic) {
+		return "", errors.New("amount must be a whole number of USDC atomic units such as 20000")
+	}
+	atomic = strings.TrimLeft(atomic, "0")
+	if len(atomic) <= usdcDecimals {
+		atomic = strings.Repeat("0", usdcDecimals-len(atomic)+1) + atomic
+	}
+	whole, frac := atomic[:len(atomic)-usdcDecimals], strings.TrimRight(atomic[len(atomic)-usdcDecimals:], "0")
+	if frac == "" {
+		return whole, nil
+	}
+	return whole + "." + frac, nil
+}
+
 func allDigits(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {

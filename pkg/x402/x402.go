@@ -165,3 +165,16 @@ func lookupNetwork(id string) (network, bool) {
 	}
 	return network{}, false
 }
+
+// USDC returns the USDC asset (the token contract on EVM, the mint on Solana) of a network this
+// package knows, and whether it knows the network. A client prices a requirement with it: an
+// amount of a network's USDC is that many millionths of a dollar (USDCDecimals), while an asset
+// it does not list cannot be priced and so should not be paid under a cap in dollars.
+func USDC(network string) (asset string, ok bool) {
+	n, ok := lookupNetwork(network)
+	return n.asset, ok
+}
+
+// USDCDecimals is USDC's number of decimals on every network USDC reports: an atomic unit is a
+// millionth of a dollar.
+const USDCDecimals = usdcDecimals

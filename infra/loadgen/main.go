@@ -1,0 +1,359 @@
+// Command loadgen drives a local verifier server on loopback with a realistic mix of requests and
+// prints throughput and latency percentiles. It starts the server itself (bin/verifier serve) with
+// a generous free allowance and a stub facilitator, so that both the free and the paid paths are
+// exercised without a chain: the stub accepts every payment, which measures the server's own cost
+// of the paid path, not a facilitator's.
+//
+//	go run ./infra/loadgen -bin bin/verifier -duration 10s -conns 32
+//
+// Phase 1 is closed-loop (conns workers, each sending as fast as answers come) and finds the
+// maximum throughput; phase 2 sends at half that rate, open-loop, and reports the latency a
+// client sees at that load.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agent-output-verifier/verifier/internal/testproc"
+)
+
+func main() {
+	bin := flag.String("bin", "bin/verifier", "the verifier binary to serve")
+	duration := flag.Duration("duration", 10*time.Second, "length of each phase")
+	conns := flag.Int("conns", 32, "concurrent keep-alive connections in the closed-loop phase")
+	paidShare := flag.Float64("paid", 0.1, "share of requests sent with a payment")
+	freshShare := flag.Float64("fresh", 0.05, "share of requests with a schema never seen before")
+	out := flag.String("out", "", "also write the report (Markdown) to this file")
+	flag.Parse()
+	if err := run(*bin, *duration, *conns, *paidShare, *freshShare, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}
+
+func run(bin string, duration time.Duration, conns int, paidShare, freshShare float64, out string) error {
+	fac, err := startStubFacilitator()
+	if err != nil {
+		return err
+	}
+	defer fac.Close()
+	base, stop, err := startServer(bin, "http://"+fac.Addr().String())
+	if err != nil {
+		return err
+	}
+	defer stop()
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: conns * 2, MaxIdleConnsPerHost: conns * 2, IdleConnTimeout: time.Minute}}
+	accepted, err := requirement(client, base)
+	if err != nil {
+		return err
+	}
+	gen := newGenerator(accepted, paidShare, freshShare)
+
+	// Warm-up: compile the schema pool, fill connection pools.
+	closedLoop(client, base, gen, conns, 2*time.Second)
+	max := closedLoop(client, base, gen, conns, duration)
+	rate := max.throughput() / 2
+	half := openLoop(client, base, gen, rate, duration)
+
+	report := fmt.Sprintf(`## Load (local server on loopback, one run)
+
+Mix: %.0f%% paid (stub facilitator), %.0f%% fresh schemas, the rest from a pool of %d repeated schemas;
+1–200 line items (mostly small); about a third of the outputs fail a rule.
+
+| phase | requests | errors | throughput | p50 | p90 | p99 | max |
+|---|---|---|---|---|---|---|---|
+| closed loop, %d connections | %d | %d | %.0f/s | %s | %s | %s | %s |
+| open loop at half that rate (%.0f/s) | %d | %d | %.0f/s | %s | %s | %s | %s |
+`, paidShare*100, freshShare*100, len(gen.schemas), conns,
+		max.n, max.errors, max.throughput(), ms(max.pct(50)), ms(max.pct(90)), ms(max.pct(99)), ms(max.pct(100)),
+		rate, half.n, half.errors, half.throughput(), ms(half.pct(50)), ms(half.pct(90)), ms(half.pct(99)), ms(half.pct(100)))
+	fmt.Print(report)
+	if out != "" {
+		return os.WriteFile(out, []byte(report), 0o644)
+	}
+	return nil
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+// result collects latencies of one phase.
+type result struct {
+	n, errors int
+	elapsed   time.Duration
+	lat       []time.Duration
+}
+
+func (r *result) throughput() float64 { return float64(r.n) / r.elapsed.Seconds() }
+
+func (r *result) pct(p int) time.Duration {
+	if len(r.lat) == 0 {
+		return 0
+	}
+	slices.Sort(r.lat)
+	i := (len(r.lat) - 1) * p / 100
+	return r.lat[i]
+}
+
+type recorder struct {
+	mu  sync.Mutex
+	lat []time.Duration
+	n   atomic.Int64
+	bad atomic.Int64
+}
+
+func (rec *recorder) send(client *http.Client, base string, gen *generator) {
+	path, body, hdr := gen.next()
+	req, _ := http.NewRequest(http.MethodPost, base+path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	d := time.Since(start)
+	rec.n.Add(1)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		rec.bad.Add(1)
+	}
+	rec.mu.Lock()
+	rec.lat = append(rec.lat, d)
+	rec.mu.Unlock()
+}
+
+func (rec *recorder) result(elapsed time.Duration) *result {
+	return &result{n: int(rec.n.Load()), errors: int(rec.bad.Load()), elapsed: elapsed, lat: rec.lat}
+}
+
+func closedLoop(client *http.Client, base string, gen *generator, conns int, d time.Duration) *result {
+	var rec recorder
+	deadline := time.Now().Add(d)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				rec.send(client, base, gen)
+			}
+		}()
+	}
+	wg.Wait()
+	return rec.result(time.Since(start))
+}
+
+// openLoop sends at a fixed rate whatever the answers do, so queueing shows in the latencies.
+func openLoop(client *http.Client, base string, gen *generator, rate float64, d time.Duration) *result {
+	var rec recorder
+	interval := time.Duration(float64(time.Second) / rate)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; ; i++ {
+		at := start.Add(time.Duration(i) * interval)
+		if at.Sub(start) >= d {
+			break
+		}
+		time.Sleep(time.Until(at))
+		wg.Add(1)
+		go func() { defer wg.Done(); rec.send(client, base, gen) }()
+	}
+	wg.Wait()
+	return rec.result(time.Since(start))
+}
+
+// generator makes the request mix.
+type generator struct {
+	schemas    []map[string]any
+	accepted   json.RawMessage
+	paidShare  float64
+	freshShare float64
+	seq        atomic.Int64
+}
+
+func newGenerator(accepted json.RawMessage, paidShare, freshShare float64) *generator {
+	g := &generator{accepted: accepted, paidShare: paidShare, freshShare: freshShare}
+	for i := range 20 {
+		g.schemas = append(g.schemas, invoiceSchema(fmt.Sprintf("pool-%d", i)))
+	}
+	return g
+}
+
+func invoiceSchema(title string) map[string]any {
+	return map[string]any{
+		"title": title, "type": "object", "required": []any{"invoice_id", "currency", "line_items", "total"},
+		"properties": map[string]any{
+			"invoice_id": map[string]any{"type": "string", "pattern": "^INV-[0-9]{4}$"},
+			"currency":   map[string]any{"enum": []any{"USD", "EUR"}},
+			"line_items": map[string]any{"type": "array", "minItems": 1, "items": map[string]any{
+				"type": "object", "required": []any{"sku", "qty", "line_total"},
+				"properties": map[string]any{
+					"sku":        map[string]any{"type": "string"},
+					"qty":        map[string]any{"type": "integer", "minimum": 1},
+					"line_total": map[string]any{"type": "number", "minimum": 0},
+				}}},
+			"total": map[string]any{"type": "number"},
+		},
+	}
+}
+
+func (g *generator) next() (string, []byte, map[string]string) {
+	n := g.seq.Add(1)
+	schema := g.schemas[mrand.IntN(len(g.schemas))]
+	if mrand.Float64() < g.freshShare {
+		schema = invoiceSchema(fmt.Sprintf("fresh-%d", n))
+	}
+	items := 1 + int(mrand.ExpFloat64()*8)
+	if items > 200 {
+		items = 200
+	}
+	lines := make([]any, items)
+	total := 0
+	for i := range lines {
+		cents := 100 + mrand.IntN(10000)
+		total += cents
+		lines[i] = map[string]any{"sku": fmt.Sprintf("SKU-%d", i), "qty": 1 + mrand.IntN(5), "line_total": json.Number(fmt.Sprintf("%d.%02d", cents/100, cents%100))}
+	}
+	if mrand.IntN(3) == 0 {
+		total += 500 // a third of the invoices do not add up
+	}
+	body, _ := json.Marshal(map[string]any{
+		"task_id": fmt.Sprintf("load-%d", n), "agent_id": fmt.Sprintf("load-agent-%d", n%50),
+		"expected_schema": schema,
+		"submitted_output": map[string]any{"invoice_id": "INV-1234", "currency": "USD", "line_items": lines,
+			"total": json.Number(fmt.Sprintf("%d.%02d", total/100, total%100))},
+		"rules":         []any{map[string]any{"type": "sum_equals", "field": "line_items[].line_total", "equals_field": "total"}},
+		"enforce_rules": true,
+	})
+	path := "/verify/schema"
+	if n%2 == 0 {
+		path = "/verify/deliverable"
+	}
+	if mrand.Float64() < g.paidShare {
+		return path, body, map[string]string{"PAYMENT-SIGNATURE": g.payment()}
+	}
+	return path, body, nil
+}
+
+// payment is a structurally valid EVM exact payment with a fresh nonce; the stub facilitator
+// accepts it.
+func (g *generator) payment() string {
+	nonce := make([]byte, 32)
+	rand.Read(nonce)
+	var acc map[string]any
+	json.Unmarshal(g.accepted, &acc)
+	p, _ := json.Marshal(map[string]any{
+		"x402Version": 2, "accepted": acc,
+		"payload": map[string]any{
+			"signature": "0x" + hex.EncodeToString(make([]byte, 65)),
+			"authorization": map[string]any{"from": "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", "to": acc["payTo"],
+				"value": acc["amount"], "validAfter": "0", "validBefore": "9999999999", "nonce": "0x" + hex.EncodeToString(nonce)},
+		},
+	})
+	return base64.StdEncoding.EncodeToString(p)
+}
+
+// requirement fetches the server's own payment requirement from the discovery probe.
+func requirement(client *http.Client, base string) (json.RawMessage, error) {
+	resp, err := client.Post(base+"/verify/schema", "application/json", nil)
+	if err != nil {
+		return nil, fmt.Errorf("probe: %w", err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	raw, err := base64.StdEncoding.DecodeString(resp.Header.Get("PAYMENT-REQUIRED"))
+	if err != nil {
+		return nil, fmt.Errorf("probe: no PAYMENT-REQUIRED header (status %d)", resp.StatusCode)
+	}
+	var pr struct{ Accepts []json.RawMessage }
+	if err := json.Unmarshal(raw, &pr); err != nil || len(pr.Accepts) == 0 {
+		return nil, fmt.Errorf("probe: no accepts")
+	}
+	return pr.Accepts[0], nil
+}
+
+// startStubFacilitator answers /verify and /settle with success on 127.0.0.1.
+func startStubFacilitator() (net.Listener, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/verify", func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, `{"isValid":true,"payer":"0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"}`)
+	})
+	mux.HandleFunc("/settle", func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, `{"success":true,"payer":"0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266","transaction":"0x`+hex.EncodeToString(make([]byte, 32))+`","network":"eip155:8453"}`)
+	})
+	go http.Serve(ln, mux)
+	return ln, nil
+}
+
+// startServer runs `verifier serve` on a free loopback port with a fresh data directory.
+func startServer(bin, facilitator string) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "loadgen-")
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"))
+	cmd.Env = append(os.Environ(), "VERIFIER_FREE_CALLS_PER_DAY=1000000000", "X402_FACILITATOR_URL="+facilitator,
+		"X402_PAY_TO_EVM=0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC", "X402_NETWORKS=eip155:8453",
+		"AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+	testproc.SetProcessGroup(cmd)
+	cmd.Stderr = io.Discard
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	stop := func() {
+		testproc.KillProcessGroup(cmd.Process.Pid, false)
+		cmd.Wait()
+		os.RemoveAll(dir)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	lines := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		lines <- line
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case line := <-lines:
+		m := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)`).FindStringSubmatch(line)
+		if m == nil {
+			stop()
+			return "", nil, fmt.Errorf("server did not start: %q", line)
+		}
+		return m[1], stop, nil
+	case <-ctx.Done():
+		stop()
+		return "", nil, fmt.Errorf("server did not start in time")
+	}
+}
