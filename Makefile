@@ -24,6 +24,9 @@ fuzz:
 	$(GO) test ./pkg/verify -run '^$$' -fuzz '^FuzzParsePath$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/verify -run '^$$' -fuzz '^FuzzSchemaCheck$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/receipt -run '^$$' -fuzz '^FuzzCanonicalEqual$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./pkg/x402 -run '^$$' -fuzz '^FuzzDecodePaymentPayload$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./pkg/client -run '^$$' -fuzz '^FuzzReadAnswer$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./pkg/reputation -run '^$$' -fuzz '^FuzzUnmarshalAggregate$$' -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
@@ -40,7 +43,7 @@ clean:
 # --- Lambda: SAM's build targets, local builds, the Runtime Interface Emulator (template.yaml) ---
 
 # LAMBDAS are the function groups under functions/; `make build` builds each for LAMBDA_ARCH.
-LAMBDAS     := verify wellknown
+LAMBDAS     := verify wellknown mcp score
 LAMBDA_ARCH ?= arm64
 # TOOLS holds the Go tools the tests run, installed at pinned versions by `make tools`.
 TOOLS       := $(CURDIR)/$(BIN)/tools
@@ -53,7 +56,7 @@ EVENT       ?= events/verify-pass.json
 # lambda_build builds functions/$(1) for linux/$(2) into $(3): static, no RPC shim, stripped.
 lambda_build = GOOS=linux GOARCH=$(2) CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -tags lambda.norpc -ldflags '$(LDFLAGS)' -o $(3) ./functions/$(1)
 
-.PHONY: build build-VerifyFunction build-WellKnownFunction invoke
+.PHONY: build build-VerifyFunction build-WellKnownFunction build-McpFunction build-ScoreFunction invoke
 
 # `sam build` (BuildMethod: makefile) runs build-<LogicalId> with ARTIFACTS_DIR set.
 build-VerifyFunction:
@@ -63,6 +66,14 @@ build-VerifyFunction:
 build-WellKnownFunction:
 	@test -n "$(ARTIFACTS_DIR)" || { echo "ARTIFACTS_DIR is not set: sam build sets it; use make build here"; exit 2; }
 	$(call lambda_build,wellknown,arm64,$(ARTIFACTS_DIR)/bootstrap)
+
+build-McpFunction:
+	@test -n "$(ARTIFACTS_DIR)" || { echo "ARTIFACTS_DIR is not set: sam build sets it; use make build here"; exit 2; }
+	$(call lambda_build,mcp,arm64,$(ARTIFACTS_DIR)/bootstrap)
+
+build-ScoreFunction:
+	@test -n "$(ARTIFACTS_DIR)" || { echo "ARTIFACTS_DIR is not set: sam build sets it; use make build here"; exit 2; }
+	$(call lambda_build,score,arm64,$(ARTIFACTS_DIR)/bootstrap)
 
 build:
 	@set -e; for fn in $(LAMBDAS); do \
@@ -85,7 +96,7 @@ invoke: tools
 
 # --- npm tool sets the tests start (dynalite, ...), installed from their lock files ---
 
-NPM_DIRS := infra/dynalite infra/x402
+NPM_DIRS := infra/dynalite infra/x402 infra/mcp
 npm: $(NPM_DIRS:%=%/node_modules/.installed)
 unit: npm
 

@@ -1,6 +1,7 @@
 // Command verifier is the Agent Output Verifier's command line: it checks requests locally
-// (`check`), verifies receipts offline (`receipt verify`), makes signing keys (`keygen`) and, in
-// later commands, serves every route on one machine.
+// (`check`), verifies receipts offline (`receipt verify`), makes signing keys (`keygen`), serves
+// every route on one machine (`serve`) and calls a running service, checking and paying
+// (`remote`).
 package main
 
 import (
@@ -22,6 +23,9 @@ const usage = `usage:
   verifier check [--key FILE] [--detail full|compact] REQUEST.json|-
   verifier receipt verify (--key BASE64 | --card FILE_OR_URL) [--context verify|score|reputation] [--request REQUEST.json] RECEIPT.json|-
   verifier keygen (--out FILE [--kms-key-id ID] | --secret NAME) [--version V]
+  verifier remote (verify|deliverable) --url URL [--pay-key FILE] [--max-price USD] [--timeout D] REQUEST.json|-
+  verifier remote score --url URL [--pay-key FILE] [--max-price USD] AGENT_ID
+  verifier remote reputation --url URL [--limit N] [--cursor C] AGENT_ID
 `
 
 func main() {
@@ -46,6 +50,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runServe(args[1:], stdout, stderr)
 	case "keygen":
 		return runKeygen(args[1:], stdout, stderr)
+	case "remote":
+		return runRemote(args[1:], stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

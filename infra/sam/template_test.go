@@ -26,6 +26,7 @@ import (
 
 	"github.com/agent-output-verifier/verifier/pkg/config"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
+	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
 )
 
 // root is the module root, where template.yaml, the Makefile and events/ live.
@@ -36,6 +37,8 @@ const root = "../.."
 var handlers = map[string]func(*httpapi.Service) http.Handler{
 	"VerifyFunction":    (*httpapi.Service).VerifyHandler,
 	"WellKnownFunction": (*httpapi.Service).WellKnownHandler,
+	"McpFunction":       mcpserver.Handler,
+	"ScoreFunction":     (*httpapi.Service).ScoreHandler,
 }
 
 // defaultRoute is the API Gateway route that catches every path no other route names.

@@ -20,9 +20,11 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/app"
 	"github.com/agent-output-verifier/verifier/pkg/config"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
+	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
 )
 
-// server is the local server, built exactly as `verifier serve` builds it, on a loopback port.
+// server is the local server, built exactly as `verifier serve` builds it (MCP included), on a
+// loopback port.
 type server struct {
 	URL string
 	svc *httpapi.Service
@@ -45,7 +47,7 @@ func startServer(t *testing.T, env map[string]string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: svc.Handler()}
+	srv := &http.Server{Handler: svc.Handler(mcpserver.New(svc).Mount)}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close(); closeStore() })
 	return &server{URL: base, svc: svc}

@@ -25,6 +25,7 @@ import (
 	"github.com/agent-output-verifier/verifier/internal/lambdatest"
 	"github.com/agent-output-verifier/verifier/pkg/app"
 	"github.com/agent-output-verifier/verifier/pkg/config"
+	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
 
@@ -99,6 +100,13 @@ var cases = []eventCase{
 			t.Errorf("code = %v, want not_found", body["code"])
 		}
 	}},
+	{"reputation-no-data.json", "verify", 200, noData},
+	{"score-no-data.json", "score", 200, func(t *testing.T, body map[string]any, pub string) {
+		noData(t, body, pub)
+		if body["score"] != nil || body["method"] == nil {
+			t.Errorf("score = %v, method %v; want null and the formula's name", body["score"], body["method"])
+		}
+	}},
 	{"health.json", "wellknown", 200, func(t *testing.T, body map[string]any, _ string) {
 		if body["status"] != "ok" || body["key_version"] != keyVersion {
 			t.Errorf("health = %v, want ok with key version %s", body, keyVersion)
@@ -114,11 +122,49 @@ var cases = []eventCase{
 			t.Errorf("url = %v, want %s", body["url"], baseURL)
 		}
 	}},
+	{"mcp-tools-list.json", "mcp", 200, func(t *testing.T, body map[string]any, _ string) {
+		res, _ := body["result"].(map[string]any)
+		var names []string
+		for _, tool := range asList(res["tools"]) {
+			names = append(names, fmt.Sprint(tool.(map[string]any)["name"]))
+		}
+		if !slices.Equal(names, []string{"get_verification_record", "verify_schema"}) { // listed by name
+			t.Errorf("tools = %v, want verify_schema and get_verification_record", names)
+		}
+	}},
+	{"mcp-verify-fail.json", "mcp", 200, func(t *testing.T, body map[string]any, pub string) {
+		res, _ := body["result"].(map[string]any)
+		doc, _ := res["structuredContent"].(map[string]any)
+		if res["isError"] != nil || doc["result"] != "fail" {
+			t.Errorf("result = %v, want the seed draft's fail", res)
+		}
+		// The MCP answer is the signed REST answer.
+		signed, _ := json.Marshal(doc)
+		key, _ := base64.StdEncoding.DecodeString(pub)
+		if err := receipt.VerifyAttestation(signed, receipt.ContextVerify, []receipt.PublicKey{{Version: keyVersion, Key: key}}); err != nil {
+			t.Errorf("the MCP answer does not verify: %v", err)
+		}
+	}},
 	{"index-json.json", "wellknown", 200, func(t *testing.T, body map[string]any, _ string) {
 		if routes, _ := body["routes"].([]any); len(routes) == 0 {
 			t.Errorf("index has no routes: %v", body)
 		}
 	}},
+}
+
+// noData checks the free signed answer of /score and /reputation for an agent nothing was recorded
+// for.
+func noData(t *testing.T, body map[string]any, _ string) {
+	if body["reason"] != "no_data" || body["attestation"] == nil {
+		t.Errorf("answer = %v, want reason no_data and an attestation", body)
+	}
+}
+
+// contexts are the attestation contexts of the routes that sign what they answer (SPEC §6).
+var contexts = map[string]string{
+	"/verify/":     receipt.ContextVerify,
+	"/score/":      receipt.ContextScore,
+	"/reputation/": receipt.ContextReputation,
 }
 
 func root(t *testing.T) string {
@@ -160,6 +206,17 @@ func TestEveryEventIsTested(t *testing.T) {
 	}
 }
 
+// routedPath is rawPath with each path parameter's value put back as its {name}, the form the
+// route key names it in ("/score/{agent_id}").
+func routedPath(rawPath string, params map[string]string) string {
+	for name, value := range params {
+		if strings.HasSuffix(rawPath, "/"+value) {
+			rawPath = strings.TrimSuffix(rawPath, value) + "{" + name + "}"
+		}
+	}
+	return rawPath
+}
+
 // TestEventsAreHTTPAPIv2 checks each event has the shape API Gateway gives an HTTP API v2 Lambda
 // integration, so `sam local invoke -e` and the emulator see what production sees.
 func TestEventsAreHTTPAPIv2(t *testing.T) {
@@ -172,8 +229,8 @@ func TestEventsAreHTTPAPIv2(t *testing.T) {
 				t.Errorf("version %q, want 2.0", ev.Version)
 			case ev.RouteKey != ev.RequestContext.RouteKey:
 				t.Errorf("routeKey %q but requestContext.routeKey %q", ev.RouteKey, ev.RequestContext.RouteKey)
-			case ev.RouteKey != "ANY "+ev.RawPath && ev.RouteKey != "$default":
-				t.Errorf("routeKey %q does not route rawPath %q", ev.RouteKey, ev.RawPath)
+			case ev.RouteKey != "ANY "+routedPath(ev.RawPath, ev.PathParameters) && ev.RouteKey != "$default":
+				t.Errorf("routeKey %q does not route rawPath %q (path parameters %v)", ev.RouteKey, ev.RawPath, ev.PathParameters)
 			case h.Path != ev.RawPath || h.Method == "" || h.Protocol == "" || h.UserAgent == "":
 				t.Errorf("requestContext.http %+v does not describe the request", h)
 			case h.SourceIP != sourceIP:
@@ -278,7 +335,7 @@ func TestLambdaMatchesLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeStore() })
-	local := svc.Handler()
+	local := svc.Handler(mcpserver.New(svc).Mount)
 
 	// The emulator serves one invocation at a time, so the cases run in order.
 	for _, c := range cases {
@@ -300,9 +357,16 @@ func TestLambdaMatchesLocal(t *testing.T) {
 			c.check(t, lam.json(t), pub)
 			// The comparison below leaves the signature out, so check it here: the Lambda's
 			// receipt verifies under the key it was given and binds the request it was sent.
-			if c.fn == "verify" && lam.status == http.StatusOK {
+			if strings.HasPrefix(ev.RawPath, "/verify/") && lam.status == http.StatusOK {
 				if err := receipt.VerifyReceipt(lam.body, []receipt.PublicKey{key.Public()}, []byte(ev.Body)); err != nil {
 					t.Errorf("the Lambda's receipt does not verify: %v", err)
+				}
+			}
+			for prefix, ctx := range contexts {
+				if strings.HasPrefix(ev.RawPath, prefix) && lam.status == http.StatusOK {
+					if err := receipt.VerifyAttestation(lam.body, ctx, []receipt.PublicKey{key.Public()}); err != nil {
+						t.Errorf("the Lambda's answer does not verify under %s: %v", ctx, err)
+					}
 				}
 			}
 
@@ -377,13 +441,46 @@ func comparableHeaders(h http.Header) http.Header {
 }
 
 // volatile are the fields that differ between any two runs of the same request: the
-// verification id, the times, and the signature over them.
-var volatile = []string{"verification_id", "verified_at", "attestation.signature", "attestation.timestamp"}
+// verification id, the times (computed_at of a score), and the signature over them.
+var volatile = []string{"verification_id", "verified_at", "computed_at", "attestation.signature", "attestation.timestamp"}
 
 // stable is the body with the volatile fields removed.
 func stable(t *testing.T, a answer) map[string]any {
 	t.Helper()
 	m := a.json(t)
+	dropVolatile(m)
+	// An MCP answer carries the document in result.structuredContent and, as JSON text, in
+	// result.content.
+	if res, ok := m["result"].(map[string]any); ok && m["jsonrpc"] != nil {
+		if doc, ok := res["structuredContent"].(map[string]any); ok {
+			dropVolatile(doc)
+		}
+		// Each function here has a store of its own while the local server has one for all
+		// events, so the free calls left differ by design.
+		if meta, ok := res["_meta"].(map[string]any); ok {
+			if fa, ok := meta["free_allowance"].(map[string]any); ok {
+				delete(fa, "remaining")
+			}
+		}
+		for _, c := range asList(res["content"]) {
+			block, _ := c.(map[string]any)
+			var doc map[string]any
+			if text, ok := block["text"].(string); ok && json.Unmarshal([]byte(text), &doc) == nil {
+				dropVolatile(doc)
+				block["text"] = doc
+			}
+		}
+	}
+	return m
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+// dropVolatile deletes the volatile fields of one document.
+func dropVolatile(m map[string]any) {
 	for _, path := range volatile {
 		parent, field := m, path
 		if before, after, nested := strings.Cut(path, "."); nested {
@@ -392,7 +489,6 @@ func stable(t *testing.T, a answer) map[string]any {
 		}
 		delete(parent, field)
 	}
-	return m
 }
 
 func strs(v any) []string {

@@ -42,6 +42,7 @@ type Store interface {
 	httpapi.Recorder
 	httpapi.Pinger
 	httpapi.Allowance
+	httpapi.ReputationReader
 	Close() error
 }
 
@@ -97,12 +98,13 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*httpapi.Servic
 		payer = p
 	}
 	svc := &httpapi.Service{
-		Engine:    verify.NewEngine(verify.Limits{MaxBody: cfg.MaxBody}),
-		Keys:      ring,
-		BaseURL:   cfg.BaseURL,
-		Store:     st,
-		Allowance: st,
-		Payer:     payer,
+		Engine:     verify.NewEngine(verify.Limits{MaxBody: cfg.MaxBody}),
+		Keys:       ring,
+		BaseURL:    cfg.BaseURL,
+		Store:      st,
+		Allowance:  st,
+		Reputation: st,
+		Payer:      payer,
 		Pricing: httpapi.Pricing{FreeCallsPerDay: cfg.FreeCallsPerDay, FreeMaxBody: cfg.FreeMaxBody,
 			PriceVerify: cfg.PriceVerify, PriceScore: cfg.PriceScore},
 		Log:              log,

@@ -20,6 +20,7 @@ const (
 	PayloadTooLarge    Code = "payload_too_large"
 	NotFound           Code = "not_found"
 	MethodNotAllowed   Code = "method_not_allowed"
+	Forbidden          Code = "forbidden"
 	RateLimited        Code = "rate_limited"
 	Internal           Code = "internal_error"
 	Unavailable        Code = "service_unavailable"
@@ -43,6 +44,7 @@ var codeTable = map[Code]struct {
 	PayloadTooLarge:    {413, false},
 	NotFound:           {404, false},
 	MethodNotAllowed:   {405, false},
+	Forbidden:          {403, false},
 	RateLimited:        {429, true},
 	Internal:           {500, true},
 	Unavailable:        {503, true},
@@ -59,7 +61,7 @@ var codeTable = map[Code]struct {
 
 // Codes lists every code in a stable order, for documents that enumerate them.
 func Codes() []Code {
-	return []Code{InvalidRequest, PayloadTooLarge, NotFound, MethodNotAllowed, RateLimited, Internal,
+	return []Code{InvalidRequest, PayloadTooLarge, NotFound, MethodNotAllowed, Forbidden, RateLimited, Internal,
 		Unavailable, DeadlineExceeded, PaymentRequired, FreeTrialExhausted, PaymentInvalid,
 		PaymentMismatch, PaymentVerifyFail, PaymentReplayed, PaymentSettleFail, FacilitatorDown}
 }

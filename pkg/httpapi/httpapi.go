@@ -48,6 +48,9 @@ type Service struct {
 	// Allowance counts free calls and reserves payments; nil disables both (hand-built services
 	// in tools and tests only: every deployment sets it).
 	Allowance Allowance
+	// Reputation reads agents' histories and aggregates for /reputation and /score; nil answers
+	// every lookup with no_data (hand-built services in tools and tests only).
+	Reputation ReputationReader
 	// Payer builds payment requirements and talks to the facilitator; nil runs free-only (§8.6).
 	Payer            Payer
 	Pricing          Pricing
@@ -124,15 +127,22 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Write(body)
 }
 
+// PublicError is what a caller may see of err, over any transport: err itself when it is an
+// *apperr.Error, otherwise a generic retryable internal error, with the cause logged under route.
+func (s *Service) PublicError(route string, err error) *apperr.Error {
+	if e, ok := apperr.As(err); ok {
+		return e
+	}
+	s.log().Error("internal error", "route", route, "err", err.Error())
+	e := apperr.New(apperr.Internal, "The request could not be completed. Nothing was charged; try again.")
+	e.RetryAfter = 1
+	return e
+}
+
 // WriteError writes err in the §7 envelope. Errors that are not *apperr.Error are internal: the
 // caller gets a generic 500 and the log gets the cause.
 func (s *Service) WriteError(w http.ResponseWriter, r *http.Request, err error) {
-	e, ok := apperr.As(err)
-	if !ok {
-		s.log().Error("internal error", "route", r.URL.Path, "err", err.Error())
-		e = apperr.New(apperr.Internal, "The request could not be completed. Nothing was charged; try again.")
-		e.RetryAfter = 1
-	}
+	e := s.PublicError(r.URL.Path, err)
 	if e.Retryable && e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}

@@ -145,16 +145,23 @@ func (s *Service) ConsumeFree(ctx context.Context, client string) (granted bool,
 	return granted, remaining, nil
 }
 
+// FreeOnlyExhausted is the answer past the allowance of a deployment that takes no payments
+// (SPEC §8.6): free_trial_exhausted as a retryable 429 until the next UTC midnight, instead of
+// an unpayable 402.
+func (s *Service) FreeOnlyExhausted(message string) *apperr.Error {
+	e := apperr.New(apperr.FreeTrialExhausted, message)
+	e.Status, e.Retryable = http.StatusTooManyRequests, true
+	_, midnight := day(s.now())
+	e.RetryAfter = max(int(midnight.Sub(s.now()).Seconds()), 1)
+	return e
+}
+
 // writePaymentRequired answers 402 with the PAYMENT-REQUIRED header and a body that repeats it and
 // adds the caller's free allowance state and a machine code. In free-only mode (no payee), the
 // exhausted allowance is a 429 instead, since nothing could be paid.
 func (s *Service) writePaymentRequired(w http.ResponseWriter, r *http.Request, code apperr.Code, message string, ft map[string]any, settlement *x402.SettleResponse) {
 	if s.Payer == nil && code != apperr.PaymentRequired {
-		e := apperr.New(apperr.FreeTrialExhausted, message)
-		e.Status, e.Retryable = http.StatusTooManyRequests, true
-		_, midnight := day(s.now())
-		e.RetryAfter = max(int(midnight.Sub(s.now()).Seconds()), 1)
-		s.WriteError(w, r, e)
+		s.WriteError(w, r, s.FreeOnlyExhausted(message))
 		return
 	}
 	pr, err := s.paymentRequired(r.Context(), r.URL.Path, message)

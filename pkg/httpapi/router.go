@@ -141,6 +141,10 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController reach the connection's writer (to flush a streamed
+// answer, such as an MCP event stream).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 var errPanic = apperr.New(apperr.Internal, "The request could not be completed. Nothing was charged; try again.")
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

@@ -32,6 +32,9 @@ func Routes() []RouteInfo {
 	return []RouteInfo{
 		{"POST", "/verify/schema", "Verify an agent's JSON output against a JSON Schema and rules; signed receipt.", "free allowance, then paid"},
 		{"POST", "/verify/deliverable", "The same check under another name, byte-identical behaviour.", "shares the allowance"},
+		{"GET", "/score/{agent_id}", "Signed trust score of an agent from its verification record; a signed no_data answer for unknown and test- ids.", "paid when a score exists; no_data free"},
+		{"GET", "/reputation/{agent_id}", "An agent's signed pass/fail history, newest first (?limit=50&cursor=...).", "free"},
+		{"POST", "/mcp", "MCP Streamable HTTP (stateless, JSON responses): tools verify_schema and get_verification_record.", "as their REST twins"},
 		{"GET", "/health", "Liveness, version and key version.", "free"},
 		{"GET", "/.well-known/agent-card.json", "Agent card with the public keys that sign receipts.", "free"},
 		{"GET", "/.well-known/agent.json", "The same agent card at the legacy path.", "free"},
@@ -60,6 +63,7 @@ func (s *Service) PaidRoutes() []x402.ManifestItem {
 	return []x402.ManifestItem{
 		{Resource: s.BaseURL + "/verify/schema", Method: http.MethodPost, Description: desc, PriceUSD: s.Pricing.PriceVerify},
 		{Resource: s.BaseURL + "/verify/deliverable", Method: http.MethodPost, Description: desc, PriceUSD: s.Pricing.PriceVerify},
+		{Resource: s.BaseURL + "/score/{agent_id}", Method: http.MethodGet, Description: scoreDescription + " Free signed no_data answer for unknown agents.", PriceUSD: s.Pricing.PriceScore},
 	}
 }
 
@@ -210,11 +214,18 @@ func (s *Service) handleIndex(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, indexPage(s.BaseURL, Routes()))
 }
 
-// Handler serves every route on one handler: the local server's.
-func (s *Service) Handler() http.Handler {
+// Handler serves every route on one handler: the local server's. extra mounts the routes of
+// adapters this package does not import (the MCP server adds /mcp), so that the MCP SDK stays
+// out of the binaries that do not serve it.
+func (s *Service) Handler(extra ...func(*Router)) http.Handler {
 	rt := NewRouter(s)
 	s.MountVerify(rt)
+	s.MountReputation(rt)
+	s.MountScore(rt)
 	s.MountWellKnown(rt)
+	for _, mount := range extra {
+		mount(rt)
+	}
 	return rt
 }
 
@@ -222,6 +233,7 @@ func (s *Service) Handler() http.Handler {
 func (s *Service) VerifyHandler() http.Handler {
 	rt := NewRouter(s)
 	s.MountVerify(rt)
+	s.MountReputation(rt)
 	return rt
 }
 

@@ -224,6 +224,13 @@ func (a *Aggregate) check() error {
 		return errors.New("weighted sums are not finite and non-negative")
 	case len(a.Days) > WindowDays:
 		return errors.New("too many day counts")
+	case a.Verifications > 0 && a.FirstSeen.After(a.LastSeen):
+		return errors.New("first seen after last seen")
+	}
+	for i, d := range a.Days {
+		if d.Total < 1 || d.Passed < 0 || d.Passed > d.Total || (i > 0 && a.Days[i-1].Day >= d.Day) {
+			return errors.New("day counts are malformed or out of order")
+		}
 	}
 	if err := a.Tasks.check(); err != nil {
 		return fmt.Errorf("tasks: %w", err)
@@ -235,3 +242,49 @@ func (a *Aggregate) check() error {
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// sumTolerance is the relative difference allowed between the floating-point sums of two
+// aggregates of the same verifications added in different orders.
+const sumTolerance = 1e-9
+
+// Compare tells how two aggregates of the same verifications differ: counts, times, day counts
+// and sketches must be equal, the floating-point sums equal within a relative 1e-9 (they are
+// rounded differently in different orders). It returns nil when they agree.
+func Compare(got, want Aggregate) error {
+	type count struct {
+		name      string
+		got, want int64
+	}
+	for _, c := range []count{
+		{"verifications", got.Verifications, want.Verifications},
+		{"passed", got.Passed, want.Passed},
+		{"failed", got.Failed, want.Failed},
+		{"paid", got.Paid, want.Paid},
+	} {
+		if c.got != c.want {
+			return fmt.Errorf("%s = %d, want %d", c.name, c.got, c.want)
+		}
+	}
+	if !got.FirstSeen.Equal(want.FirstSeen) || !got.LastSeen.Equal(want.LastSeen) {
+		return fmt.Errorf("seen %v to %v, want %v to %v", got.FirstSeen, got.LastSeen, want.FirstSeen, want.LastSeen)
+	}
+	for _, f := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"ratio_sum", got.RatioSum, want.RatioSum},
+		{"weight", got.Weight, want.Weight},
+		{"pass_weight", got.PassWeight, want.PassWeight},
+	} {
+		if math.Abs(f.got-f.want) > sumTolerance*math.Max(1, math.Abs(f.want)) {
+			return fmt.Errorf("%s = %v, want %v", f.name, f.got, f.want)
+		}
+	}
+	if !slices.Equal(got.Days, want.Days) {
+		return fmt.Errorf("day counts = %v, want %v", got.Days, want.Days)
+	}
+	if !slices.Equal(got.Tasks, want.Tasks) || !slices.Equal(got.Callers, want.Callers) {
+		return errors.New("distinct task or caller sketches differ")
+	}
+	return nil
+}

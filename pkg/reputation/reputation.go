@@ -38,8 +38,8 @@
 // point rounding), and each write and each lookup is O(1): no history scan, ever.
 //
 // The aggregate also keeps exact totals, first and last seen, the sum of overall ratios (for the
-// mean), per-UTC-day counts of the newest 30 days (for last_30_days) and two small HyperLogLog
-// sketches for the approximate distinct_tasks and distinct_callers. Every part merges the same
+// mean), per-UTC-day counts of the newest 30 days (for last_30_days) and two small sketches for
+// distinct_tasks and distinct_callers (exact up to 63 distinct values, HyperLogLog beyond). Every part merges the same
 // whatever the order of the writes, which is what lets the stores apply writes concurrently under
 // optimistic concurrency and lets the tests check the aggregate against a replay of the history.
 package reputation

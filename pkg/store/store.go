@@ -1,7 +1,8 @@
 // Package store declares what the verifier persists and the errors its callers must tell apart.
 //
 // The service keeps four things: the per-client free allowance of each UTC day, the payments it has
-// already accepted (so one payment never buys two answers), and each agent's verification history.
+// already accepted (so one payment never buys two answers), each agent's verification history, and
+// each agent's aggregate (the running totals its trust score is computed from).
 // Two adapters implement Store: store/bolt (one local file, for the local server) and store/dynamo
 // (one DynamoDB table, on Lambda). Both pass the one contract suite in store/storetest, so handlers
 // never need to know which one they talk to.
@@ -11,6 +12,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/agent-output-verifier/verifier/pkg/reputation"
 )
 
 // Store is everything the service persists.
@@ -28,9 +31,14 @@ type Store interface {
 	// PaymentReserved tells whether a live reservation of id exists. It lets a replay be refused
 	// as such before the facilitator is asked; ReservePayment stays the one that decides.
 	PaymentReserved(ctx context.Context, id string) (bool, error)
-	// RecordVerification appends a delivered verification to the agent's history. Recording the same
-	// VerificationID for the same agent again changes nothing, so a retried write never counts twice.
+	// RecordVerification appends a delivered verification to the agent's history and adds it to the
+	// agent's aggregate (reputation.Aggregate.Add), in O(1) whatever the history's length. Recording
+	// the same VerificationID for the same agent again changes neither, so a retried write never
+	// counts twice; concurrent writers never lose each other's updates.
 	RecordVerification(ctx context.Context, v Verification) error
+	// AgentAggregate returns the agent's aggregate with one read; ok is false when nothing was
+	// recorded for the agent.
+	AgentAggregate(ctx context.Context, agentID string) (agg reputation.Aggregate, ok bool, err error)
 	// History returns the agent's verifications newest first, at most limit, continuing after cursor
 	// ("" = start); next is "" at the end. A limit above MaxHistoryPage is lowered to it.
 	History(ctx context.Context, agentID string, limit int, cursor string) (page []Verification, next string, err error)
@@ -60,4 +68,12 @@ type Verification struct {
 	VerifiedAt                              time.Time
 	Paid                                    bool
 	CallerID                                string // salted SHA-256 of the client IP, never the IP
+}
+
+// Observation is what the agent's aggregate counts of v.
+func (v Verification) Observation() reputation.Observation {
+	return reputation.Observation{
+		VerifiedAt: v.VerifiedAt, Passed: v.Result == "pass", Paid: v.Paid,
+		OverallRatio: v.OverallRatio, TaskID: v.TaskID, CallerID: v.CallerID,
+	}
 }

@@ -3,8 +3,13 @@
 //
 // Layout: bucket "allowance" maps client NUL day to the day's counter and its expiry; bucket
 // "payments" maps a payment id to its expiry; bucket "history" holds one nested bucket per agent,
-// mapping the shared history sort key to the record as JSON. Expired counters and reservations are
-// ignored on read, deleted lazily when met, and swept when the file is opened.
+// mapping the shared history sort key to the record as JSON; bucket "aggregates" maps an agent id
+// to its reputation.Aggregate (JSON, with a version counted up on each change). Expired counters
+// and reservations are ignored on read, deleted lazily when met, and swept when the file is opened.
+//
+// A verification's history record and its aggregate update are written in one transaction, so the
+// two always agree; bbolt runs one write transaction at a time, which gives the aggregate the
+// guarantee that optimistic concurrency gives it in DynamoDB.
 package bolt
 
 import (
@@ -19,6 +24,7 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/agent-output-verifier/verifier/pkg/reputation"
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/internal/storekey"
 )
@@ -35,6 +41,7 @@ var (
 	bucketAllowance = []byte("allowance")
 	bucketPayments  = []byte("payments")
 	bucketHistory   = []byte("history")
+	bucketAggregate = []byte("aggregates")
 )
 
 // Store is the bbolt-backed store.Store. It is safe for concurrent use: bbolt runs one write
@@ -77,7 +84,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	}
 	s.db = db
 	if err := db.Update(func(tx *bbolt.Tx) error {
-		for _, name := range [][]byte{bucketAllowance, bucketPayments, bucketHistory} {
+		for _, name := range [][]byte{bucketAllowance, bucketPayments, bucketHistory, bucketAggregate} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
@@ -327,12 +334,82 @@ func (s *Store) RecordVerification(ctx context.Context, v store.Verification) er
 		if b.Get(key) != nil {
 			return nil // already recorded: a retry must not count twice
 		}
-		return b.Put(key, value)
+		if err := b.Put(key, value); err != nil {
+			return err
+		}
+		return addToAggregate(tx.Bucket(bucketAggregate), v)
 	})
 	if err != nil {
 		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
 	}
 	return nil
+}
+
+// storedAggregate is an aggregate as stored: the version counts the updates, as DynamoDB's
+// version attribute does, so the two stores keep the same record of an agent.
+type storedAggregate struct {
+	Version   int64           `json:"version"`
+	Aggregate json.RawMessage `json:"aggregate"`
+}
+
+// addToAggregate adds v to its agent's aggregate inside the caller's write transaction.
+func addToAggregate(b *bbolt.Bucket, v store.Verification) error {
+	var agg reputation.Aggregate
+	var version int64
+	if raw := b.Get([]byte(v.AgentID)); raw != nil {
+		var err error
+		if agg, version, err = decodeAggregate(raw); err != nil {
+			return err
+		}
+	}
+	agg.Add(v.Observation())
+	body, err := json.Marshal(agg)
+	if err != nil {
+		return fmt.Errorf("encode aggregate: %w", err)
+	}
+	value, err := json.Marshal(storedAggregate{Version: version + 1, Aggregate: body})
+	if err != nil {
+		return fmt.Errorf("encode aggregate: %w", err)
+	}
+	return b.Put([]byte(v.AgentID), value)
+}
+
+func decodeAggregate(raw []byte) (reputation.Aggregate, int64, error) {
+	var st storedAggregate
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return reputation.Aggregate{}, 0, fmt.Errorf("decode aggregate: %w", err)
+	}
+	agg, err := reputation.UnmarshalAggregate(st.Aggregate)
+	if err != nil {
+		return reputation.Aggregate{}, 0, err
+	}
+	return agg, st.Version, nil
+}
+
+// AgentAggregate implements store.Store with one read transaction.
+func (s *Store) AgentAggregate(ctx context.Context, agentID string) (reputation.Aggregate, bool, error) {
+	if err := storekey.CheckID("agent id", agentID); err != nil {
+		return reputation.Aggregate{}, false, fmt.Errorf("read aggregate: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return reputation.Aggregate{}, false, fmt.Errorf("read aggregate: %w", err)
+	}
+	var agg reputation.Aggregate
+	var found bool
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		raw := tx.Bucket(bucketAggregate).Get([]byte(agentID))
+		if raw == nil {
+			return nil
+		}
+		var err error
+		agg, _, err = decodeAggregate(raw)
+		found = err == nil
+		return err
+	})
+	if err != nil {
+		return reputation.Aggregate{}, false, fmt.Errorf("read aggregate of %s: %w", agentID, err)
+	}
+	return agg, found, nil
 }
 
 // History implements store.Store by walking the agent's bucket backwards from the cursor.

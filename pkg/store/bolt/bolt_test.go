@@ -72,6 +72,9 @@ func TestSurvivesRestart(t *testing.T) {
 	if page, _, err := s.History(ctx, "agent", 10, ""); err != nil || len(page) != 1 {
 		t.Errorf("History after restart = %d records, %v; want 1", len(page), err)
 	}
+	if agg, ok, err := s.AgentAggregate(ctx, "agent"); err != nil || !ok || agg.Verifications != 1 {
+		t.Errorf("AgentAggregate after restart = %d verifications, %v, %v; want 1", agg.Verifications, ok, err)
+	}
 }
 
 func TestExpiry(t *testing.T) {

@@ -5,18 +5,36 @@
 //
 //	allowance    pk CLIENT#<client>   sk ALLOWANCE#<day>          n (count), expires_at
 //	payment      pk PAYMENT#<id>      sk PAYMENT                  expires_at
-//	verification pk AGENT#<agent id>  sk V#<time>#<verification>  the record's fields
+//	verification pk AGENT#<agent id>  sk V#<time>#<verification>  the record's fields (+ pending)
+//	aggregate    pk AGENT#<agent id>  sk AGGREGATE                version, aggregate (JSON), recent_ids
 //
 // Every write is one conditional UpdateItem or PutItem and never a transaction, so the design runs
 // on any DynamoDB-compatible server and each write is atomic on its own. DynamoDB deletes expired
 // items late (within days), so every read ignores an item whose expires_at has passed.
+//
+// Recording a verification takes three writes, none of which can count it twice:
+//
+//  1. PutItem of the history record, marked pending, only if it is not there yet. If it is there
+//     and not pending, an earlier call finished the job: nothing more happens.
+//  2. The aggregate under optimistic concurrency: read it with its version, add the verification
+//     (reputation.Aggregate.Add), and PutItem it on condition that the version is still the one
+//     read (or that no aggregate exists yet); a lost race reads again and retries. The aggregate
+//     keeps the ids of the last few verifications it counted, so a retry after an earlier attempt
+//     died between steps 2 and 3 sees that its verification is already in.
+//  3. UpdateItem removing the pending mark.
+//
+// A history record still marked pending is one whose aggregate update may be missing; calling
+// RecordVerification with it again completes it.
 package dynamo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 
@@ -25,6 +43,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/agent-output-verifier/verifier/pkg/reputation"
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/internal/storekey"
 )
@@ -43,6 +62,10 @@ const (
 	attrVerifiedAt = "verified_at"
 	attrPaid       = "paid"
 	attrCallerID   = "caller_id"
+	attrPending    = "pending"
+	attrVersion    = "version"
+	attrAggregate  = "aggregate"
+	attrRecentIDs  = "recent_ids"
 
 	prefixClient    = "CLIENT#"
 	prefixAllowance = "ALLOWANCE#"
@@ -50,6 +73,7 @@ const (
 	skPayment       = "PAYMENT"
 	prefixAgent     = "AGENT#"
 	prefixHistory   = "V#"
+	skAggregate     = "AGGREGATE"
 	pingKey         = "PING"
 )
 
@@ -302,13 +326,62 @@ func (s *Store) PaymentReserved(ctx context.Context, id string) (bool, error) {
 	return out.Item != nil && !s.expired(out.Item), nil
 }
 
-// RecordVerification implements store.Store with one PutItem that only writes a record not yet
-// there, so a retry neither duplicates nor rewrites it.
+// Aggregate updates under optimistic concurrency: how often a lost race is retried, and how long
+// to back off between attempts (doubling from aggregateBackoff up to aggregateMaxBackoff, with full
+// jitter, so that writers who collided spread out instead of colliding again).
+const (
+	aggregateAttempts   = 100
+	aggregateBackoff    = 2 * time.Millisecond
+	aggregateMaxBackoff = 100 * time.Millisecond
+	// recentIDs is how many of the latest verification ids the aggregate remembers (step 2 of
+	// the package comment).
+	recentIDs = 8
+)
+
+// RecordVerification implements store.Store in the three steps of the package comment.
 func (s *Store) RecordVerification(ctx context.Context, v store.Verification) error {
 	if err := storekey.CheckVerification(v); err != nil {
 		return fmt.Errorf("record verification: %w", err)
 	}
-	item := key(prefixAgent+v.AgentID, prefixHistory+storekey.HistoryKey(v.VerifiedAt, v.VerificationID))
+	historyKey := historyItemKey(v)
+	inserted, err := s.putHistory(ctx, v)
+	if err != nil {
+		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
+	}
+	if !inserted {
+		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName:                aws.String(s.table),
+			Key:                      historyKey,
+			ConsistentRead:           aws.Bool(true),
+			ProjectionExpression:     aws.String("#pending"),
+			ExpressionAttributeNames: map[string]string{"#pending": attrPending},
+		})
+		if err != nil {
+			return fmt.Errorf("record verification %s: read history record: %w", v.VerificationID, err)
+		}
+		if _, pending := out.Item[attrPending]; !pending {
+			return nil // recorded and counted before: a retry must not count twice
+		}
+	}
+	if err := s.addToAggregate(ctx, v); err != nil {
+		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
+	}
+	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      historyKey,
+		UpdateExpression:         aws.String("REMOVE #pending"),
+		ConditionExpression:      aws.String("attribute_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pending": attrPending, "#pk": attrPK},
+	})
+	if err != nil {
+		return fmt.Errorf("record verification %s: clear pending mark: %w", v.VerificationID, err)
+	}
+	return nil
+}
+
+// putHistory writes v's history record, marked pending, unless a record of v is already there.
+func (s *Store) putHistory(ctx context.Context, v store.Verification) (inserted bool, err error) {
+	item := historyItemKey(v)
 	item[attrAgentID] = &types.AttributeValueMemberS{Value: v.AgentID}
 	item[attrVerifID] = &types.AttributeValueMemberS{Value: v.VerificationID}
 	item[attrResult] = &types.AttributeValueMemberS{Value: v.Result}
@@ -322,16 +395,142 @@ func (s *Store) RecordVerification(ctx context.Context, v store.Verification) er
 	if v.CallerID != "" {
 		item[attrCallerID] = &types.AttributeValueMemberS{Value: v.CallerID}
 	}
-	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+	item[attrPending] = &types.AttributeValueMemberBOOL{Value: true}
+	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                aws.String(s.table),
 		Item:                     item,
 		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
 	})
-	if err != nil && !isConditionFailed(err) {
-		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
+	switch {
+	case err == nil:
+		return true, nil
+	case isConditionFailed(err):
+		return false, nil
 	}
-	return nil
+	return false, fmt.Errorf("write history record: %w", err)
+}
+
+func historyItemKey(v store.Verification) map[string]types.AttributeValue {
+	return key(prefixAgent+v.AgentID, prefixHistory+storekey.HistoryKey(v.VerifiedAt, v.VerificationID))
+}
+
+func aggregateKey(agentID string) map[string]types.AttributeValue {
+	return key(prefixAgent+agentID, skAggregate)
+}
+
+// addToAggregate is step 2 of the package comment: read, add, conditional put, and again on a lost
+// race.
+func (s *Store) addToAggregate(ctx context.Context, v store.Verification) error {
+	for attempt := 0; ; attempt++ {
+		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName:      aws.String(s.table),
+			Key:            aggregateKey(v.AgentID),
+			ConsistentRead: aws.Bool(true),
+		})
+		if err != nil {
+			return fmt.Errorf("read aggregate: %w", err)
+		}
+		var agg reputation.Aggregate
+		var version int64
+		var recent []string
+		if out.Item != nil {
+			if agg, version, recent, err = decodeAggregate(out.Item); err != nil {
+				return err
+			}
+			if slices.Contains(recent, v.VerificationID) {
+				return nil // an earlier attempt counted it
+			}
+		}
+		agg.Add(v.Observation())
+		body, err := json.Marshal(agg)
+		if err != nil {
+			return fmt.Errorf("encode aggregate: %w", err)
+		}
+		recent = append(recent, v.VerificationID)
+		recent = recent[max(len(recent)-recentIDs, 0):]
+		ids := make([]types.AttributeValue, len(recent))
+		for i, id := range recent {
+			ids[i] = &types.AttributeValueMemberS{Value: id}
+		}
+		item := aggregateKey(v.AgentID)
+		item[attrAgentID] = &types.AttributeValueMemberS{Value: v.AgentID}
+		item[attrVersion] = number(version + 1)
+		item[attrAggregate] = &types.AttributeValueMemberS{Value: string(body)}
+		item[attrRecentIDs] = &types.AttributeValueMemberL{Value: ids}
+		put := &dynamodb.PutItemInput{
+			TableName:                aws.String(s.table),
+			Item:                     item,
+			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+			ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+		}
+		if out.Item != nil {
+			put.ConditionExpression = aws.String("#v = :v")
+			put.ExpressionAttributeNames = map[string]string{"#v": attrVersion}
+			put.ExpressionAttributeValues = map[string]types.AttributeValue{":v": number(version)}
+		}
+		_, err = s.client.PutItem(ctx, put)
+		if err == nil {
+			return nil
+		}
+		if !isConditionFailed(err) {
+			return fmt.Errorf("write aggregate: %w", err)
+		}
+		if attempt+1 >= aggregateAttempts {
+			return fmt.Errorf("write aggregate: still conflicting after %d attempts", aggregateAttempts)
+		}
+		backoff := min(aggregateBackoff<<min(attempt, 16), aggregateMaxBackoff)
+		select {
+		case <-time.After(rand.N(backoff) + 1):
+		case <-ctx.Done():
+			return fmt.Errorf("write aggregate: %w", ctx.Err())
+		}
+	}
+}
+
+// decodeAggregate reads an aggregate item.
+func decodeAggregate(item map[string]types.AttributeValue) (agg reputation.Aggregate, version int64, recent []string, err error) {
+	if version, err = intAttr(item, attrVersion); err != nil {
+		return agg, 0, nil, fmt.Errorf("decode aggregate: %w", err)
+	}
+	body, err := stringAttr(item, attrAggregate)
+	if err != nil {
+		return agg, 0, nil, fmt.Errorf("decode aggregate: %w", err)
+	}
+	if agg, err = reputation.UnmarshalAggregate([]byte(body)); err != nil {
+		return agg, 0, nil, err
+	}
+	if l, ok := item[attrRecentIDs].(*types.AttributeValueMemberL); ok {
+		for _, v := range l.Value {
+			if id, ok := v.(*types.AttributeValueMemberS); ok {
+				recent = append(recent, id.Value)
+			}
+		}
+	}
+	return agg, version, recent, nil
+}
+
+// AgentAggregate implements store.Store with one strongly consistent GetItem.
+func (s *Store) AgentAggregate(ctx context.Context, agentID string) (reputation.Aggregate, bool, error) {
+	if err := storekey.CheckID("agent id", agentID); err != nil {
+		return reputation.Aggregate{}, false, fmt.Errorf("read aggregate: %w", err)
+	}
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.table),
+		Key:            aggregateKey(agentID),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return reputation.Aggregate{}, false, fmt.Errorf("read aggregate: %w", err)
+	}
+	if out.Item == nil {
+		return reputation.Aggregate{}, false, nil
+	}
+	agg, _, _, err := decodeAggregate(out.Item)
+	if err != nil {
+		return reputation.Aggregate{}, false, fmt.Errorf("read aggregate of %s: %w", agentID, err)
+	}
+	return agg, true, nil
 }
 
 // History implements store.Store with a descending Query on the agent's partition. It asks for one

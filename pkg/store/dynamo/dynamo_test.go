@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,9 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/dynamo/dynalitetest"
+	"github.com/agent-output-verifier/verifier/pkg/store/internal/storekey"
 	"github.com/agent-output-verifier/verifier/pkg/store/storetest"
 )
 
@@ -34,7 +37,8 @@ func newTable(t *testing.T, client *dynamodb.Client, opts ...Option) (*Store, st
 }
 
 func TestDynamo(t *testing.T) {
-	client := dynalitetest.Client(dynalitetest.Start(t))
+	endpoint := dynalitetest.Start(t)
+	client := dynalitetest.Client(endpoint)
 
 	t.Run("Contract", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) store.Store {
@@ -45,6 +49,8 @@ func TestDynamo(t *testing.T) {
 	t.Run("ExpiresAtIsEpochSeconds", func(t *testing.T) { testExpiresAtIsEpochSeconds(t, client) })
 	t.Run("ExpiryWithClock", func(t *testing.T) { testExpiryWithClock(t, client) })
 	t.Run("PingHidesConfiguration", func(t *testing.T) { testPingHidesConfiguration(t, client) })
+	t.Run("AggregateOptimisticConcurrency", func(t *testing.T) { testAggregateConflicts(t, endpoint) })
+	t.Run("RecordResumesAfterCrash", func(t *testing.T) { testRecordResumes(t, client) })
 }
 
 // testExpiresAtIsEpochSeconds reads the raw items back: DynamoDB's TTL only acts on a Number
@@ -180,5 +186,116 @@ func testPingHidesConfiguration(t *testing.T, client *dynamodb.Client) {
 	}
 	if errors.Unwrap(err) == nil {
 		t.Errorf("Ping error keeps no cause for the log")
+	}
+}
+
+// testAggregateConflicts has many writers update one agent's aggregate at once through a client
+// that counts the aggregate writes DynamoDB refused for a stale version: the races must happen, and
+// every refused write must have been retried until counted, so the version equals the number of
+// verifications.
+func testAggregateConflicts(t *testing.T, endpoint string) {
+	ctx := context.Background()
+	var conflicts atomic.Int64
+	counting := dynamodb.New(dynamodb.Options{
+		Region:       dynalitetest.Region,
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  dynalitetest.Client(endpoint).Options().Credentials,
+		APIOptions: []func(*middleware.Stack) error{func(st *middleware.Stack) error {
+			return st.Initialize.Add(middleware.InitializeMiddlewareFunc("countConflicts",
+				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					out, md, err := next.HandleInitialize(ctx, in)
+					if put, ok := in.Parameters.(*dynamodb.PutItemInput); ok && isConditionFailed(err) {
+						if sk, _ := put.Item[attrSK].(*types.AttributeValueMemberS); sk != nil && sk.Value == skAggregate {
+							conflicts.Add(1)
+						}
+					}
+					return out, md, err
+				}), middleware.After)
+		}},
+	})
+	s, table := newTable(t, counting)
+	const writers, each = 20, 10
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for w := range writers {
+		wg.Go(func() {
+			<-start
+			for i := range each {
+				v := store.Verification{AgentID: "agent-hot", VerificationID: fmt.Sprintf("w%d-%d", w, i), TaskID: "t",
+					Result: "pass", VerifiedAt: time.Now(), Paid: i%2 == 0}
+				if err := s.RecordVerification(ctx, v); err != nil {
+					t.Errorf("RecordVerification: %v", err)
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if conflicts.Load() == 0 {
+		t.Errorf("no aggregate write lost a race among %d concurrent writers: the concurrency control went untested", writers)
+	}
+	out, err := counting.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: aggregateKey("agent-hot"), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agg, version, _, err := decodeAggregate(out.Item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if version != writers*each || agg.Verifications != writers*each {
+		t.Errorf("version %d, %d verifications counted; want %d each", version, agg.Verifications, writers*each)
+	}
+	t.Logf("%d aggregate writes lost a race and were retried", conflicts.Load())
+}
+
+// testRecordResumes simulates a writer that died half-way, after the history write (step 1) and
+// after the aggregate write (step 2): recording the verification again completes it, and counts it
+// exactly once either way.
+func testRecordResumes(t *testing.T, client *dynamodb.Client) {
+	ctx := context.Background()
+	s, _ := newTable(t, client)
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	v := func(id string) store.Verification {
+		return store.Verification{AgentID: "agent-resume", VerificationID: id, TaskID: "t", Result: "pass", VerifiedAt: at, CallerID: "c"}
+	}
+	pending := func(id string) bool {
+		t.Helper()
+		out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), ConsistentRead: aws.Bool(true),
+			Key: key(prefixAgent+"agent-resume", prefixHistory+storekey.HistoryKey(at, id))})
+		if err != nil || out.Item == nil {
+			t.Fatalf("read history record %s: %v", id, err)
+		}
+		_, ok := out.Item[attrPending]
+		return ok
+	}
+
+	// Died after step 1: the record is there, pending, and the aggregate knows nothing.
+	if inserted, err := s.putHistory(ctx, v("after-history")); err != nil || !inserted {
+		t.Fatalf("putHistory = %v, %v", inserted, err)
+	}
+	if _, ok, _ := s.AgentAggregate(ctx, "agent-resume"); ok {
+		t.Fatal("aggregate exists before step 2")
+	}
+	// Died after step 2: counted, still pending.
+	if inserted, err := s.putHistory(ctx, v("after-aggregate")); err != nil || !inserted {
+		t.Fatalf("putHistory = %v, %v", inserted, err)
+	}
+	if err := s.addToAggregate(ctx, v("after-aggregate")); err != nil {
+		t.Fatal(err)
+	}
+	if !pending("after-history") || !pending("after-aggregate") {
+		t.Fatal("half-written records are not marked pending")
+	}
+	for _, id := range []string{"after-history", "after-aggregate", "after-history", "after-aggregate"} {
+		if err := s.RecordVerification(ctx, v(id)); err != nil {
+			t.Fatalf("RecordVerification(%s) again: %v", id, err)
+		}
+	}
+	if pending("after-history") || pending("after-aggregate") {
+		t.Error("completed records are still marked pending")
+	}
+	agg, ok, err := s.AgentAggregate(ctx, "agent-resume")
+	if err != nil || !ok || agg.Verifications != 2 {
+		t.Fatalf("aggregate after the retries = %d verifications, %v, %v; want 2", agg.Verifications, ok, err)
 	}
 }

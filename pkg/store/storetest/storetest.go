@@ -8,11 +8,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/agent-output-verifier/verifier/pkg/reputation"
 	"github.com/agent-output-verifier/verifier/pkg/store"
 )
 
@@ -38,6 +40,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"HistoryBadCursor", testHistoryBadCursor},
 		{"HistoryBadLimit", testHistoryBadLimit},
 		{"RecordRejectsInvalid", testRecordRejectsInvalid},
+		{"AggregateMatchesHistory", testAggregateMatchesHistory},
+		{"AggregateConcurrentWriters", testAggregateConcurrent},
 		{"Ping", testPing},
 	}
 	for _, tc := range tests {
@@ -461,5 +465,151 @@ func testRecordRejectsInvalid(t *testing.T, s store.Store) {
 func testPing(t *testing.T, s store.Store) {
 	if err := s.Ping(context.Background()); err != nil {
 		t.Fatalf("Ping: %v", err)
+	}
+}
+
+// replayHistory reads the agent's whole history through History's pages and replays it into an
+// aggregate from scratch: what the maintained aggregate must equal.
+func replayHistory(t *testing.T, s store.Store, agent string) (reputation.Aggregate, int) {
+	t.Helper()
+	var obs []reputation.Observation
+	cursor := ""
+	for {
+		page, next, err := s.History(context.Background(), agent, store.MaxHistoryPage, cursor)
+		if err != nil {
+			t.Fatalf("History(%s): %v", agent, err)
+		}
+		for _, v := range page {
+			obs = append(obs, v.Observation())
+		}
+		if next == "" {
+			return reputation.Replay(obs), len(obs)
+		}
+		cursor = next
+	}
+}
+
+func aggregateOf(t *testing.T, s store.Store, agent string) reputation.Aggregate {
+	t.Helper()
+	agg, ok, err := s.AgentAggregate(context.Background(), agent)
+	if err != nil || !ok {
+		t.Fatalf("AgentAggregate(%s) = ok %v, %v; want an aggregate", agent, ok, err)
+	}
+	return agg
+}
+
+func testAggregateMatchesHistory(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	if _, ok, err := s.AgentAggregate(ctx, "agent-nobody"); err != nil || ok {
+		t.Fatalf("AgentAggregate of an unknown agent = ok %v, %v; want false, nil", ok, err)
+	}
+	if _, _, err := s.AgentAggregate(ctx, ""); err == nil {
+		t.Errorf("AgentAggregate of an empty agent id: no error")
+	}
+	want := sampleHistory("agent-agg")
+	recordShuffled(t, s, want)
+	recordShuffled(t, s, sampleHistory("agent-agg-other"))
+	recordShuffled(t, s, want) // every record again: nothing may count twice
+
+	got := aggregateOf(t, s, "agent-agg")
+	replayed, n := replayHistory(t, s, "agent-agg")
+	if n != len(want) {
+		t.Fatalf("history has %d records, want %d", n, len(want))
+	}
+	if err := reputation.Compare(got, replayed); err != nil {
+		t.Fatalf("aggregate and history disagree: %v", err)
+	}
+	passed, paid := 0, 0
+	for _, v := range want {
+		if v.Result == "pass" {
+			passed++
+		}
+		if v.Paid {
+			paid++
+		}
+	}
+	if got.Verifications != int64(len(want)) || got.Passed != int64(passed) || got.Paid != int64(paid) {
+		t.Errorf("aggregate totals %d/%d passed/%d paid, want %d/%d/%d", got.Verifications, got.Passed, got.Paid, len(want), passed, paid)
+	}
+	if !got.FirstSeen.Equal(want[len(want)-1].VerifiedAt) || !got.LastSeen.Equal(want[0].VerifiedAt) {
+		t.Errorf("aggregate seen %v to %v, want %v to %v", got.FirstSeen, got.LastSeen, want[len(want)-1].VerifiedAt, want[0].VerifiedAt)
+	}
+}
+
+// Sizes of the concurrency test: writers record at once, for a few agents, with some retries.
+const (
+	concurrentWriters = 20
+	concurrentWrites  = 1000
+	concurrentAgents  = 4
+)
+
+// testAggregateConcurrent has 20 writers record 1,000 verifications at once, mixed: four agents,
+// pass and fail, paid and free, dates over 90 days in no order, and one write in ten a retry of an
+// earlier one. Afterwards each agent's aggregate must equal the replay of its history, and count
+// every distinct verification exactly once.
+func testAggregateConcurrent(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	base := time.Now().UTC().Truncate(time.Second)
+	perWriter := concurrentWrites / concurrentWriters
+	distinct := make([]map[string]int, concurrentWriters) // per writer: agent -> distinct ids
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make(chan error, concurrentWrites)
+	for w := range concurrentWriters {
+		distinct[w] = map[string]int{}
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			var mine []store.Verification
+			<-start
+			for i := range perWriter {
+				var v store.Verification
+				if i%10 == 9 && len(mine) > 0 {
+					v = mine[rng.IntN(len(mine))] // a retry: must change nothing
+				} else {
+					v = store.Verification{
+						AgentID:        fmt.Sprintf("agent-conc-%d", rng.IntN(concurrentAgents)),
+						VerificationID: fmt.Sprintf("w%02d-v%03d", w, i),
+						TaskID:         fmt.Sprintf("task-%d", rng.IntN(30)),
+						Result:         []string{"pass", "pass", "fail"}[rng.IntN(3)],
+						OverallRatio:   float64(rng.IntN(1001)) / 1000,
+						VerifiedAt:     base.Add(-time.Duration(rng.Int64N(int64(90 * 24 * time.Hour)))),
+						Paid:           rng.IntN(2) == 0,
+						CallerID:       fmt.Sprintf("%064x", rng.IntN(25)),
+					}
+					mine = append(mine, v)
+					distinct[w][v.AgentID]++
+				}
+				if err := s.RecordVerification(ctx, v); err != nil {
+					errs <- fmt.Errorf("writer %d: RecordVerification(%s): %w", w, v.VerificationID, err)
+					return
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	total := 0
+	for a := range concurrentAgents {
+		agent := fmt.Sprintf("agent-conc-%d", a)
+		want := 0
+		for w := range distinct {
+			want += distinct[w][agent]
+		}
+		total += want
+		got := aggregateOf(t, s, agent)
+		replayed, n := replayHistory(t, s, agent)
+		if n != want || got.Verifications != int64(want) {
+			t.Errorf("%s: %d history records and %d counted in the aggregate, want %d distinct verifications", agent, n, got.Verifications, want)
+		}
+		if err := reputation.Compare(got, replayed); err != nil {
+			t.Errorf("%s: aggregate and history disagree: %v", agent, err)
+		}
+	}
+	if total != concurrentWrites-concurrentWriters*(perWriter/10) {
+		t.Errorf("%d distinct verifications written, want %d", total, concurrentWrites-concurrentWriters*(perWriter/10))
 	}
 }

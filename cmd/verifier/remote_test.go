@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agent-output-verifier/verifier/infra/x402/x402test"
+	"github.com/agent-output-verifier/verifier/pkg/app"
+	"github.com/agent-output-verifier/verifier/pkg/config"
+)
+
+// startLocal serves every route on a loopback port, built as `verifier serve` builds it.
+func startLocal(t *testing.T, env map[string]string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	env["VERIFIER_BASE_URL"] = base
+	env["VERIFIER_DATA_DIR"] = filepath.Join(t.TempDir(), "data")
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, closeStore, err := app.Build(context.Background(), cfg, app.Options{CreateDevKey: true, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: svc.Handler()}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close(); closeStore() })
+	return base
+}
+
+const remoteRequest = `{"task_id":"remote-1","agent_id":"seller-remote","expected_schema":{"type":"object","required":["total"]},"submitted_output":{"total":1}}`
+
+func TestRemoteCommands(t *testing.T) {
+	base := startLocal(t, map[string]string{})
+	dir := t.TempDir()
+	reqFile := filepath.Join(dir, "request.json")
+	os.WriteFile(reqFile, []byte(remoteRequest), 0o644)
+
+	// pass → 0, the answer on stdout (a receipt that verifies offline), one line on stderr.
+	code, out, errOut := runCLI(t, "", "remote", "verify", "--url", base, reqFile)
+	if code != exitOK || !strings.Contains(out, `"result": "pass"`) || strings.Count(errOut, "\n") != 1 ||
+		!strings.HasPrefix(errOut, "pass") || !strings.Contains(errOut, "receipt verified") || !strings.Contains(errOut, "free allowance 999/1000") {
+		t.Fatalf("remote verify: %d\n%s\n%s", code, out, errOut)
+	}
+	receiptFile := filepath.Join(dir, "receipt.json")
+	os.WriteFile(receiptFile, []byte(out), 0o644)
+	if code, vout, _ := runCLI(t, "", "receipt", "verify", "--card", base+"/.well-known/agent-card.json", "--request", reqFile, receiptFile); code != 0 {
+		t.Fatalf("the printed answer does not verify offline: %s", vout)
+	}
+
+	// fail → 1, through the deliverable route, the request from stdin.
+	code, out, errOut = runCLI(t, string(mustRead(t, seedRequest)), "remote", "deliverable", "--url", base, "-")
+	if code != exitFail || !strings.Contains(out, `"result": "fail"`) || !strings.HasPrefix(errOut, "fail: blocking consistency:sum_equals") {
+		t.Fatalf("remote deliverable: %d\n%s", code, errOut)
+	}
+
+	// invalid → 2 with the envelope on stdout.
+	code, out, errOut = runCLI(t, `{"task_id":"x","expected_schema":{},"submitted_output":1,"rules":[{"type":"nope","field":"a"}]}`, "remote", "verify", "--url", base, "-")
+	if code != exitInvalid || !strings.Contains(out, `"code": "invalid_request"`) || !strings.Contains(out, `"rules[0].type"`) || strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("remote verify invalid: %d\n%s\n%s", code, out, errOut)
+	}
+
+	// reputation and score of the agent above (free without a payee).
+	code, out, errOut = runCLI(t, "", "remote", "reputation", "--url", base, "--limit", "1", "seller-remote")
+	if code != exitOK || !strings.Contains(out, `"agent_id": "seller-remote"`) || !strings.HasPrefix(errOut, "reputation: 1 verifications (1 passed") {
+		t.Fatalf("remote reputation: %d\n%s\n%s", code, out, errOut)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep["attestation"] == nil {
+		t.Fatalf("reputation JSON: %v", err)
+	}
+	code, _, errOut = runCLI(t, "", "remote", "score", "--url", base, "seller-remote")
+	if code != exitOK || !strings.HasPrefix(errOut, "score ") || !strings.Contains(errOut, "receipt verified") {
+		t.Fatalf("remote score: %d %s", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "", "remote", "score", "--url", base, "nobody")
+	if code != exitOK || !strings.HasPrefix(errOut, "no score: no_data") {
+		t.Fatalf("remote score no_data: %d %s", code, errOut)
+	}
+
+	// Usage errors → 2; an unreachable service → 3.
+	for _, args := range [][]string{{"remote"}, {"remote", "verify", reqFile}, {"remote", "nope", "--url", base, reqFile},
+		{"remote", "verify", "--url", "not a url", reqFile}, {"remote", "verify", "--url", base, "--max-price", "$1", reqFile},
+		{"remote", "verify", "--url", base, "--pay-key", filepath.Join(dir, "missing.key"), reqFile}} {
+		if code, _, _ := runCLI(t, "", args...); code != exitInvalid {
+			t.Errorf("%v: exit %d, want %d", args, code, exitInvalid)
+		}
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	if code, _, errOut := runCLI(t, "", "remote", "verify", "--url", dead, reqFile); code != exitError || !strings.HasPrefix(errOut, "error:") {
+		t.Errorf("unreachable: %d %s", code, errOut)
+	}
+}
+
+// The command pays past the free allowance on the local chain, within --max-price, and refuses
+// above it without signing.
+func TestRemotePaysOnLocalChain(t *testing.T) {
+	chain := x402test.Start(t)
+	base := startLocal(t, map[string]string{
+		"VERIFIER_FREE_CALLS_PER_DAY": "1",
+		"X402_FACILITATOR_URL":        chain.Facilitator,
+		"X402_PAY_TO_EVM":             chain.Payee,
+		"X402_NETWORKS":               x402test.Network,
+	})
+	dir := t.TempDir()
+	reqFile := filepath.Join(dir, "request.json")
+	os.WriteFile(reqFile, []byte(remoteRequest), 0o644)
+	keyFile := filepath.Join(dir, "pay.key")
+	os.WriteFile(keyFile, []byte(chain.PayerKey+"\n"), 0o600)
+	payer0, payee0 := chain.Balance(t, chain.Payer), chain.Balance(t, chain.Payee)
+	moved := func(want int64) {
+		t.Helper()
+		dp := new(big.Int).Sub(payer0, chain.Balance(t, chain.Payer))
+		de := new(big.Int).Sub(chain.Balance(t, chain.Payee), payee0)
+		if dp.Int64() != want || de.Int64() != want {
+			t.Fatalf("balances moved by payer -%s, payee +%s; want -%d, +%d", dp, de, want, want)
+		}
+	}
+
+	if code, _, errOut := runCLI(t, "", "remote", "verify", "--url", base, "--pay-key", keyFile, reqFile); code != exitOK || strings.Contains(errOut, "paid") {
+		t.Fatalf("free call: %d %s", code, errOut)
+	}
+	moved(0)
+
+	// Without a key: 402, the PaymentRequired and free_trial on stdout, exit 3.
+	code, out, errOut := runCLI(t, "", "remote", "verify", "--url", base, reqFile)
+	if code != exitError || !strings.Contains(out, `"free_trial"`) || !strings.Contains(out, `"free_trial_exhausted"`) || !strings.Contains(errOut, "payment required") {
+		t.Fatalf("unpaid: %d\n%s\n%s", code, out, errOut)
+	}
+	// Over --max-price: refused before signing, nothing moves.
+	code, out, errOut = runCLI(t, "", "remote", "verify", "--url", base, "--pay-key", keyFile, "--max-price", "0.01", reqFile)
+	if code != exitError || !strings.Contains(out, `"spending_cap"`) || !strings.Contains(errOut, "nothing was signed") {
+		t.Fatalf("over the cap: %d\n%s\n%s", code, out, errOut)
+	}
+	moved(0)
+
+	// Paid with the key file, then with the key in the environment.
+	code, out, errOut = runCLI(t, "", "remote", "verify", "--url", base, "--pay-key", keyFile, "--max-price", "0.02", reqFile)
+	if code != exitOK || !strings.Contains(out, `"result": "pass"`) || !strings.Contains(errOut, "paid 0.02 USD (transaction 0x") {
+		t.Fatalf("paid: %d\n%s", code, errOut)
+	}
+	moved(20000)
+	t.Setenv(envPayKey, chain.PayerKey)
+	if code, _, errOut := runCLI(t, "", "remote", "deliverable", "--url", base, reqFile); code != exitOK || !strings.Contains(errOut, "paid 0.02 USD") {
+		t.Fatalf("paid from the environment: %d %s", code, errOut)
+	}
+	moved(40000)
+
+	// The agent now has a paid history, so its score costs $0.01.
+	code, _, errOut = runCLI(t, "", "remote", "score", "--url", base, "seller-remote")
+	if code != exitOK || !strings.Contains(errOut, "paid 0.01 USD") {
+		t.Fatalf("paid score: %d %s", code, errOut)
+	}
+	moved(50000)
+}

@@ -1,0 +1,10 @@
+// Command mcp is the Lambda function behind /mcp: the MCP server (Streamable HTTP, stateless,
+// JSON responses) with the tools verify_schema and get_verification_record.
+package main
+
+import (
+	"github.com/agent-output-verifier/verifier/pkg/app"
+	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
+)
+
+func main() { app.StartLambda(mcpserver.Handler) }

@@ -1,0 +1,262 @@
+// Package mcpserver serves the verifier as an MCP server (SPEC §10): Streamable HTTP at /mcp with
+// the official Go SDK, stateless and answering plain JSON, so that every request stands alone on
+// Lambda. Its tools, verify_schema and get_verification_record, run on the same httpapi.Service
+// as the REST routes: the same checks and signed answers, the same free allowance per client IP,
+// the same x402 payments (over the MCP transport of §8.4) and the same history.
+//
+// The package is the only one that imports the MCP SDK; the local server mounts it through
+// httpapi.Service.Handler's extra mounts and functions/mcp serves it alone, so the other Lambda
+// binaries never link the SDK.
+package mcpserver
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/httpapi"
+	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/x402"
+)
+
+// Path is where the MCP endpoint is served.
+const Path = "/mcp"
+
+// rpcOverhead is what a tools/call request may carry beyond the arguments' own limit (the
+// verify body limit): the JSON-RPC envelope, the tool name and a payment in _meta, which is at
+// most x402.MaxHeaderBytes.
+const rpcOverhead = x402.MaxHeaderBytes + 16<<10
+
+// Scores is the part of the service get_verification_record needs: whether an agent's score is
+// paid for (it is free while there is no data), and the signed /score document.
+type Scores interface {
+	ScorePriced(ctx context.Context, agentID string) (bool, error)
+	ScoreDocument(ctx context.Context, agentID string) ([]byte, error)
+}
+
+var _ Scores = (*httpapi.Service)(nil)
+
+// Server is the MCP endpoint over one Service. Build it once per process; it is safe for
+// concurrent use.
+type Server struct {
+	svc    *httpapi.Service
+	scores Scores
+	// jsonHandler answers with application/json (every client that accepts it); sseHandler
+	// answers with a one-event text/event-stream, for clients that accept nothing else.
+	jsonHandler, sseHandler http.Handler
+	// publicHost is the host of the configured public base URL, which a reverse proxy in front of
+	// a loopback-bound local server legitimately sends as Host.
+	publicHost string
+}
+
+// New builds the MCP server over svc. It reads no request and touches no store, so it can run at
+// cold start.
+func New(svc *httpapi.Service) *Server {
+	s := &Server{svc: svc, scores: svc}
+	if u, err := url.Parse(svc.BaseURL); err == nil {
+		s.publicHost = strings.ToLower(u.Hostname())
+	}
+	srv := mcp.NewServer(&mcp.Implementation{
+		Name:    "agent-output-verifier",
+		Title:   "Agent Output Verifier",
+		Version: verify.Version,
+	}, &mcp.ServerOptions{
+		Instructions: instructions,
+		// The SDK's log lines may quote protocol messages, and callers' data never goes to the
+		// log; the router logs one line per request.
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	s.addTools(srv)
+	maxBody := int64(verify.DefaultLimits.MaxBody)
+	if svc.Engine != nil {
+		maxBody = svc.Engine.Limits().MaxBody
+	}
+	for _, sse := range []bool{false, true} {
+		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+			Stateless:    true,
+			JSONResponse: !sse,
+			// Checked in ServeHTTP instead, where the public base URL's host is known: the SDK's
+			// own check refuses every non-loopback Host on a loopback connection, which is
+			// exactly what a reverse proxy in front of the local server sends.
+			DisableLocalhostProtection: true,
+			MaxRequestBodyBytes:        maxBody + rpcOverhead,
+			Logger:                     slog.New(slog.DiscardHandler),
+		})
+		if sse {
+			s.sseHandler = h
+		} else {
+			s.jsonHandler = h
+		}
+	}
+	return s
+}
+
+// instructions tell a model what the server is for and how it is paid.
+const instructions = "Agent Output Verifier: an independent, deterministic checker for JSON produced by AI agents. " +
+	"Call verify_schema with the agent's output, a JSON Schema and optional business rules; the answer is pass or fail " +
+	"with per-check ratios, repair hints and an Ed25519-signed receipt anyone can verify offline (public keys in " +
+	"/.well-known/agent-card.json). get_verification_record returns an agent's signed trust score. Calls are free up to a " +
+	"daily allowance per client IP (shared with the REST API); past it a call returns isError with an x402 v2 PaymentRequired " +
+	"as structuredContent: sign one of its accepts and call again with the PaymentPayload object in params._meta[\"x402/payment\"]; " +
+	"the settlement comes back in result._meta[\"x402/payment-response\"]."
+
+// Mount adds POST /mcp to rt. The router answers other methods with 405 and Allow (the stateless
+// transport has no GET stream and no session to DELETE) and CORS preflights.
+func (s *Server) Mount(rt *httpapi.Router) { rt.Handle(http.MethodPost, Path, s.ServeHTTP) }
+
+// Handler serves /mcp alone, in the router that answers every other path and method in the error
+// envelope: functions/mcp's handler.
+func Handler(svc *httpapi.Service) http.Handler {
+	rt := httpapi.NewRouter(svc)
+	New(svc).Mount(rt)
+	return rt
+}
+
+// callerKey is the context key of the caller's IP address, which the tools need for the free
+// allowance and history and which the SDK does not pass on.
+type callerKey struct{}
+
+// callerIP is the client IP ServeHTTP put in ctx.
+func callerIP(ctx context.Context) string {
+	ip, _ := ctx.Value(callerKey{}).(string)
+	return ip
+}
+
+// ServeHTTP is POST /mcp: it checks the Host, records the client IP for the tools, settles the
+// content type the answer will have and hands the request to the SDK, whose transport-level
+// refusals it rewrites into the error envelope.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.hostAllowed(r) {
+		s.svc.WriteError(w, r, apperr.New(apperr.Forbidden,
+			"This MCP endpoint answers on a loopback connection only for a loopback Host or the configured public host (DNS rebinding protection)."))
+		return
+	}
+	// The client is the request's, on Lambda too: the adapter puts API Gateway's sourceIp in
+	// RemoteAddr, and the SDK runs the tool with a context derived from this request's.
+	ctx := context.WithValue(r.Context(), callerKey{}, httpapi.ClientIP(r, s.svc.TrustedProxyHops))
+	r = r.Clone(ctx)
+	h := s.jsonHandler
+	if jsonOK, sseOK := accepts(r.Header.Values("Accept")); sseOK && !jsonOK {
+		h = s.sseHandler
+	}
+	// The SDK refuses any Accept that does not list both types, although the answer's type is
+	// decided above; many clients send only one of them, or none.
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	h.ServeHTTP(&envelopeWriter{ResponseWriter: w, svc: s.svc, r: r}, r)
+}
+
+// accepts reports which of the transport's two answer types an Accept header allows. No Accept
+// at all allows both.
+func accepts(values []string) (jsonOK, sseOK bool) {
+	if len(values) == 0 {
+		return true, true
+	}
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			switch strings.ToLower(strings.TrimSpace(mt)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				sseOK = true
+			case "*/*":
+				jsonOK, sseOK = true, true
+			}
+		}
+	}
+	return jsonOK, sseOK
+}
+
+// hostAllowed is the MCP transport's DNS rebinding protection: a request that reached a loopback
+// listener must name a loopback host or the public base URL's host. Behind API Gateway (Lambda)
+// there is no listener address and API Gateway chose the host, so nothing is checked.
+func (s *Server) hostAllowed(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil || !isLoopback(local.String()) {
+		return true
+	}
+	host := hostname(r.Host)
+	return isLoopback(host) || (s.publicHost != "" && host == s.publicHost)
+}
+
+// hostname is a Host header's name without port or IPv6 brackets, lower-cased.
+func hostname(hostport string) string {
+	h := hostport
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
+		h = host
+	}
+	return strings.ToLower(strings.Trim(h, "[]"))
+}
+
+// isLoopback reports whether addr (host or host:port) is localhost or a loopback IP.
+func isLoopback(addr string) bool {
+	h := hostname(addr)
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// envelopeWriter turns the SDK's plain-text refusals (a malformed JSON-RPC message, a wrong
+// content type, an unsupported protocol version, a body over the limit) into the §7 error
+// envelope, with fixed messages: the SDK's own texts may quote the request. JSON-RPC answers
+// pass through untouched.
+type envelopeWriter struct {
+	http.ResponseWriter
+	svc      *httpapi.Service
+	r        *http.Request
+	replaced bool
+}
+
+func (w *envelopeWriter) WriteHeader(code int) {
+	if code < 400 || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.ResponseWriter.WriteHeader(code)
+		return
+	}
+	w.replaced = true
+	w.Header().Del("X-Content-Type-Options")
+	w.svc.WriteError(w.ResponseWriter, w.r, transportError(code))
+}
+
+func (w *envelopeWriter) Write(b []byte) (int, error) {
+	if w.replaced {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets the SDK flush an event stream through the wrapper.
+func (w *envelopeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// transportError is the envelope for an HTTP status the SDK's transport answered with.
+func transportError(status int) *apperr.Error {
+	var e *apperr.Error
+	switch status {
+	case http.StatusRequestEntityTooLarge:
+		e = apperr.New(apperr.PayloadTooLarge, "The MCP message is larger than this endpoint accepts. Nothing was charged.")
+	case http.StatusUnsupportedMediaType:
+		e = apperr.New(apperr.InvalidRequest, "Send the JSON-RPC message with Content-Type: application/json. Nothing was charged.")
+	case http.StatusForbidden:
+		e = apperr.New(apperr.Forbidden, "The MCP transport refused this request. Nothing was charged.")
+	case http.StatusNotFound:
+		e = apperr.New(apperr.NotFound, "No MCP session matches this request: the endpoint is stateless, send no Mcp-Session-Id.")
+	case http.StatusMethodNotAllowed:
+		e = apperr.New(apperr.MethodNotAllowed, "The MCP endpoint accepts POST only; see the Allow header.")
+	default:
+		if status >= 500 {
+			e = apperr.New(apperr.Internal, "The MCP request could not be completed. Nothing was charged; try again.")
+			e.RetryAfter = 1
+		} else {
+			e = apperr.New(apperr.InvalidRequest, "The MCP request could not be read: POST one JSON-RPC 2.0 message with Content-Type: application/json and a supported MCP-Protocol-Version. Nothing was charged.")
+		}
+	}
+	e.Status = status
+	return e
+}
