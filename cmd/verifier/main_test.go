@@ -151,6 +151,18 @@ func TestServeEndToEnd(t *testing.T) {
 	if code, out, errOut := runCLI(t, "", "receipt", "verify", "--card", base+"/.well-known/agent-card.json", "--request", reqFile, receiptFile); code != 0 {
 		t.Fatalf("receipt verify --card: %d %s %s", code, out, errOut)
 	}
+	// The MCP endpoint is served too, to a client that sends no Accept header (the README's curl).
+	rpc := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"verify_schema","arguments":` + body + `}}`
+	req, _ = http.NewRequestWithContext(ctx, "POST", base+"/mcp", strings.NewReader(rpc))
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Contains(got, []byte(`"structuredContent":{"summary":{"result":"pass"`)) {
+		t.Fatalf("MCP verify_schema: %d %s", resp.StatusCode, got)
+	}
 	// The request's log line is written after its response: wait for it.
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !strings.Contains(stderr.String(), `"route":"/verify/schema"`); {
 		time.Sleep(20 * time.Millisecond)

@@ -68,6 +68,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	defer closeStore()
+	stopRecording := svc.StartRecording(4)
+	defer stopRecording() // after the server stops: the queued history writes land before the store closes
 
 	srv := &http.Server{Handler: svc.Handler(mcpserver.New(svc).Mount), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
 	fmt.Fprintf(stdout, "serving %s on http://%s (key %s, store %s)\n", cfg.BaseURL, ln.Addr(), svc.Keys.Current.Version, cfg.Store)

@@ -60,6 +60,8 @@ type Service struct {
 	TrustedProxyHops int
 	Deadline         time.Duration
 	CallerSalt       []byte // per-deployment salt of caller ids
+
+	records chan store.Verification // history writes waiting for StartRecording's writers
 }
 
 func (s *Service) now() time.Time {

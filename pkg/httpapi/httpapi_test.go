@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -242,5 +243,25 @@ func TestHealthIndexAndCard(t *testing.T) {
 	resp, b = do(t, "GET", srv.URL+"/health", nil)
 	if resp.StatusCode != 503 || strings.Contains(string(b), "EOF") {
 		t.Errorf("degraded health: %d %s", resp.StatusCode, b)
+	}
+}
+
+// With background recording, answers do not wait for the store, and stopping flushes every
+// queued write.
+func TestBackgroundRecording(t *testing.T) {
+	rec := &memRecorder{}
+	svc, srv := newTestService(t, rec, nil)
+	stop := svc.StartRecording(2)
+	for i := range 50 {
+		body := fmt.Sprintf(`{"task_id":"t%d","agent_id":"seller-%d","expected_schema":{},"submitted_output":1}`, i, i%3)
+		if resp, b := do(t, "POST", srv.URL+"/verify/schema", []byte(body)); resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, b)
+		}
+	}
+	stop()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.recs) != 50 {
+		t.Fatalf("%d of 50 verifications recorded after stop", len(rec.recs))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
@@ -171,9 +172,46 @@ func (s *Service) Record(ctx context.Context, v *Verification, clientIP string, 
 		Result: v.Report.Result, OverallRatio: v.Report.OverallRatio(), VerifiedAt: v.VerifiedAt,
 		Paid: paid, CallerID: s.CallerID(clientIP),
 	}
+	if s.records != nil {
+		select {
+		case s.records <- rec:
+			return
+		default:
+			// The queue is full: write now rather than lose the record (backpressure).
+		}
+	}
+	s.writeRecord(ctx, rec)
+}
+
+func (s *Service) writeRecord(ctx context.Context, rec store.Verification) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	if err := s.Store.RecordVerification(ctx, rec); err != nil && !errors.Is(err, context.Canceled) {
 		s.log().Warn("record verification failed", "verification_id", rec.VerificationID, "err", err.Error())
+	}
+}
+
+// recordQueue is how many history writes may wait for the background writers.
+const recordQueue = 4096
+
+// StartRecording moves history writes off the request path: answers go out without waiting for
+// the store (SPEC §9: recording never slows the answer). The returned stop function waits for
+// the queued writes, for a graceful shutdown. Long-running servers use it; a Lambda function,
+// which may be frozen as soon as it answers, records synchronously instead.
+func (s *Service) StartRecording(workers int) (stop func()) {
+	s.records = make(chan store.Verification, recordQueue)
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for rec := range s.records {
+				s.writeRecord(context.Background(), rec)
+			}
+		}()
+	}
+	return func() {
+		close(s.records)
+		wg.Wait()
 	}
 }

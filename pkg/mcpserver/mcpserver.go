@@ -221,6 +221,9 @@ func (w *envelopeWriter) WriteHeader(code int) {
 		return
 	}
 	w.replaced = true
+	if code >= 500 {
+		logger(w.svc).Error("mcp transport failed", "route", Path, "status", code)
+	}
 	w.Header().Del("X-Content-Type-Options")
 	w.svc.WriteError(w.ResponseWriter, w.r, transportError(code))
 }
@@ -234,6 +237,14 @@ func (w *envelopeWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets the SDK flush an event stream through the wrapper.
 func (w *envelopeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// logger is the service's logger, or the default one for hand-built services without one.
+func logger(svc *httpapi.Service) *slog.Logger {
+	if svc.Log != nil {
+		return svc.Log
+	}
+	return slog.Default()
+}
 
 // transportError is the envelope for an HTTP status the SDK's transport answered with.
 func transportError(status int) *apperr.Error {

@@ -308,13 +308,16 @@ func TestVerifyMatchesREST(t *testing.T) {
 	tool := e.tools(t)[ToolVerify]
 	ex, _ := json.Marshal(verify.ExampleRequest())
 	for name, body := range map[string][]byte{
-		"pass":         ex,
-		"seed draft":   compact(t, seed(t, "invoice-draft.request.json")),
-		"compact":      bytes.Replace(ex, []byte(`{`), []byte(`{"detail":"compact",`), 1),
-		"invalid rule": []byte(`{"task_id":"t","expected_schema":{},"submitted_output":1,"rules":[{"type":"nope","field":"a"}]}`),
-		"missing":      []byte(`{}`),
-		"wrong type":   []byte(`{"task_id":5,"expected_schema":{},"submitted_output":1}`),
-		"file ref":     []byte(`{"task_id":"t","expected_schema":{"$ref":"file:///etc/passwd"},"submitted_output":1}`),
+		"pass":           ex,
+		"seed draft":     compact(t, seed(t, "invoice-draft.request.json")),
+		"compact":        bytes.Replace(ex, []byte(`{`), []byte(`{"detail":"compact",`), 1),
+		"invalid rule":   []byte(`{"task_id":"t","expected_schema":{},"submitted_output":1,"rules":[{"type":"nope","field":"a"}]}`),
+		"missing":        []byte(`{}`),
+		"wrong type":     []byte(`{"task_id":5,"expected_schema":{},"submitted_output":1}`),
+		"file ref":       []byte(`{"task_id":"t","expected_schema":{"$ref":"file:///etc/passwd"},"submitted_output":1}`),
+		"duplicate key":  []byte(`{"task_id":"t","task_id":"u","expected_schema":{},"submitted_output":1}`),
+		"lone surrogate": []byte(`{"task_id":"t","expected_schema":{},"submitted_output":"\ud800"}`),
+		"not an object":  []byte(`[1,2]`),
 	} {
 		t.Run(name, func(t *testing.T) {
 			resp, rest := post(t, e.url+"/verify/schema", body)
@@ -744,6 +747,31 @@ func TestHandlerServesOnlyMCP(t *testing.T) {
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 		if rec.Code != want || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
 			t.Errorf("GET %s: %d %s, want %d", path, rec.Code, rec.Header().Get("Content-Type"), want)
+		}
+	}
+}
+
+type panickingScores struct{}
+
+func (panickingScores) ScorePriced(context.Context, string) (bool, error) { panic("boom") }
+func (panickingScores) ScoreDocument(context.Context, string) ([]byte, error) {
+	panic("boom")
+}
+
+// A panic in a tool (which the SDK runs outside the router's recovery) is the generic internal
+// error result, and the server stays up.
+func TestToolPanicIsAnInternalError(t *testing.T) {
+	e := newEnv(t)
+	s := New(e.svc)
+	s.scores = panickingScores{}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	e.url = srv.URL
+	for range 2 {
+		r := e.call(t, ToolRecord, []byte(`{"agent_id":"a"}`), nil)
+		got := r.sc(t)
+		if !r.IsError || got["code"] != "internal_error" || got["status"] != float64(500) || got["retryable"] != true {
+			t.Errorf("panicking tool: %s", r.StructuredContent)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -53,7 +54,7 @@ func (s *Server) addTools(srv *mcp.Server) {
 			IdempotentHint: false,
 			OpenWorldHint:  &closed,
 		},
-	}, s.verifySchema)
+	}, s.recovering(ToolVerify, s.verifySchema))
 	srv.AddTool(&mcp.Tool{
 		Name:  ToolRecord,
 		Title: "Get an agent's verification record",
@@ -70,7 +71,20 @@ func (s *Server) addTools(srv *mcp.Server) {
 			IdempotentHint: true,
 			OpenWorldHint:  &closed,
 		},
-	}, s.verificationRecord)
+	}, s.recovering(ToolRecord, s.verificationRecord))
+}
+
+// recovering turns a panic in a tool into the generic internal error result. The SDK runs tools
+// on goroutines of its own, outside the router's recovery, where a panic would end the process.
+func (s *Server) recovering(tool string, h mcp.ToolHandler) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				res, err = s.errorResult(tool, fmt.Errorf("panic: %s", slog.AnyValue(p).String()), nil), nil
+			}
+		}()
+		return h(ctx, req)
+	}
 }
 
 // verifySchema is the verify_schema tool: POST /verify/schema over MCP, decision for decision.

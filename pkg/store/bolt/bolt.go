@@ -181,7 +181,10 @@ func (s *Store) ConsumeAllowance(ctx context.Context, client, day string, limit 
 	}
 	var granted bool
 	var remaining int
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	// Batch lets concurrent writers share one commit (one fsync) instead of queueing for one
+	// each; it may run the function more than once, so the function sets its results afresh.
+	err := s.db.Batch(func(tx *bbolt.Tx) error {
+		granted, remaining = false, 0
 		b := tx.Bucket(bucketAllowance)
 		key := allowanceKey(client, day)
 		used := 0
@@ -261,7 +264,7 @@ func (s *Store) ReservePayment(ctx context.Context, id string, expires time.Time
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("reserve payment %s: %w", id, err)
 	}
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.db.Batch(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketPayments)
 		if exp, ok := decodeExpiry(b.Get([]byte(id))); ok && !storekey.Expired(exp, s.now()) {
 			return store.ErrPaymentReplayed
@@ -326,7 +329,7 @@ func (s *Store) RecordVerification(ctx context.Context, v store.Verification) er
 		return fmt.Errorf("record verification %s: encode: %w", v.VerificationID, err)
 	}
 	key := []byte(storekey.HistoryKey(v.VerifiedAt, v.VerificationID))
-	err = s.db.Update(func(tx *bbolt.Tx) error {
+	err = s.db.Batch(func(tx *bbolt.Tx) error {
 		b, err := tx.Bucket(bucketHistory).CreateBucketIfNotExists([]byte(v.AgentID))
 		if err != nil {
 			return err
