@@ -6,7 +6,7 @@ VERSION   ?= 0.1.0-dev
 LDFLAGS   := -s -w -X github.com/agent-output-verifier/verifier/pkg/verify.Version=$(VERSION)
 BIN       := bin
 # FUZZTIME bounds each fuzz campaign that `make test` runs.
-FUZZTIME  ?= 10s
+FUZZTIME  ?= 8s
 
 .PHONY: test unit fuzz bench dev verifier tools clean
 
@@ -18,15 +18,22 @@ unit:
 	# Allocation guards run without the race detector, which allocates on its own.
 	$(GO) test -count=1 -run 'Allocs' ./pkg/...
 
-# Each fuzz target runs for FUZZTIME on top of its seed corpus (which `unit` already runs).
+# Every parser's fuzz target (package:Target) runs for FUZZTIME on top of its seed corpus
+# (which `unit` already runs): requests, paths, canonical JSON, receipts, payment headers and
+# payloads, cursors, stored aggregates, client answers.
+FUZZ_TARGETS := \
+	pkg/verify:FuzzDecodeRequest pkg/verify:FuzzParsePath pkg/verify:FuzzSchemaCheck \
+	pkg/receipt:FuzzCanonicalEqual pkg/receipt:FuzzVerifyAttestation pkg/receipt:FuzzRequestHashes pkg/receipt:FuzzCardKeys \
+	pkg/x402:FuzzDecodePaymentSignature pkg/x402:FuzzDecodePaymentRequired pkg/x402:FuzzDecodeSettleResponse \
+	pkg/x402:FuzzDecodePaymentPayload pkg/x402:FuzzPaymentIDSolana \
+	pkg/store/internal/storekey:FuzzDecodeCursor pkg/reputation:FuzzUnmarshalAggregate pkg/client:FuzzReadAnswer
+
 fuzz:
-	$(GO) test ./pkg/verify -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./pkg/verify -run '^$$' -fuzz '^FuzzParsePath$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./pkg/verify -run '^$$' -fuzz '^FuzzSchemaCheck$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./pkg/receipt -run '^$$' -fuzz '^FuzzCanonicalEqual$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./pkg/x402 -run '^$$' -fuzz '^FuzzDecodePaymentPayload$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./pkg/client -run '^$$' -fuzz '^FuzzReadAnswer$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./pkg/reputation -run '^$$' -fuzz '^FuzzUnmarshalAggregate$$' -fuzztime $(FUZZTIME)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
+		$(GO) test ./$$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME); \
+	done
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
