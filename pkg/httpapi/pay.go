@@ -22,6 +22,10 @@ const (
 	HeaderPaymentResponse  = "PAYMENT-RESPONSE"
 )
 
+// storeTimeout bounds one allowance or payment-reservation call: a slow store becomes a
+// retryable 503 well inside API Gateway's 29 s, never a hung request or a free pass.
+const storeTimeout = 3 * time.Second
+
 // paymentRecordTTL is how long a reserved payment id is kept: far longer than any authorization's
 // validity window, so a payment can never be replayed while it could still settle.
 const paymentRecordTTL = 30 * 24 * time.Hour
@@ -137,6 +141,8 @@ func (s *Service) FreeTrial(ctx context.Context, client string) map[string]any {
 // retryable 503, never a free pass.
 func (s *Service) ConsumeFree(ctx context.Context, client string) (granted bool, remaining int, err error) {
 	today, midnight := day(s.now())
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
 	granted, remaining, err = s.Allowance.ConsumeAllowance(ctx, client, today, s.Pricing.FreeCallsPerDay, midnight.Add(time.Hour))
 	if err != nil {
 		s.log().Error("allowance store failed", "err", err.Error())
@@ -276,7 +282,7 @@ func (s *Service) Charge(ctx context.Context, payload x402.PaymentPayload, price
 	}
 	// A payment already used is refused as such before the facilitator is asked (it would call
 	// a spent authorization merely invalid); the reservation below still decides races.
-	if used, err := s.Allowance.PaymentReserved(ctx, id); err != nil {
+	if used, err := s.paymentReserved(ctx, id); err != nil {
 		s.log().Error("payment lookup failed", "err", err.Error())
 		return nil, nil, storeUnavailable()
 	} else if used {
@@ -290,7 +296,7 @@ func (s *Service) Charge(ctx context.Context, payload x402.PaymentPayload, price
 	if !vr.IsValid {
 		return nil, &PaymentFailure{Code: apperr.PaymentVerifyFail, Message: "The facilitator rejected the payment: " + safeReason(vr.InvalidReason) + ". Nothing was charged."}, nil
 	}
-	if err := s.Allowance.ReservePayment(ctx, id, s.now().Add(paymentRecordTTL)); err != nil {
+	if err := s.reservePayment(ctx, id); err != nil {
 		if errors.Is(err, store.ErrPaymentReplayed) {
 			return nil, &PaymentFailure{Code: apperr.PaymentReplayed, Message: "This payment was already used. Nothing was charged again; sign a new payment."}, nil
 		}
@@ -364,4 +370,16 @@ func safeReason(s string) string {
 		}
 	}
 	return string(out)
+}
+
+func (s *Service) paymentReserved(ctx context.Context, id string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	return s.Allowance.PaymentReserved(ctx, id)
+}
+
+func (s *Service) reservePayment(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	return s.Allowance.ReservePayment(ctx, id, s.now().Add(paymentRecordTTL))
 }

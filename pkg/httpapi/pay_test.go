@@ -236,6 +236,22 @@ func TestAllowanceStoreDownIsRetryable(t *testing.T) {
 	}
 }
 
+// slowAllowance is a store whose allowance writes hang until the caller gives up.
+type slowAllowance struct{ store.Store }
+
+func (slowAllowance) ConsumeAllowance(ctx context.Context, _, _ string, _ int, _ time.Time) (bool, int, error) {
+	<-ctx.Done()
+	return false, 0, ctx.Err()
+}
+
+func TestSlowAllowanceStoreIsRetryable(t *testing.T) {
+	e := newPayEnv(t, slowAllowance{openBolt(t)}, 5, &fakePayer{})
+	resp, m := post(t, e.srv.URL+"/verify/schema", okBody)
+	if resp.StatusCode != 503 || m["retryable"] != true || m["code"] != "service_unavailable" {
+		t.Fatalf("slow store: %d %v", resp.StatusCode, m)
+	}
+}
+
 func TestPaidPath(t *testing.T) {
 	payer := &fakePayer{valid: true, settleOK: true}
 	e := newPayEnv(t, openBolt(t), 0, payer)
@@ -285,6 +301,13 @@ func TestPaidPath(t *testing.T) {
 		t.Errorf("invalid payment: %d %v", resp.StatusCode, m)
 	}
 	payer.valid = true
+	// The facilitator fails between verify and settle: 503, no result delivered, nothing settled.
+	payer.settleErr = x402.ErrFacilitatorUnavailable
+	resp, m = post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, paymentHeader(t, testRequirement, 7))
+	if resp.StatusCode != 503 || m["code"] != "facilitator_unavailable" || m["result"] != nil || resp.Header.Get(HeaderPaymentResponse) != "" {
+		t.Errorf("settle unreachable: %d %v", resp.StatusCode, m)
+	}
+	payer.settleErr = nil
 	// Settlement fails: 402 with PAYMENT-RESPONSE success:false and no result.
 	payer.settleOK = false
 	resp, m = post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, paymentHeader(t, testRequirement, 6))
