@@ -268,6 +268,10 @@ func (s *Service) Charge(ctx context.Context, payload x402.PaymentPayload, price
 	if s.Payer == nil {
 		return nil, nil, apperr.Field("payment", "was sent to a deployment that takes no payments", "Send the request without a payment.")
 	}
+	if s.Allowance == nil {
+		// Payments without a reservation store could be replayed: refuse rather than risk it.
+		return nil, nil, errors.New("charge: a payer is configured without a store for payment reservations")
+	}
 	reqs, err := s.Payer.Requirements(ctx, priceUSD)
 	if err != nil {
 		return nil, nil, err
