@@ -59,7 +59,8 @@ type Service struct {
 	NewID            func() string
 	TrustedProxyHops int
 	Deadline         time.Duration
-	CallerSalt       []byte // per-deployment salt of caller ids
+	StoreTimeout     time.Duration // per allowance or reservation call; DefaultStoreTimeout when zero
+	CallerSalt       []byte        // per-deployment salt of caller ids
 
 	records chan store.Verification // history writes waiting for StartRecording's writers
 }

@@ -22,9 +22,16 @@ const (
 	HeaderPaymentResponse  = "PAYMENT-RESPONSE"
 )
 
-// storeTimeout bounds one allowance or payment-reservation call: a slow store becomes a
+// DefaultStoreTimeout bounds one allowance or payment-reservation call: a slow store becomes a
 // retryable 503 well inside API Gateway's 29 s, never a hung request or a free pass.
-const storeTimeout = 3 * time.Second
+const DefaultStoreTimeout = 3 * time.Second
+
+func (s *Service) storeTimeout() time.Duration {
+	if s.StoreTimeout > 0 {
+		return s.StoreTimeout
+	}
+	return DefaultStoreTimeout
+}
 
 // paymentRecordTTL is how long a reserved payment id is kept: far longer than any authorization's
 // validity window, so a payment can never be replayed while it could still settle.
@@ -141,7 +148,7 @@ func (s *Service) FreeTrial(ctx context.Context, client string) map[string]any {
 // retryable 503, never a free pass.
 func (s *Service) ConsumeFree(ctx context.Context, client string) (granted bool, remaining int, err error) {
 	today, midnight := day(s.now())
-	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.storeTimeout())
 	defer cancel()
 	granted, remaining, err = s.Allowance.ConsumeAllowance(ctx, client, today, s.Pricing.FreeCallsPerDay, midnight.Add(time.Hour))
 	if err != nil {
@@ -377,13 +384,13 @@ func safeReason(s string) string {
 }
 
 func (s *Service) paymentReserved(ctx context.Context, id string) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.storeTimeout())
 	defer cancel()
 	return s.Allowance.PaymentReserved(ctx, id)
 }
 
 func (s *Service) reservePayment(ctx context.Context, id string) error {
-	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.storeTimeout())
 	defer cancel()
 	return s.Allowance.ReservePayment(ctx, id, s.now().Add(paymentRecordTTL))
 }

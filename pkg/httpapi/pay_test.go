@@ -90,6 +90,9 @@ func newPayEnv(t *testing.T, st store.Store, limit int, payer *fakePayer) *payEn
 		Allowance: st,
 		Pricing:   Pricing{FreeCallsPerDay: limit, FreeMaxBody: 64 << 10, PriceVerify: "0.02", PriceScore: "0.01"},
 		Now:       func() time.Time { return *e.now.Load() },
+		// A hundred concurrent callers under the race detector can keep a test store busy for
+		// seconds; the default timeout is tested on its own.
+		StoreTimeout: 30 * time.Second,
 	}
 	if payer != nil {
 		e.svc.Payer = payer
@@ -147,6 +150,7 @@ func TestAllowanceUnderConcurrency(t *testing.T) {
 					case resp.StatusCode == 402 && m["code"] == "free_trial_exhausted" && resp.Header.Get(HeaderPaymentRequired) != "":
 						paid.Add(1)
 					default:
+						t.Logf("unexpected answer %d %v", resp.StatusCode, m)
 						other.Add(1)
 					}
 				}()
@@ -246,6 +250,7 @@ func (slowAllowance) ConsumeAllowance(ctx context.Context, _, _ string, _ int, _
 
 func TestSlowAllowanceStoreIsRetryable(t *testing.T) {
 	e := newPayEnv(t, slowAllowance{openBolt(t)}, 5, &fakePayer{})
+	e.svc.StoreTimeout = 0 // the default
 	resp, m := post(t, e.srv.URL+"/verify/schema", okBody)
 	if resp.StatusCode != 503 || m["retryable"] != true || m["code"] != "service_unavailable" {
 		t.Fatalf("slow store: %d %v", resp.StatusCode, m)
