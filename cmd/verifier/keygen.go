@@ -9,9 +9,9 @@ import (
 	"io"
 	"time"
 
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
-	"github.com/agent-output-verifier/verifier/pkg/app"
 	"github.com/agent-output-verifier/verifier/pkg/keys"
 )
 
@@ -37,12 +37,13 @@ func runKeygen(args []string, stdout, stderr io.Writer) int {
 	pub := base64.StdEncoding.EncodeToString(k.Public().Key)
 	if *secret != "" {
 		ctx := context.Background()
-		aws, err := app.NewAWS(ctx)
+		// On a workstation the SDK's full loader applies: profiles, SSO, the usual variables.
+		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
 		if err != nil {
-			fmt.Fprintf(stderr, "verifier keygen: %v\n", err)
+			fmt.Fprintf(stderr, "verifier keygen: load AWS configuration: %v\n", err)
 			return exitError
 		}
-		arn, err := keys.CreateSecret(ctx, secretsmanager.NewFromConfig(aws.Config), *secret, k)
+		arn, err := keys.CreateSecret(ctx, secretsmanager.NewFromConfig(awsCfg), *secret, k)
 		if err != nil {
 			fmt.Fprintf(stderr, "verifier keygen: %v\n", err)
 			return exitError

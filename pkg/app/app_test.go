@@ -2,16 +2,22 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agent-output-verifier/verifier/pkg/config"
+	"github.com/agent-output-verifier/verifier/pkg/keys"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/store/dynamo"
+	"github.com/agent-output-verifier/verifier/pkg/store/dynamo/dynalitetest"
 )
 
 func load(t *testing.T, env map[string]string) config.Config {
@@ -72,5 +78,54 @@ func TestDevKeyCreatedOnce(t *testing.T) {
 	}
 	if svc2.Payer != nil {
 		t.Error("a deployment without a payee must run free-only")
+	}
+}
+
+// The Lambda wiring end to end against DynamoDB served by dynalite: the SDK configuration comes
+// from the environment alone (region, credentials, endpoint override), as on Lambda.
+func TestDynamoWiringFromEnvironment(t *testing.T) {
+	endpoint := dynalitetest.Start(t)
+	table := dynalitetest.TableName(t)
+	if err := dynamo.CreateTable(context.Background(), dynalitetest.Client(endpoint), table); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+	keyFile := filepath.Join(t.TempDir(), "key.json")
+	k, _ := keys.Generate("v-dyn", rand.Reader)
+	if err := keys.WriteFile(keyFile, k); err != nil {
+		t.Fatal(err)
+	}
+	cfg := load(t, map[string]string{"VERIFIER_STORE": "dynamodb", "VERIFIER_TABLE": table, "VERIFIER_SIGNING_KEY": "file:" + keyFile})
+	aws, err := NewAWS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, closeFn, err := Build(context.Background(), cfg, Options{KeySource: aws.KeySource, OpenStore: aws.OpenStore, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	srv := httptest.NewServer(svc.Handler())
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/verify/schema", "application/json",
+		strings.NewReader(`{"task_id":"t","agent_id":"dyn-agent","expected_schema":{"type":"number"},"submitted_output":3}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Free-Allowance-Remaining") != "999" {
+		t.Fatalf("verify over DynamoDB: %d, remaining %q", resp.StatusCode, resp.Header.Get("Free-Allowance-Remaining"))
+	}
+	resp, err = http.Get(srv.URL + "/reputation/dyn-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"verifications":1`) {
+		t.Fatalf("history over DynamoDB: %d %s", resp.StatusCode, b)
 	}
 }

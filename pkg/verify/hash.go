@@ -79,6 +79,7 @@ func (r *Request) hash(raw map[string]jsontext.Value) error {
 		return canonError("task_id")
 	}
 	full = append(full, '}')
+	r.Canonical = full
 	r.Hashes.Request = receipt.Digest(full)
 	return nil
 }

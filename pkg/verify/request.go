@@ -42,6 +42,10 @@ type Request struct {
 
 	// Hashes of SPEC §5, computed by DecodeRequest.
 	Hashes receipt.Hashes
+	// Canonical is the RFC 8785 form of the eight hashed fields with every default filled in:
+	// the bytes Hashes.Request is the SHA-256 of (SPEC §5). The agent card publishes it for the
+	// request-hash test vectors.
+	Canonical []byte
 }
 
 // requestFields are the members a request may have, in documentation order.
