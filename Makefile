@@ -35,8 +35,11 @@ fuzz:
 		$(GO) test ./$$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME); \
 	done
 
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
+# Measures SPEC §14's bars in one run on this machine and writes docs/PERFORMANCE.md (several
+# minutes): Go benchmarks, Python's jsonschema side by side, load on the local server, Lambda
+# sizes and first invokes. BENCHFLAGS passes flags to infra/bench (go run ./infra/bench -h).
+bench: verifier tools
+	$(GO) run ./infra/bench $(BENCHFLAGS)
 
 verifier:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/verifier ./cmd/verifier

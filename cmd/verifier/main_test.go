@@ -94,38 +94,7 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Skip("builds and starts the server")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "verifier")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"))
-	cmd.Env = append(os.Environ(), "VERIFIER_BASE_URL=", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
-	testproc.SetProcessGroup(cmd)
-	stdout, _ := cmd.StdoutPipe()
-	stderr := &testproc.TailBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		testproc.KillProcessGroup(cmd.Process.Pid, false)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			testproc.KillProcessGroup(cmd.Process.Pid, true)
-		}
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("no start line: %v\n%s", err, stderr.String())
-	}
-	m := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)`).FindStringSubmatch(line)
-	if m == nil {
-		t.Fatalf("start line %q", line)
-	}
-	base := m[1]
+	base, stderr := startServe(t, dir)
 	if st, err := os.Stat(filepath.Join(dir, "data", "signing-key.json")); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("dev key not created with mode 0600: %v", err)
 	}
@@ -170,6 +139,45 @@ func TestServeEndToEnd(t *testing.T) {
 	if logs := stderr.String(); strings.Contains(logs, "demo-1") || !strings.Contains(logs, `"route":"/verify/schema"`) {
 		t.Errorf("server log leaks request data or lacks the request line:\n%s", logs)
 	}
+}
+
+// startServe builds the command and runs `verifier serve` on a free loopback port with its data
+// under dir, as `make dev` does; it returns the server's base URL and its log. The server is
+// stopped when the test ends.
+func startServe(t *testing.T, dir string) (string, *testproc.TailBuffer) {
+	t.Helper()
+	bin := filepath.Join(dir, "verifier")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"))
+	cmd.Env = append(os.Environ(), "VERIFIER_BASE_URL=", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+	testproc.SetProcessGroup(cmd)
+	stdout, _ := cmd.StdoutPipe()
+	stderr := &testproc.TailBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		testproc.KillProcessGroup(cmd.Process.Pid, false)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			testproc.KillProcessGroup(cmd.Process.Pid, true)
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no start line: %v\n%s", err, stderr.String())
+	}
+	m := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("start line %q", line)
+	}
+	return m[1], stderr
 }
 
 // A receipt from `verifier check` verifies with the independent Python checker (RFC 8785 and

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agent-output-verifier/verifier/pkg/app"
 	"github.com/agent-output-verifier/verifier/pkg/config"
+	"github.com/agent-output-verifier/verifier/pkg/discovery"
 	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
 )
 
@@ -71,7 +72,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	stopRecording := svc.StartRecording(4)
 	defer stopRecording() // after the server stops: the queued history writes land before the store closes
 
-	srv := &http.Server{Handler: svc.Handler(mcpserver.New(svc).Mount), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
+	srv := &http.Server{Handler: svc.Handler(mcpserver.New(svc).Mount, discovery.New(svc).Mount), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
 	fmt.Fprintf(stdout, "serving %s on http://%s (key %s, store %s)\n", cfg.BaseURL, ln.Addr(), svc.Keys.Current.Version, cfg.Store)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

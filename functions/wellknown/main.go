@@ -1,9 +1,10 @@
-// Command wellknown is the Lambda function behind GET /, /health and the discovery documents.
+// Command wellknown is the Lambda function behind GET /, /health and the discovery documents:
+// the agent card, the x402 manifest, the API catalog, OpenAPI, the docs viewer and llms.txt.
 package main
 
 import (
 	"github.com/agent-output-verifier/verifier/pkg/app"
-	"github.com/agent-output-verifier/verifier/pkg/httpapi"
+	"github.com/agent-output-verifier/verifier/pkg/discovery"
 )
 
-func main() { app.StartLambda((*httpapi.Service).WellKnownHandler) }
+func main() { app.StartLambda(discovery.Handler) }

@@ -6,6 +6,10 @@
 //
 //	go run ./infra/loadgen -bin bin/verifier -duration 10s -conns 32
 //
+// With -mix seed every request is the seed invoice (testdata/seed/invoice-draft.request.json,
+// run from the module root) under a fresh task and agent id: one small document and one cached
+// schema, the upper bound for small documents.
+//
 // Phase 1 is closed-loop (conns workers, each sending as fast as answers come) and finds the
 // maximum throughput; phase 2 sends at half that rate, open-loop, and reports the latency a
 // client sees at that load.
@@ -22,6 +26,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
@@ -29,7 +34,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,14 +52,29 @@ func main() {
 	paidShare := flag.Float64("paid", 0.1, "share of requests sent with a payment")
 	freshShare := flag.Float64("fresh", 0.05, "share of requests with a schema never seen before")
 	out := flag.String("out", "", "also write the report (Markdown) to this file")
+	mix := flag.String("mix", "realistic", "request mix: realistic (generated invoices of 1–200 items) or seed (the seed invoice only; -fresh does not apply)")
 	flag.Parse()
-	if err := run(*bin, *duration, *conns, *paidShare, *freshShare, *out); err != nil {
+	if err := run(*bin, *duration, *conns, *paidShare, *freshShare, *mix, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, duration time.Duration, conns int, paidShare, freshShare float64, out string) error {
+func run(bin string, duration time.Duration, conns int, paidShare, freshShare float64, mix, out string) error {
+	var seed map[string]any
+	switch mix {
+	case "realistic":
+	case "seed":
+		raw, err := os.ReadFile(seedRequestFile)
+		if err != nil {
+			return fmt.Errorf("-mix seed: %w (run from the module root)", err)
+		}
+		if err := json.Unmarshal(raw, &seed); err != nil {
+			return fmt.Errorf("-mix seed: %s: %w", seedRequestFile, err)
+		}
+	default:
+		return fmt.Errorf("-mix %q: want realistic or seed", mix)
+	}
 	fac, err := startStubFacilitator()
 	if err != nil {
 		return err
@@ -69,30 +92,86 @@ func run(bin string, duration time.Duration, conns int, paidShare, freshShare fl
 		return err
 	}
 	gen := newGenerator(accepted, paidShare, freshShare)
+	gen.seed = seed
+	mixText := fmt.Sprintf(`%.0f%% paid (stub facilitator), %.0f%% fresh schemas, the rest from a pool of %d repeated schemas;
+1–200 line items (mostly small); about a third of the outputs fail a rule.`, paidShare*100, freshShare*100, len(gen.schemas))
+	if seed != nil {
+		mixText = fmt.Sprintf(`the seed invoice only (2 line items, one schema, fails its sum rule), %.0f%% paid (stub
+facilitator).`, paidShare*100)
+	}
 
 	// Warm-up: compile the schema pool, fill connection pools.
 	closedLoop(client, base, gen, conns, 2*time.Second)
+	cpu0 := readCPU()
 	max := closedLoop(client, base, gen, conns, duration)
+	cpu1 := readCPU()
 	rate := max.throughput() / 2
 	half := openLoop(client, base, gen, rate, duration)
+	cpu2 := readCPU()
 
 	report := fmt.Sprintf(`## Load (local server on loopback, one run)
 
-Mix: %.0f%% paid (stub facilitator), %.0f%% fresh schemas, the rest from a pool of %d repeated schemas;
-1–200 line items (mostly small); about a third of the outputs fail a rule.
+Mix: %s
 
 | phase | requests | errors | throughput | p50 | p90 | p99 | max |
 |---|---|---|---|---|---|---|---|
 | closed loop, %d connections | %d | %d | %.0f/s | %s | %s | %s | %s |
 | open loop at half that rate (%.0f/s) | %d | %d | %.0f/s | %s | %s | %s | %s |
-`, paidShare*100, freshShare*100, len(gen.schemas), conns,
+`, mixText, conns,
 		max.n, max.errors, max.throughput(), ms(max.pct(50)), ms(max.pct(90)), ms(max.pct(99)), ms(max.pct(100)),
 		rate, half.n, half.errors, half.throughput(), ms(half.pct(50)), ms(half.pct(90)), ms(half.pct(99)), ms(half.pct(100)))
+	if closedBusy, ok := cpu0.busyUntil(cpu1); ok {
+		openBusy, _ := cpu1.busyUntil(cpu2)
+		report += fmt.Sprintf(`
+Machine CPU busy (all %d cores, server and load generator together, /proc/stat): %.0f%% in the closed
+loop, %.0f%% in the open loop.
+`, runtime.NumCPU(), closedBusy, openBusy)
+	}
 	fmt.Print(report)
 	if out != "" {
 		return os.WriteFile(out, []byte(report), 0o644)
 	}
 	return nil
+}
+
+// seedRequestFile is the seed invoice request that -mix seed sends, relative to the module root.
+const seedRequestFile = "testdata/seed/invoice-draft.request.json"
+
+// cpuTime is the machine's CPU time so far from the first line of /proc/stat (Linux), in ticks.
+// It shows whether a phase was bound by the processors or by waiting (locks, fsync, the network).
+type cpuTime struct{ busy, total uint64 }
+
+func readCPU() cpuTime {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuTime{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return cpuTime{}
+	}
+	var t cpuTime
+	// user nice system idle iowait irq softirq steal (guest time is already in user).
+	for i, s := range f[1:9] {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return cpuTime{}
+		}
+		t.total += v
+		if i != 3 && i != 4 {
+			t.busy += v
+		}
+	}
+	return t
+}
+
+// busyUntil is the busy share of the CPU time between t and later, in percent.
+func (t cpuTime) busyUntil(later cpuTime) (float64, bool) {
+	if t.total == 0 || later.total <= t.total {
+		return 0, false
+	}
+	return 100 * float64(later.busy-t.busy) / float64(later.total-t.total), true
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
@@ -189,6 +268,7 @@ func openLoop(client *http.Client, base string, gen *generator, rate float64, d 
 // generator makes the request mix.
 type generator struct {
 	schemas    []map[string]any
+	seed       map[string]any // the seed request, sent instead of generated invoices when set
 	accepted   json.RawMessage
 	paidShare  float64
 	freshShare float64
@@ -223,6 +303,9 @@ func invoiceSchema(title string) map[string]any {
 
 func (g *generator) next() (string, []byte, map[string]string) {
 	n := g.seq.Add(1)
+	if g.seed != nil {
+		return g.seedRequest(n)
+	}
 	schema := g.schemas[mrand.IntN(len(g.schemas))]
 	if mrand.Float64() < g.freshShare {
 		schema = invoiceSchema(fmt.Sprintf("fresh-%d", n))
@@ -249,6 +332,21 @@ func (g *generator) next() (string, []byte, map[string]string) {
 		"rules":         []any{map[string]any{"type": "sum_equals", "field": "line_items[].line_total", "equals_field": "total"}},
 		"enforce_rules": true,
 	})
+	return g.route(n, body)
+}
+
+// seedRequest is the seed invoice under task and agent ids of this run, so that it is recorded
+// like the generated requests (the seed's own agent id is a test- one, which is never recorded).
+func (g *generator) seedRequest(n int64) (string, []byte, map[string]string) {
+	req := maps.Clone(g.seed)
+	req["task_id"] = fmt.Sprintf("load-%d", n)
+	req["agent_id"] = fmt.Sprintf("load-agent-%d", n%50)
+	body, _ := json.Marshal(req)
+	return g.route(n, body)
+}
+
+// route alternates the two verify routes and attaches a payment to paidShare of the requests.
+func (g *generator) route(n int64, body []byte) (string, []byte, map[string]string) {
 	path := "/verify/schema"
 	if n%2 == 0 {
 		path = "/verify/deliverable"

@@ -25,6 +25,7 @@ import (
 	"github.com/awslabs/goformation/v7/intrinsics"
 
 	"github.com/agent-output-verifier/verifier/pkg/config"
+	"github.com/agent-output-verifier/verifier/pkg/discovery"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
 )
@@ -36,7 +37,7 @@ const root = "../.."
 // the template fails TestRoutes until it is listed here, so no route can be deployed unchecked.
 var handlers = map[string]func(*httpapi.Service) http.Handler{
 	"VerifyFunction":    (*httpapi.Service).VerifyHandler,
-	"WellKnownFunction": (*httpapi.Service).WellKnownHandler,
+	"WellKnownFunction": discovery.Handler,
 	"McpFunction":       mcpserver.Handler,
 	"ScoreFunction":     (*httpapi.Service).ScoreHandler,
 }

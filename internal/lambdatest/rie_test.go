@@ -25,6 +25,7 @@ import (
 	"github.com/agent-output-verifier/verifier/internal/lambdatest"
 	"github.com/agent-output-verifier/verifier/pkg/app"
 	"github.com/agent-output-verifier/verifier/pkg/config"
+	"github.com/agent-output-verifier/verifier/pkg/discovery"
 	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
@@ -118,8 +119,9 @@ var cases = []eventCase{
 		if !strings.Contains(string(b), pub) {
 			t.Errorf("agent card does not publish the function's public key %s: %s", pub, b)
 		}
-		if body["url"] != baseURL {
-			t.Errorf("url = %v, want %s", body["url"], baseURL)
+		ifaces, _ := body["supportedInterfaces"].([]any)
+		if len(ifaces) == 0 || ifaces[0].(map[string]any)["url"] != baseURL {
+			t.Errorf("supportedInterfaces = %v, want the first at %s", body["supportedInterfaces"], baseURL)
 		}
 	}},
 	{"mcp-tools-list.json", "mcp", 200, func(t *testing.T, body map[string]any, _ string) {
@@ -335,7 +337,7 @@ func TestLambdaMatchesLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeStore() })
-	local := svc.Handler(mcpserver.New(svc).Mount)
+	local := svc.Handler(mcpserver.New(svc).Mount, discovery.New(svc).Mount)
 
 	// The emulator serves one invocation at a time, so the cases run in order.
 	for _, c := range cases {

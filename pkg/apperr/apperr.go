@@ -35,28 +35,31 @@ const (
 	FacilitatorDown    Code = "facilitator_unavailable"
 )
 
-// codeTable is the one place that maps a code to its HTTP status and retryability.
+// codeTable is the one place that maps a code to its HTTP status, its retryability and what it
+// means to a caller (the documents that list the codes, llms.txt and OpenAPI, take it from here).
 var codeTable = map[Code]struct {
 	status    int
 	retryable bool
+	payment   bool
+	meaning   string
 }{
-	InvalidRequest:     {422, false},
-	PayloadTooLarge:    {413, false},
-	NotFound:           {404, false},
-	MethodNotAllowed:   {405, false},
-	Forbidden:          {403, false},
-	RateLimited:        {429, true},
-	Internal:           {500, true},
-	Unavailable:        {503, true},
-	DeadlineExceeded:   {503, true},
-	PaymentRequired:    {402, false},
-	FreeTrialExhausted: {402, false},
-	PaymentInvalid:     {402, false},
-	PaymentMismatch:    {402, false},
-	PaymentVerifyFail:  {402, false},
-	PaymentReplayed:    {402, false},
-	PaymentSettleFail:  {402, false},
-	FacilitatorDown:    {503, true},
+	InvalidRequest:     {422, false, false, "The request is invalid (not JSON, a wrong or unknown field, a schema that does not compile, ...). fields[] names each offending field with a fix. Nothing is charged or counted."},
+	PayloadTooLarge:    {413, false, false, "The body is over the size limit, which `limit` gives in bytes."},
+	NotFound:           {404, false, false, "No route matches the path. GET / lists every route."},
+	MethodNotAllowed:   {405, false, false, "The route exists but not with this method; the Allow header lists the methods it takes."},
+	Forbidden:          {403, false, false, "The request was refused (for MCP: a Host header the endpoint does not serve)."},
+	RateLimited:        {429, true, false, "Too many requests; wait retry_after seconds."},
+	Internal:           {500, true, false, "An internal error; nothing was charged. Retry after retry_after seconds."},
+	Unavailable:        {503, true, false, "A store the answer needs is unavailable; nothing was charged. Retry after retry_after seconds."},
+	DeadlineExceeded:   {503, true, false, "The work did not finish within the per-request deadline; nothing was charged. Retry, or send a smaller request."},
+	PaymentRequired:    {402, false, true, "This call must be paid: sign one of the PAYMENT-REQUIRED header's accepts and send the request again with PAYMENT-SIGNATURE. Also the answer to an empty-body discovery probe, and to a body over the free size limit."},
+	FreeTrialExhausted: {402, false, true, "This client's free calls for today are used up; pay with x402 as for payment_required. A deployment that takes no payments answers 429 instead, retryable at the next UTC midnight."},
+	PaymentInvalid:     {402, false, true, "The PAYMENT-SIGNATURE header (MCP: _meta[\"x402/payment\"]) could not be decoded as an x402 v2 PaymentPayload. Nothing was charged."},
+	PaymentMismatch:    {402, false, true, "The payment's accepted requirements (scheme, network, amount, asset, payTo) match none this route offers. Nothing was charged; pay one of the accepts of the 402 answer."},
+	PaymentVerifyFail:  {402, false, true, "The facilitator found the payment invalid (signature, balance, validity window, ...); the message gives its reason. Nothing was charged."},
+	PaymentReplayed:    {402, false, true, "This payment was already used. Nothing was charged again; sign a new payment."},
+	PaymentSettleFail:  {402, false, true, "The payment could not be settled on chain; PAYMENT-RESPONSE carries the failed settlement and no answer is delivered. Nothing was charged."},
+	FacilitatorDown:    {503, true, true, "The payment facilitator is unavailable or slow; nothing was charged. Retry after retry_after seconds."},
 }
 
 // Codes lists every code in a stable order, for documents that enumerate them.
@@ -76,6 +79,13 @@ func (c Code) Status() int {
 
 // Retryable tells whether sending the same request again may succeed.
 func (c Code) Retryable() bool { return codeTable[c].retryable }
+
+// Payment tells whether the code belongs to the payment flow (SPEC §8.3's payment error codes).
+func (c Code) Payment() bool { return codeTable[c].payment }
+
+// Meaning says what the code tells a caller and what to do about it, for the documents that list
+// the codes.
+func (c Code) Meaning() string { return codeTable[c].meaning }
 
 // FieldProblem names one offending request field, what is wrong with it and how to fix it.
 type FieldProblem struct {

@@ -625,6 +625,14 @@ func (c *Client) fetchCard(ctx context.Context) (*AgentCard, error) {
 	if err := json.Unmarshal(ex.body, &card); err != nil {
 		return nil, fmt.Errorf("agent card: %w", err)
 	}
+	var ifaces struct {
+		SupportedInterfaces []struct {
+			URL string `json:"url"`
+		} `json:"supportedInterfaces"`
+	}
+	if json.Unmarshal(ex.body, &ifaces) == nil && len(ifaces.SupportedInterfaces) > 0 {
+		card.URL = ifaces.SupportedInterfaces[0].URL
+	}
 	card.Keys = keys
 	card.Answer = ex.answer(nil)
 	return &card, nil

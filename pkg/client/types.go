@@ -296,7 +296,8 @@ type AgentCard struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
 	Version     string `json:"version"`
-	URL         string `json:"url"`
+	// URL is the service's base URL: the card's first supportedInterfaces entry (A2A v1.0).
+	URL string `json:"-"`
 	// Keys are the Ed25519 keys of the attestation extension, current and earlier ones.
 	Keys []receipt.PublicKey `json:"-"`
 

@@ -2,12 +2,15 @@ package httpapi
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"html"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,7 +22,8 @@ import (
 // healthProbeTimeout bounds the store probe of /health.
 const healthProbeTimeout = 2 * time.Second
 
-// RouteInfo describes one route for the index and the documents generated from it.
+// RouteInfo describes one route for the index and the documents generated from it (OpenAPI,
+// llms.txt, the template's routes).
 type RouteInfo struct {
 	Method      string `json:"method"`
 	Path        string `json:"path"`
@@ -27,7 +31,8 @@ type RouteInfo struct {
 	Price       string `json:"price"`
 }
 
-// Routes lists the routes this build serves, in the order the index shows them.
+// Routes lists every route of the service, in the order the index and the documents show them.
+// The local server serves all of them; each Lambda function serves its group (template.yaml).
 func Routes() []RouteInfo {
 	return []RouteInfo{
 		{"POST", "/verify/schema", "Verify an agent's JSON output against a JSON Schema and rules; signed receipt.", "free allowance, then paid"},
@@ -36,14 +41,22 @@ func Routes() []RouteInfo {
 		{"GET", "/reputation/{agent_id}", "An agent's signed pass/fail history, newest first (?limit=50&cursor=...).", "free"},
 		{"POST", "/mcp", "MCP Streamable HTTP (stateless, JSON responses): tools verify_schema and get_verification_record.", "as their REST twins"},
 		{"GET", "/health", "Liveness, version and key version.", "free"},
-		{"GET", "/.well-known/agent-card.json", "Agent card with the public keys that sign receipts.", "free"},
+		{"GET", "/.well-known/agent-card.json", "A2A agent card: skills, the public keys that sign receipts, request-hash test vectors, x402 networks and prices.", "free"},
 		{"GET", "/.well-known/agent.json", "The same agent card at the legacy path.", "free"},
 		{"GET", "/.well-known/x402", "x402 discovery manifest: live prices, networks, assets and payees.", "free"},
+		{"GET", "/.well-known/api-catalog", "RFC 9727 API catalog (linkset): where the OpenAPI document, the docs and the status are.", "free"},
+		{"GET", "/openapi.json", "OpenAPI 3.1 description of every route.", "free"},
+		{"GET", "/docs", "Interactive API documentation (no external assets).", "free"},
+		{"GET", "/llms.txt", "Summary for language models: endpoints, free allowance, pricing, errors, receipts.", "free"},
+		{"GET", "/llms-full.txt", "llms.txt with complete worked examples (request, response, verifying the receipt).", "free"},
 		{"GET", "/", "This index: HTML, or JSON with Accept: application/json.", "free"},
 	}
 }
 
-// MountWellKnown adds the discovery routes to rt.
+// MountWellKnown adds the index, /health, the agent card and the x402 manifest to rt: what every
+// server that signs needs for its keys to be found. The larger documents (OpenAPI, the docs
+// viewer, llms.txt, the API catalog) are pkg/discovery's, mounted only by the wellknown function
+// and the local server.
 func (s *Service) MountWellKnown(rt *Router) {
 	rt.Handle(http.MethodGet, "/", s.handleIndex)
 	rt.Handle(http.MethodGet, "/health", s.handleHealth)
@@ -118,51 +131,223 @@ func (s *Service) handleHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, body)
 }
 
-// AgentCard is the A2A agent card with the attestation extension. Its public keys are every key
-// in the ring, so receipts signed before a rotation stay verifiable.
-func (s *Service) AgentCard() map[string]any {
-	var pubs []map[string]string
+// The agent card's extension URIs. The attestation one starts with receipt.CardExtensionPrefix,
+// which is how verifiers find the keys.
+const (
+	cardAttestationExtension = receipt.CardExtensionPrefix + "v1"
+	cardX402Extension        = "urn:json-schema-verifier:extension:x402:v1"
+	// a2aProtocolVersion is the A2A version whose AgentCard this card follows.
+	a2aProtocolVersion = "1.0"
+)
+
+// Card is the A2A v1.0 AgentCard (a2a.proto's AgentCard, in its JSON form), in the field order
+// of the proto. Every field v1.0 marks REQUIRED is set.
+type Card struct {
+	Name                string          `json:"name"`
+	Description         string          `json:"description"`
+	SupportedInterfaces []CardInterface `json:"supportedInterfaces"`
+	Version             string          `json:"version"`
+	DocumentationURL    string          `json:"documentationUrl"`
+	Capabilities        CardCapability  `json:"capabilities"`
+	DefaultInputModes   []string        `json:"defaultInputModes"`
+	DefaultOutputModes  []string        `json:"defaultOutputModes"`
+	Skills              []CardSkill     `json:"skills"`
+}
+
+// CardInterface is an A2A AgentInterface: where one binding is served. The service speaks a REST
+// API described by OpenAPI and MCP, not A2A's own JSON-RPC, gRPC or HTTP+JSON task bindings, so
+// it declares them as custom bindings (A2A §12.7) that an A2A client will not mistake for its own.
+type CardInterface struct {
+	URL             string `json:"url"`
+	ProtocolBinding string `json:"protocolBinding"`
+	ProtocolVersion string `json:"protocolVersion"`
+}
+
+// CardCapability is an A2A AgentCapabilities.
+type CardCapability struct {
+	Streaming         bool            `json:"streaming"`
+	PushNotifications bool            `json:"pushNotifications"`
+	ExtendedAgentCard bool            `json:"extendedAgentCard"`
+	Extensions        []CardExtension `json:"extensions"`
+}
+
+// CardExtension is an A2A AgentExtension.
+type CardExtension struct {
+	URI         string         `json:"uri"`
+	Description string         `json:"description"`
+	Required    bool           `json:"required"`
+	Params      map[string]any `json:"params"`
+}
+
+// CardSkill is an A2A AgentSkill.
+type CardSkill struct {
+	ID          string   `json:"id"`
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Tags        []string `json:"tags"`
+	Examples    []string `json:"examples,omitempty"`
+}
+
+// paymentConfig is the part of the payment side that names its configuration without asking the
+// facilitator (x402.Payments has it), for the card's x402 extension.
+type paymentConfig interface{ Config() x402.Config }
+
+// AgentCard is the A2A v1.0 agent card with the attestation and x402 extensions (SPEC §11). Its
+// public keys are every key in the ring, so receipts signed before a rotation stay verifiable;
+// its request-hash test vectors are computed by this build's decoder. It is built for each
+// request (it is small), so it always shows the keys the service signs with now.
+func (s *Service) AgentCard() (*Card, error) {
+	pubs := []map[string]string{}
 	for _, k := range s.Keys.PublicKeys() {
 		pubs = append(pubs, map[string]string{
-			"keyVersion": k.Version, "algorithm": "Ed25519",
+			"keyVersion": k.Version, "algorithm": receipt.Algorithm,
 			"publicKey":         base64.StdEncoding.EncodeToString(k.Key),
 			"publicKeyEncoding": "base64 of the raw 32-byte Ed25519 public key",
 		})
 	}
-	return map[string]any{
-		"name":        "Agent Output Verifier",
-		"description": "Independent, deterministic verification of AI agents' JSON output against a JSON Schema and business rules, with Ed25519-signed receipts.",
-		"version":     verify.Version,
-		"url":         s.BaseURL,
-		"supportedInterfaces": []map[string]string{
-			{"url": s.BaseURL + "/verify/schema", "protocolBinding": "HTTP+JSON"},
+	vectors, err := verify.RequestHashVectors()
+	if err != nil {
+		return nil, fmt.Errorf("agent card: %w", err)
+	}
+	return &Card{
+		Name:        "Agent Output Verifier",
+		Description: "Independent, deterministic verification of AI agents' JSON output against a JSON Schema and business rules, with Ed25519-signed receipts that anyone can verify offline.",
+		SupportedInterfaces: []CardInterface{
+			{URL: s.BaseURL, ProtocolBinding: "OPENAPI", ProtocolVersion: a2aProtocolVersion},
+			{URL: s.BaseURL + "/mcp", ProtocolBinding: "MCP", ProtocolVersion: a2aProtocolVersion},
 		},
-		"capabilities": map[string]any{
-			"extensions": []map[string]any{{
-				"uri":         "urn:json-schema-verifier:extension:attestation:v1",
-				"description": "Every verification response is signed with Ed25519 over RFC 8785 canonical JSON.",
-				"params": map[string]any{
-					"publicKeys": pubs,
+		Version:          verify.Version,
+		DocumentationURL: s.BaseURL + "/docs",
+		Capabilities: CardCapability{Extensions: []CardExtension{
+			{
+				URI: cardAttestationExtension,
+				Description: "Every verification, trust score and reputation answer is signed with Ed25519 over the RFC 8785 (JCS) bytes of " +
+					`{"context","algorithm","key_version","attested_at","response"}; verify it offline with these keys.`,
+				Params: map[string]any{
+					"publicKeys":       pubs,
+					"algorithm":        receipt.Algorithm,
+					"canonicalization": "RFC 8785 (JCS)",
+					"hashAlgorithm":    "SHA-256",
 					"contexts": map[string]string{
 						"verify": receipt.ContextVerify, "score": receipt.ContextScore, "reputation": receipt.ContextReputation,
 					},
+					"requestHashTestVectors": vectors,
 				},
-			}},
-		},
-		"defaultInputModes":  []string{"application/json"},
-		"defaultOutputModes": []string{"application/json"},
-		"skills": []map[string]any{{
-			"id": "verify_schema", "name": "Verify agent output",
-			"description": "Check JSON output against a JSON Schema and cross-field rules; pass/fail with hints and a signed receipt.",
-			"tags":        []string{"json-schema", "verification", "receipts"},
+			},
+			s.x402Extension(),
 		}},
+		DefaultInputModes:  []string{"application/json"},
+		DefaultOutputModes: []string{"application/json"},
+		Skills: []CardSkill{
+			{
+				ID: "verify_schema", Name: "Verify agent output",
+				Description: "Check JSON output against a JSON Schema and cross-field rules (sums, ranges, uniqueness, references); " +
+					"pass or fail with per-check ratios, repair hints and a signed receipt. POST /verify/schema or the MCP tool verify_schema.",
+				Tags:     []string{"json-schema", "verification", "receipts", "invoices"},
+				Examples: []string{"Check that this invoice matches its schema and that the line items sum to the total before paying."},
+			},
+			{
+				ID: "get_verification_record", Name: "Agent trust score",
+				Description: "An agent's signed trust score from its verification record. GET /score/{agent_id} or the MCP tool get_verification_record.",
+				Tags:        []string{"reputation", "trust-score"},
+			},
+			{
+				ID: "reputation", Name: "Agent verification history",
+				Description: "An agent's signed pass/fail history, newest first. GET /reputation/{agent_id}, free.",
+				Tags:        []string{"reputation", "history"},
+			},
+		},
+	}, nil
+}
+
+// x402Extension describes how the paid routes are paid: x402 v2 over HTTP headers and over MCP's
+// _meta, on the configured networks at the configured prices. It names networks without asking
+// the facilitator; /.well-known/x402 has the full requirements.
+func (s *Service) x402Extension() CardExtension {
+	networks := []map[string]string{}
+	if pc, ok := s.Payer.(paymentConfig); ok {
+		cfg := pc.Config()
+		for _, n := range cfg.Networks {
+			asset, _ := x402.USDC(n)
+			payTo := cfg.PayToEVM
+			if strings.HasPrefix(n, "solana:") {
+				payTo = cfg.PayToSolana
+			}
+			networks = append(networks, map[string]string{"network": n, "asset": asset, "assetName": "USDC", "payTo": payTo})
+		}
+	}
+	prices := []map[string]string{}
+	if s.Payer != nil {
+		for _, it := range s.PaidRoutes() {
+			prices = append(prices, map[string]string{"resource": it.Resource, "method": it.Method, "priceUSD": it.PriceUSD})
+		}
+	}
+	desc := "Past the free allowance, verifications and trust scores are paid with x402 v2: a 402 answer carries PAYMENT-REQUIRED, the " +
+		"client pays with PAYMENT-SIGNATURE (MCP: _meta[\"x402/payment\"]). This is x402 over HTTP and MCP, not A2A's task payment flow."
+	if s.Payer == nil {
+		desc = "This deployment takes no payments: past the free allowance, calls are refused with 429 until the next UTC midnight."
+	}
+	return CardExtension{
+		URI: cardX402Extension, Description: desc,
+		Params: map[string]any{
+			"x402Version": 2,
+			"networks":    networks,
+			"prices":      prices,
+			"freeAllowance": map[string]any{
+				"callsPerClientPerDay": s.Pricing.FreeCallsPerDay,
+				"maxFreeBodyBytes":     s.Pricing.FreeMaxBody,
+				"sharedBy":             []string{"POST /verify/schema", "POST /verify/deliverable", "MCP verify_schema"},
+			},
+			"manifest": s.BaseURL + "/.well-known/x402",
+		},
 	}
 }
 
 func (s *Service) handleAgentCard(w http.ResponseWriter, r *http.Request) {
-	body, _ := json.Marshal(s.AgentCard())
-	w.Header().Set("Cache-Control", "max-age=300")
-	writeJSON(w, http.StatusOK, body)
+	card, err := s.AgentCard()
+	if err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	body, err := json.Marshal(card)
+	if err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	WriteDocument(w, r, "application/json", "max-age=300", body)
+}
+
+// WriteDocument answers a GET or HEAD with a discovery document: body with its content type,
+// cache lifetime and a strong ETag over the bytes, or 304 Not Modified when If-None-Match names
+// that ETag (RFC 9110 §13.1.2, weak comparison).
+func WriteDocument(w http.ResponseWriter, r *http.Request, contentType, cacheControl string, body []byte) {
+	sum := sha256.Sum256(body)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	h := w.Header()
+	h.Set("ETag", etag)
+	h.Set("Cache-Control", cacheControl)
+	if etagMatches(r.Header.Get("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", contentType)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(body)
+	}
+}
+
+// etagMatches tells whether an If-None-Match list names etag; W/ prefixes are ignored, as the
+// weak comparison If-None-Match uses requires.
+func etagMatches(list, etag string) bool {
+	for _, tag := range strings.Split(list, ",") {
+		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
+		if tag == "*" || tag == etag {
+			return true
+		}
+	}
+	return false
 }
 
 // indexPage renders the landing page. It is built with html.EscapeString rather than
@@ -174,10 +359,20 @@ func indexPage(base string, routes []RouteInfo) string {
 	b.WriteString(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Agent Output Verifier</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"></head>
-<body style="font-family: system-ui, sans-serif; max-width: 52rem; margin: 2rem auto; line-height: 1.5">
+<body style="font-family: system-ui, sans-serif; max-width: 56rem; margin: 2rem auto; padding: 0 1rem; line-height: 1.5">
 <h1>Agent Output Verifier</h1>
 <p>Independent, deterministic checks of AI agents' JSON output against a JSON Schema and business rules.
-Every answer is pass or fail with per-check ratios, repair hints and an Ed25519-signed receipt that anyone can verify offline.</p>
+Every answer is pass or fail with per-check ratios, repair hints and an Ed25519-signed receipt that anyone can verify offline.
+Sellers check before delivering and attach the receipt; buyers check before paying.</p>
+<p><a href="`)
+	b.WriteString(e(base))
+	b.WriteString(`/docs">Interactive API docs</a> · <a href="`)
+	b.WriteString(e(base))
+	b.WriteString(`/openapi.json">OpenAPI 3.1</a> · <a href="`)
+	b.WriteString(e(base))
+	b.WriteString(`/llms.txt">llms.txt</a> · <a href="`)
+	b.WriteString(e(base))
+	b.WriteString(`/.well-known/agent-card.json">Agent card (public keys)</a></p>
 <h2>Try it</h2>
 <pre>curl -s `)
 	b.WriteString(e(base))
@@ -190,27 +385,42 @@ Every answer is pass or fail with per-check ratios, repair hints and an Ed25519-
 <table><tr><th>Method</th><th>Path</th><th>What</th><th>Price</th></tr>
 `)
 	for _, r := range routes {
-		fmt.Fprintf(&b, "<tr><td>%s</td><td><code>%s</code></td><td>%s</td><td>%s</td></tr>\n", e(r.Method), e(r.Path), e(r.Description), e(r.Price))
+		path := "<code>" + e(r.Path) + "</code>"
+		if r.Method == http.MethodGet && !strings.Contains(r.Path, "{") {
+			path = `<a href="` + e(base+r.Path) + `">` + path + "</a>"
+		}
+		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", e(r.Method), path, e(r.Description), e(r.Price))
 	}
 	b.WriteString(`</table>
-<p>Public keys: <a href="`)
-	b.WriteString(e(base))
-	b.WriteString(`/.well-known/agent-card.json">agent card</a>.</p>
 </body></html>
 `)
 	return b.String()
 }
 
+// Index is the JSON form of GET /: every route, and where the documents that describe them are.
+type Index struct {
+	Service   string            `json:"service"`
+	Version   string            `json:"version"`
+	BaseURL   string            `json:"base_url"`
+	Routes    []RouteInfo       `json:"routes"`
+	Documents map[string]string `json:"documents"`
+}
+
 func (s *Service) handleIndex(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Vary", "Accept")
 	if strings.Contains(r.Header.Get("Accept"), "application/json") {
-		body, _ := json.Marshal(map[string]any{
-			"service": "Agent Output Verifier", "version": verify.Version, "base_url": s.BaseURL, "routes": Routes(),
+		body, _ := json.Marshal(Index{
+			Service: "Agent Output Verifier", Version: verify.Version, BaseURL: s.BaseURL, Routes: Routes(),
+			Documents: map[string]string{
+				"openapi": s.BaseURL + "/openapi.json", "docs": s.BaseURL + "/docs", "llms": s.BaseURL + "/llms.txt",
+				"llms_full": s.BaseURL + "/llms-full.txt", "agent_card": s.BaseURL + "/.well-known/agent-card.json",
+				"api_catalog": s.BaseURL + "/.well-known/api-catalog", "x402": s.BaseURL + "/.well-known/x402",
+			},
 		})
 		writeJSON(w, http.StatusOK, body)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Vary", "Accept")
 	io.WriteString(w, indexPage(s.BaseURL, Routes()))
 }
 
@@ -234,12 +444,5 @@ func (s *Service) VerifyHandler() http.Handler {
 	rt := NewRouter(s)
 	s.MountVerify(rt)
 	s.MountReputation(rt)
-	return rt
-}
-
-// WellKnownHandler serves the wellknown function's routes.
-func (s *Service) WellKnownHandler() http.Handler {
-	rt := NewRouter(s)
-	s.MountWellKnown(rt)
 	return rt
 }

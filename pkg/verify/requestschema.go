@@ -65,6 +65,10 @@ func RequestSchema() map[string]any { return mustDecode(requestSchemaJSON) }
 // ExampleRequest returns a fresh copy of a passing example request.
 func ExampleRequest() map[string]any { return mustDecode(exampleRequestJSON) }
 
+// ExampleRequestJSON returns the passing example request as written, for documents that show it
+// to people (field order and literals as above).
+func ExampleRequestJSON() []byte { return []byte(exampleRequestJSON) }
+
 func mustDecode(s string) map[string]any {
 	var m map[string]any
 	if err := json.Unmarshal([]byte(s), &m); err != nil {

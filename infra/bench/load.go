@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Load bars of SPEC §14.
+const (
+	minThroughput = 5000.0 // verifications per second on 2 cores, keep-alive on loopback
+	maxP99        = 20.0   // milliseconds, open loop at half the rate
+)
+
+// phase is one row of loadgen's table.
+type phase struct {
+	requests, errors   int
+	throughput         float64 // per second
+	p50, p90, p99, max float64 // milliseconds
+}
+
+// loadRun is one loadgen run: a closed-loop phase and an open-loop one at half its throughput.
+type loadRun struct {
+	mix    string
+	conns  int
+	paid   string
+	closed phase
+	open   phase
+	rate   float64 // the open loop's target rate
+	// busyClosed and busyOpen are the machine's CPU busy share in each phase, in percent, or -1
+	// when loadgen could not read it.
+	busyClosed, busyOpen float64
+}
+
+// runLoad runs loadgen's realistic mix at every connection count, then the seed invoice alone at
+// the count that did best. loadgen is built once, so that no compilation competes with the load.
+func runLoad(ctx context.Context, c config) ([]loadRun, error) {
+	gen := filepath.Join(c.tmp, "loadgen")
+	build := exec.CommandContext(ctx, "go", "build", "-o", gen, "./infra/loadgen")
+	build.Dir = c.root
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("build infra/loadgen: %w\n%s", err, out)
+	}
+	var runs []loadRun
+	best := 0
+	for i, n := range c.conns {
+		r, err := loadgen(ctx, c, gen, n, "realistic", "0.1")
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+		if r.closed.throughput > runs[best].closed.throughput {
+			best = i
+		}
+	}
+	r, err := loadgen(ctx, c, gen, c.conns[best], "seed", "0")
+	if err != nil {
+		return nil, err
+	}
+	return append(runs, r), nil
+}
+
+func loadgen(ctx context.Context, c config, gen string, conns int, mix, paid string) (loadRun, error) {
+	out := filepath.Join(c.tmp, fmt.Sprintf("load-%s-%d.md", mix, conns))
+	args := []string{"-bin", c.verifier, "-duration", c.duration.String(), "-conns", strconv.Itoa(conns),
+		"-mix", mix, "-paid", paid, "-out", out}
+	progress("  loadgen %s", strings.Join(args[:len(args)-2], " "))
+	cmd := exec.CommandContext(ctx, gen, args...)
+	cmd.Dir = c.root
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return loadRun{}, fmt.Errorf("loadgen %s: %w\n%s", strings.Join(args, " "), err, msg)
+	}
+	table, err := os.ReadFile(out)
+	if err != nil {
+		return loadRun{}, err
+	}
+	r, err := parseLoadTable(string(table))
+	if err != nil {
+		return loadRun{}, fmt.Errorf("loadgen report %s: %w\n%s", out, err, table)
+	}
+	r.mix, r.conns, r.paid = mix, conns, paid
+	return r, nil
+}
+
+var (
+	openRate = regexp.MustCompile(`\(([0-9.]+)/s\)`)
+	cpuBusy  = regexp.MustCompile(`CPU busy[^:]*: ([0-9.]+)% in the closed\s+loop, ([0-9.]+)% in the open loop`)
+)
+
+// parseLoadTable reads the two rows of loadgen's Markdown table.
+func parseLoadTable(md string) (loadRun, error) {
+	r := loadRun{busyClosed: -1, busyOpen: -1}
+	if m := cpuBusy.FindStringSubmatch(md); m != nil {
+		r.busyClosed, _ = strconv.ParseFloat(m[1], 64)
+		r.busyOpen, _ = strconv.ParseFloat(m[2], 64)
+	}
+	var closed, open bool
+	for _, line := range strings.Split(md, "\n") {
+		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+		if len(cells) != 8 {
+			continue
+		}
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		p, err := parsePhase(cells[1:])
+		switch {
+		case strings.HasPrefix(cells[0], "closed loop"):
+			r.closed, closed = p, true
+		case strings.HasPrefix(cells[0], "open loop"):
+			m := openRate.FindStringSubmatch(cells[0])
+			if m == nil {
+				return r, fmt.Errorf("no rate in %q", cells[0])
+			}
+			r.rate, _ = strconv.ParseFloat(m[1], 64)
+			r.open, open = p, true
+		default:
+			continue
+		}
+		if err != nil {
+			return r, fmt.Errorf("row %q: %w", line, err)
+		}
+	}
+	if !closed || !open {
+		return r, fmt.Errorf("want a closed-loop and an open-loop row")
+	}
+	return r, nil
+}
+
+func parsePhase(c []string) (phase, error) {
+	var p phase
+	var err error
+	ints := []*int{&p.requests, &p.errors}
+	for i, dst := range ints {
+		if *dst, err = strconv.Atoi(c[i]); err != nil {
+			return p, err
+		}
+	}
+	if p.throughput, err = strconv.ParseFloat(strings.TrimSuffix(c[2], "/s"), 64); err != nil {
+		return p, err
+	}
+	for i, dst := range []*float64{&p.p50, &p.p90, &p.p99, &p.max} {
+		if *dst, err = strconv.ParseFloat(strings.TrimSuffix(c[3+i], " ms"), 64); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}

@@ -1,0 +1,207 @@
+// Command bench measures the SPEC §14 performance bars on this machine in one run and writes
+// docs/PERFORMANCE.md: `make bench`.
+//
+// It runs, in this order (the noise-sensitive micro-benchmarks first, the load last):
+//
+//   - the Go benchmarks of pkg/verify (whole signed verification against bare santhosh-tekuri
+//     parse+validate, cached against uncached schema) and pkg/receipt (signing, canonicalization),
+//     -count times, and takes medians;
+//   - Python's jsonschema on the same two request documents, for a side-by-side;
+//   - the Lambda functions built for linux/arm64 exactly as `make build` builds them (sizes), and
+//     for the host, each with a hello-world bootstrap, under the Runtime Interface Emulator (first
+//     invoke, fresh emulator each time);
+//   - infra/loadgen against bin/verifier at each connection count, then with the seed invoice only.
+//
+// Every number in the report comes from this run; nothing is typed in. Run it from the module root
+// after `make verifier tools` (the Makefile's bench target does both).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agent-output-verifier/verifier/internal/lambdatest"
+)
+
+// config is what one run measures and where it writes.
+type config struct {
+	root      string
+	out       string
+	count     int
+	benchtime string
+	duration  time.Duration
+	conns     []int
+	runs      int
+	verifier  string
+	rie       string
+	python    string
+	tmp       string
+	args      []string
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.out, "out", "docs/PERFORMANCE.md", "where to write the report")
+	flag.IntVar(&c.count, "count", 5, "go test -count: runs of each Go benchmark (medians are reported)")
+	flag.StringVar(&c.benchtime, "benchtime", "", "go test -benchtime (default: go test's own)")
+	flag.DurationVar(&c.duration, "duration", 10*time.Second, "length of each loadgen phase")
+	conns := flag.String("conns", "32,128,256", "loadgen connection counts to try, comma-separated")
+	flag.IntVar(&c.runs, "runs", 5, "cold starts measured per Lambda binary")
+	flag.StringVar(&c.verifier, "bin", "bin/verifier", "the verifier binary loadgen serves (make verifier)")
+	flag.StringVar(&c.rie, "rie", "", "the aws-lambda-rie binary (default: bin/tools/aws-lambda-rie, from make tools)")
+	flag.StringVar(&c.python, "python", "python3", "the Python interpreter for the jsonschema side-by-side")
+	flag.Parse()
+	c.args = os.Args[1:]
+	for _, s := range strings.Split(*conns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "bench: -conns %q: want positive integers separated by commas\n", *conns)
+			os.Exit(2)
+		}
+		c.conns = append(c.conns, n)
+	}
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(c config) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	root, err := lambdatest.ModuleRoot(".")
+	if err != nil {
+		return err
+	}
+	c.root = root
+	if c.rie == "" {
+		c.rie = lambdatest.RIEPath(root)
+	}
+	if c.verifier, err = filepath.Abs(c.verifier); err != nil {
+		return err
+	}
+	for _, p := range []string{c.verifier, c.rie} {
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("%w (run `make verifier tools`, or `make bench`, which does)", err)
+		}
+	}
+	c.tmp, err = os.MkdirTemp("", "verifier-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(c.tmp)
+
+	var r report
+	r.started = time.Now()
+	if r.machine, err = describeMachine(ctx); err != nil {
+		return err
+	}
+
+	progress("Go benchmarks (-count %d): pkg/verify, then pkg/receipt", c.count)
+	if r.bench, err = runGoBenchmarks(ctx, c); err != nil {
+		return err
+	}
+	progress("Python jsonschema on the same documents")
+	if r.docs, err = writeBenchDocuments(c); err != nil {
+		return err
+	}
+	if r.python, err = runPython(ctx, c, r.docs); err != nil {
+		return err
+	}
+	progress("Lambda sizes (linux/arm64, make build)")
+	if r.sizes, err = lambdaSizes(ctx, c); err != nil {
+		return err
+	}
+	progress("Lambda first invokes under the emulator (%d runs each)", c.runs)
+	if r.cold, err = coldStarts(ctx, c); err != nil {
+		return err
+	}
+	progress("load: %d-second phases at %v connections, then the seed invoice only", int(c.duration.Seconds()), c.conns)
+	if r.load, err = runLoad(ctx, c); err != nil {
+		return err
+	}
+
+	r.finished = time.Now()
+	r.loadAfter = loadAverage()
+	r.args = c.args
+	r.phase = c.duration
+	out := filepath.Join(root, c.out)
+	if filepath.IsAbs(c.out) {
+		out = c.out
+	}
+	if err := writeFileAtomic(out, []byte(r.markdown())); err != nil {
+		return err
+	}
+	progress("wrote %s (%s)", c.out, r.finished.Sub(r.started).Round(time.Second))
+	return nil
+}
+
+// machine is what the numbers were measured on.
+type machine struct {
+	cpu, goVersion, kernel, loadBefore string
+	nproc, numCPU                      int
+}
+
+func describeMachine(ctx context.Context) (machine, error) {
+	m := machine{cpu: "unknown", numCPU: runtime.NumCPU(), loadBefore: loadAverage()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.kernel = "Linux " + strings.TrimSpace(string(b))
+	}
+	out, err := exec.CommandContext(ctx, "nproc").Output()
+	if err != nil {
+		return m, fmt.Errorf("nproc: %w", err)
+	}
+	if m.nproc, err = strconv.Atoi(strings.TrimSpace(string(out))); err != nil {
+		return m, fmt.Errorf("nproc: %q", out)
+	}
+	out, err = exec.CommandContext(ctx, "go", "version").Output()
+	if err != nil {
+		return m, fmt.Errorf("go version: %w", err)
+	}
+	m.goVersion = strings.TrimPrefix(strings.TrimSpace(string(out)), "go version ")
+	return m, nil
+}
+
+// loadAverage is the 1-, 5- and 15-minute load average, which shows how busy the machine was.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func progress(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", a...)
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// goBenchmarks are the packages and benchmarks that run, each package in a go test of its own.
+var goBenchmarks = []struct{ pkg, pattern string }{
+	{"./pkg/verify", "^(BenchmarkVerifySeedInvoice|BenchmarkBareValidate|BenchmarkVerifyUncachedSchema)$"},
+	{"./pkg/receipt", "^(BenchmarkAttest|BenchmarkVerifyAttestation|BenchmarkCanonicalizeFast|BenchmarkCanonicalizeJCS)$"},
+}
+
+// samples are one benchmark's results over the -count runs.
+type samples struct {
+	ns, bytes, allocs []float64
+}
+
+// stat is the median and spread of one benchmark.
+type stat struct {
+	ns, minNs, maxNs, bytes, allocs float64
+	n                               int
+}
+
+func (s *samples) stat() stat {
+	return stat{ns: median(s.ns), minNs: slices.Min(s.ns), maxNs: slices.Max(s.ns),
+		bytes: median(s.bytes), allocs: median(s.allocs), n: len(s.ns)}
+}
+
+// benchmarks maps a benchmark's name without the GOMAXPROCS suffix to its result.
+type benchmarks map[string]stat
+
+// get returns the named benchmark or an error saying it did not run.
+func (b benchmarks) get(name string) (stat, error) {
+	s, ok := b[name]
+	if !ok {
+		return stat{}, fmt.Errorf("benchmark %s did not run", name)
+	}
+	return s, nil
+}
+
+func runGoBenchmarks(ctx context.Context, c config) (benchmarks, error) {
+	all := benchmarks{}
+	for _, gb := range goBenchmarks {
+		args := []string{"test", "-run", "^$", "-bench", gb.pattern, "-benchmem", "-count", strconv.Itoa(c.count)}
+		if c.benchtime != "" {
+			args = append(args, "-benchtime", c.benchtime)
+		}
+		args = append(args, gb.pkg)
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Dir = c.root
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("go %s: %w\n%s%s", strings.Join(args, " "), err, out, stderr.Bytes())
+		}
+		parsed, err := parseBenchOutput(out)
+		if err != nil {
+			return nil, fmt.Errorf("go test %s: %w", gb.pkg, err)
+		}
+		for name, s := range parsed {
+			all[name] = s.stat()
+		}
+	}
+	for _, name := range requiredBenchmarks {
+		if _, err := all.get(name); err != nil {
+			return nil, err
+		}
+	}
+	return all, nil
+}
+
+// requiredBenchmarks are the names the report reads; a renamed benchmark fails the run.
+var requiredBenchmarks = []string{
+	benchFullSeed, benchFull200, benchBareSeed, benchBare200, benchUncached,
+	"BenchmarkAttest", "BenchmarkVerifyAttestation",
+}
+
+const (
+	benchFullSeed = "BenchmarkVerifySeedInvoice/seed"
+	benchFull200  = "BenchmarkVerifySeedInvoice/items=200"
+	benchBareSeed = "BenchmarkBareValidate/seed"
+	benchBare200  = "BenchmarkBareValidate/items=200"
+	benchUncached = "BenchmarkVerifyUncachedSchema"
+)
+
+var procsSuffix = regexp.MustCompile(`-\d+$`)
+
+// parseBenchOutput reads go test's benchmark lines: name, iterations, then value-unit pairs.
+func parseBenchOutput(out []byte) (map[string]*samples, error) {
+	res := map[string]*samples{}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		name := procsSuffix.ReplaceAllString(f[0], "")
+		s := res[name]
+		if s == nil {
+			s = &samples{}
+			res[name] = s
+		}
+		seen := 0
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				return nil, fmt.Errorf("benchmark line %q: %w", line, err)
+			}
+			switch f[i+1] {
+			case "ns/op":
+				s.ns = append(s.ns, v)
+				seen++
+			case "B/op":
+				s.bytes = append(s.bytes, v)
+				seen++
+			case "allocs/op":
+				s.allocs = append(s.allocs, v)
+				seen++
+			}
+		}
+		if seen != 3 {
+			return nil, fmt.Errorf("benchmark line %q: want ns/op, B/op and allocs/op (-benchmem)", line)
+		}
+	}
+	if len(res) == 0 {
+		return nil, errors.New("no benchmark lines in the output")
+	}
+	return res, nil
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// benchDocument is one request body that BenchmarkBareValidate measures, written to a file.
+type benchDocument struct {
+	name, path string
+	size       int
+}
+
+// writeBenchDocuments writes the two request bodies of pkg/verify's benchmarks (benchInvoice in
+// engine_test.go, rebuilt the same way: the seed request decoded into any, its line items replaced,
+// encoded again) so that another implementation validates the very same bytes.
+func writeBenchDocuments(c config) ([]benchDocument, error) {
+	raw, err := os.ReadFile(filepath.Join(c.root, "testdata", "seed", "invoice-draft.request.json"))
+	if err != nil {
+		return nil, err
+	}
+	var docs []benchDocument
+	for _, n := range []int{0, 200} {
+		var req map[string]any
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return nil, fmt.Errorf("seed request: %w", err)
+		}
+		name := "seed"
+		if n > 0 {
+			name = "items-200"
+			items := make([]any, n)
+			for i := range items {
+				items[i] = map[string]any{"sku": "SKU-" + strings.Repeat("9", i%7+1), "qty": i%5 + 1, "line_total": 10.25}
+			}
+			out := req["submitted_output"].(map[string]any)
+			out["line_items"] = items
+			out["total"] = 10.25 * float64(n)
+		}
+		body, err := json.Marshal(req)
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(c.tmp, name+".request.json")
+		if err := os.WriteFile(path, body, 0o644); err != nil {
+			return nil, err
+		}
+		docs = append(docs, benchDocument{name: name, path: path, size: len(body)})
+	}
+	return docs, nil
+}
+
+// pythonResult is what jsonschema_bench.py prints.
+type pythonResult struct {
+	Python     string `json:"python"`
+	Jsonschema string `json:"jsonschema"`
+	Error      string `json:"error"`
+	Rounds     int    `json:"rounds"`
+	Results    map[string]struct {
+		Us        float64 `json:"us_per_op"`
+		MinUs     float64 `json:"min_us"`
+		MaxUs     float64 `json:"max_us"`
+		Ops       int     `json:"ops_per_round"`
+		Validator string  `json:"validator"`
+	} `json:"results"`
+	skipped string // why the side-by-side did not run, when it did not
+}
+
+func runPython(ctx context.Context, c config, docs []benchDocument) (pythonResult, error) {
+	var res pythonResult
+	if _, err := exec.LookPath(c.python); err != nil {
+		res.skipped = fmt.Sprintf("%s is not installed", c.python)
+		return res, nil
+	}
+	args := []string{filepath.Join(c.root, "infra", "bench", "jsonschema_bench.py")}
+	for _, d := range docs {
+		args = append(args, d.name+"="+d.path)
+	}
+	cmd := exec.CommandContext(ctx, c.python, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return res, fmt.Errorf("%s %s: %w\n%s", c.python, args[0], err, stderr.Bytes())
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		return res, fmt.Errorf("jsonschema_bench.py printed %q: %w", out, err)
+	}
+	if res.Error != "" {
+		res.skipped = res.Error
+		return res, nil
+	}
+	for _, d := range docs {
+		if _, ok := res.Results[d.name]; !ok {
+			return res, fmt.Errorf("jsonschema_bench.py did not measure %s", d.name)
+		}
+	}
+	return res, nil
+}
