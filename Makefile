@@ -8,15 +8,21 @@ BIN       := bin
 # FUZZTIME bounds each fuzz campaign that `make test` runs.
 FUZZTIME  ?= 8s
 
-.PHONY: test unit fuzz bench dev verifier tools clean
+.PHONY: test unit openapi fuzz bench dev verifier tools chromium clean
 
-test: unit fuzz
+test: unit openapi fuzz
 
 unit:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	# Allocation guards run without the race detector, which allocates on its own.
 	$(GO) test -count=1 -run 'Allocs' ./pkg/...
+
+# The OpenAPI conformance test (infra/openapi) is a module of its own, so that the validator it
+# uses (pb33f/libopenapi-validator) never enters the service's module graph: it validates the
+# served /openapi.json as OpenAPI 3.1 and real answers of every route against it.
+openapi:
+	cd infra/openapi && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 # Every parser's fuzz target (package:Target) runs for FUZZTIME on top of its seed corpus
 # (which `unit` already runs): requests, paths, canonical JSON, receipts, payment headers and
@@ -103,6 +109,12 @@ $(TOOLS)/.aws-lambda-rie-$(RIE_VERSION):
 # bolt store and key, sends it EVENT and prints the response.
 invoke: tools
 	$(GO) run ./infra/lambda/invoke -rie $(RIE) -fn $(FN) -event $(EVENT)
+
+# The browser test of /docs (cmd/verifier) runs Debian's chromium headless; installed when missing.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { echo "installing chromium (apt-get)"; \
+		apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+unit: chromium
 
 # --- npm tool sets the tests start (dynalite, ...), installed from their lock files ---
 

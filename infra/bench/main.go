@@ -108,10 +108,12 @@ func run(c config) error {
 		return err
 	}
 
+	r.step("Go benchmarks")
 	progress("Go benchmarks (-count %d): pkg/verify, then pkg/receipt", c.count)
 	if r.bench, err = runGoBenchmarks(ctx, c); err != nil {
 		return err
 	}
+	r.step("Python jsonschema")
 	progress("Python jsonschema on the same documents")
 	if r.docs, err = writeBenchDocuments(c); err != nil {
 		return err
@@ -119,6 +121,7 @@ func run(c config) error {
 	if r.python, err = runPython(ctx, c, r.docs); err != nil {
 		return err
 	}
+	r.step("Lambda builds and first invokes")
 	progress("Lambda sizes (linux/arm64, make build)")
 	if r.sizes, err = lambdaSizes(ctx, c); err != nil {
 		return err
@@ -127,13 +130,14 @@ func run(c config) error {
 	if r.cold, err = coldStarts(ctx, c); err != nil {
 		return err
 	}
+	r.step("load")
 	progress("load: %d-second phases at %v connections, then the seed invoice only", int(c.duration.Seconds()), c.conns)
 	if r.load, err = runLoad(ctx, c); err != nil {
 		return err
 	}
 
 	r.finished = time.Now()
-	r.loadAfter = loadAverage()
+	r.step("end")
 	r.args = c.args
 	r.phase = c.duration
 	out := filepath.Join(root, c.out)
@@ -149,12 +153,12 @@ func run(c config) error {
 
 // machine is what the numbers were measured on.
 type machine struct {
-	cpu, goVersion, kernel, loadBefore string
-	nproc, numCPU                      int
+	cpu, goVersion, kernel string
+	nproc, numCPU          int
 }
 
 func describeMachine(ctx context.Context) (machine, error) {
-	m := machine{cpu: "unknown", numCPU: runtime.NumCPU(), loadBefore: loadAverage()}
+	m := machine{cpu: "unknown", numCPU: runtime.NumCPU()}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
@@ -181,17 +185,47 @@ func describeMachine(ctx context.Context) (machine, error) {
 	return m, nil
 }
 
-// loadAverage is the 1-, 5- and 15-minute load average, which shows how busy the machine was.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
+// clockTicks is Linux's USER_HZ, the unit of /proc/stat, which is 100 on every supported
+// architecture.
+const clockTicks = 100
+
+// cpuSample is the machine's busy CPU time so far and this process's own (its waited-for children
+// included), in core-seconds, so that a step's difference shows what other processes took.
+type cpuSample struct {
+	busy, own float64
+	ok        bool
+}
+
+func sampleCPU() cpuSample {
+	var s cpuSample
+	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return "unknown"
+		return s
 	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return s
 	}
-	return strings.Join(f[:3], " ")
+	// user nice system idle iowait irq softirq steal: all but idle and iowait are busy.
+	for i, v := range f[1:9] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return s
+		}
+		if i != 3 && i != 4 {
+			s.busy += float64(n) / clockTicks
+		}
+	}
+	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(who, &ru); err != nil {
+			return s
+		}
+		s.own += time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	}
+	s.ok = true
+	return s
 }
 
 func progress(format string, a ...any) {

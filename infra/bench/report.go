@@ -15,7 +15,7 @@ const maxVerifyRatio = 2.0
 type report struct {
 	started, finished time.Time
 	machine           machine
-	loadAfter         string
+	loads             []stepLoad
 	args              []string
 	bench             benchmarks
 	docs              []benchDocument
@@ -24,6 +24,17 @@ type report struct {
 	cold              []coldStart
 	load              []loadRun
 	phase             time.Duration // length of each loadgen phase
+}
+
+// stepLoad is the machine's state when a step began; consecutive ones give each step's CPU use.
+type stepLoad struct {
+	step string
+	at   time.Time
+	cpu  cpuSample
+}
+
+func (r *report) step(name string) {
+	r.loads = append(r.loads, stepLoad{name, time.Now(), sampleCPU()})
 }
 
 // benchWhat says what each Go benchmark measures.
@@ -96,8 +107,23 @@ func (r *report) markdown() string {
 	if r.python.skipped == "" {
 		w("| Python | %s, jsonschema %s |\n", r.python.Python, r.python.Jsonschema)
 	}
-	w("| load average (1, 5, 15 min) | %s before, %s after |\n", r.machine.loadBefore, r.loadAfter)
-	w("| command | `go run ./infra/bench %s` |\n\n", strings.Join(r.args, " "))
+	w("| command | `%s` |\n\n", strings.Join(append([]string{"go run ./infra/bench"}, r.args...), " "))
+	if len(r.loads) > 1 && r.loads[0].cpu.ok {
+		w("How busy the machine was in each step (from /proc/stat and this run's own CPU time, its children's\n")
+		w("included): *others* is CPU time that other processes on the machine took while the step ran, which\n")
+		w("competes with the measurement.\n\n")
+		w("| step | wall time | machine busy | this run | others |\n|---|---|---|---|---|\n")
+		for i, l := range r.loads[:len(r.loads)-1] {
+			next := r.loads[i+1]
+			wall := next.at.Sub(l.at).Seconds()
+			busy := next.cpu.busy - l.cpu.busy
+			own := next.cpu.own - l.cpu.own
+			capacity := wall * float64(r.machine.numCPU)
+			w("| %s | %.0f s | %.0f%% of %d cores | %.0f core-s | %.0f core-s (%.0f%% of the machine) |\n", l.step, wall,
+				100*busy/capacity, r.machine.numCPU, own, max(busy-own, 0), 100*max(busy-own, 0)/capacity)
+		}
+		w("\n")
+	}
 
 	// Summary.
 	w("## Against the targets\n\n| SPEC §14 bar | target | measured | |\n|---|---|---|---|\n")
@@ -188,6 +214,7 @@ func (r *report) markdown() string {
 	w("| whole signed verification, schema cached | %s | %s |\n", dur(fullSeed.ns), dur(full200.ns))
 	w("| bare santhosh-tekuri parse + validate | %s | %s |\n", dur(bareSeed.ns), dur(bare200.ns))
 	w("| ratio (target ≤ %.0f×) | %.2f×: %s | %.2f× |\n", maxVerifyRatio, ratioSeed, strings.Trim(verdict(ratioSeed <= maxVerifyRatio), "*"), ratio200)
+	w("| ratio of the fastest runs (the least disturbed) | %.2f× | %.2f× |\n", fullSeed.minNs/bareSeed.minNs, full200.minNs/bare200.minNs)
 	w("| whole verification, schema compiled every call | %s (%.2f× cached) | |\n\n", dur(uncached.ns), uncached.ns/fullSeed.ns)
 
 	// Python.
@@ -289,9 +316,10 @@ func (r *report) markdown() string {
 
 	w("## Reproduce\n\n")
 	w("```sh\nmake bench   # builds bin/verifier and the emulator (make verifier tools), then go run ./infra/bench\n```\n\n")
-	w("It takes about %s here and rewrites this file. `make bench BENCHFLAGS='-duration 5s -runs 3'` passes\n", r.finished.Sub(r.started).Round(time.Minute))
-	w("flags to infra/bench (`go run ./infra/bench -h` lists them). The machine was not otherwise idle unless\n")
-	w("the load average above says so: other builds on the same cores show up as spread between runs.\n")
+	w("It took %.0f minutes here and rewrites this file. `make bench BENCHFLAGS='-duration 5s -runs 3'` passes\n", r.finished.Sub(r.started).Minutes())
+	w("flags to infra/bench (`go run ./infra/bench -h` lists them). This machine is shared: where *others*\n")
+	w("above is large, other work ran on the same cores, which shows as spread between runs and in the\n")
+	w("load numbers.\n")
 	return b.String()
 }
 

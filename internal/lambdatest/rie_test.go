@@ -124,6 +124,13 @@ var cases = []eventCase{
 			t.Errorf("supportedInterfaces = %v, want the first at %s", body["supportedInterfaces"], baseURL)
 		}
 	}},
+	{"openapi.json", "wellknown", 200, func(t *testing.T, body map[string]any, _ string) {
+		// The discovery documents are served by the wellknown function (pkg/discovery).
+		paths, _ := body["paths"].(map[string]any)
+		if v, _ := body["openapi"].(string); !strings.HasPrefix(v, "3.1") || paths["/verify/schema"] == nil {
+			t.Errorf("openapi %v with paths %v, want 3.1 describing /verify/schema", body["openapi"], len(paths))
+		}
+	}},
 	{"mcp-tools-list.json", "mcp", 200, func(t *testing.T, body map[string]any, _ string) {
 		res, _ := body["result"].(map[string]any)
 		var names []string

@@ -432,7 +432,7 @@ func TestDocsPageIsSelfContained(t *testing.T) {
 	}
 	// The CSP admits exactly the inline script and style the page carries.
 	for _, tag := range []string{"script", "style"} {
-		m := regexp.MustCompile("(?s)<" + tag + ">(.*?)</" + tag + ">").FindAllStringSubmatch(page, -1)
+		m := regexp.MustCompile("(?s)<"+tag+">(.*?)</"+tag+">").FindAllStringSubmatch(page, -1)
 		if len(m) != 1 {
 			t.Fatalf("%d <%s> elements, want 1", len(m), tag)
 		}

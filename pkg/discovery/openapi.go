@@ -42,8 +42,9 @@ var operationIDs = map[string]string{
 	"GET /":                            "getIndex",
 }
 
-// operationIDOf is the operationId of a route; a route missing from operationIDs gets one made
-// from its method and path (and fails the document's completeness check).
+// operationIDOf is the operationId of a route, for links into the docs viewer. A route missing
+// from operationIDs gets one made from its method and path (and the OpenAPI document refuses to
+// build, so a test notices).
 func operationIDOf(method, path string) string {
 	if id, ok := operationIDs[method+" "+path]; ok {
 		return id
@@ -260,11 +261,12 @@ func openAPIDocument(svc *httpapi.Service, ex *Examples) ([]byte, error) {
 	for _, r := range httpapi.Routes() {
 		key := r.Method + " " + r.Path
 		op, ok := ops[key]
-		if !ok {
-			return nil, fmt.Errorf("openapi: route %s has no operation description", key)
+		id, named := operationIDs[key]
+		if !ok || !named {
+			return nil, fmt.Errorf("openapi: route %s has no operation description or id", key)
 		}
 		seen[key] = true
-		o := obj("operationId", operationIDOf(r.Method, r.Path), "tags", op.tags, "summary", r.Description, "description", op.description+" Price: "+r.Price+".")
+		o := obj("operationId", id, "tags", op.tags, "summary", r.Description, "description", op.description+" Price: "+r.Price+".")
 		if len(op.parameters) > 0 {
 			o.set("parameters", op.parameters)
 		}
@@ -302,7 +304,6 @@ func openAPIDocument(svc *httpapi.Service, ex *Examples) ([]byte, error) {
 			"version", verify.Version,
 			"summary", "Deterministic verification of AI agents' JSON output, with Ed25519-signed receipts.",
 			"description", apiDescription(svc),
-			"license", obj("name", "See the project's repository"),
 		),
 		"jsonSchemaDialect", "https://spec.openapis.org/oas/3.1/dialect/base",
 		"servers", []any{obj("url", svc.BaseURL, "description", "This deployment")},

@@ -66,9 +66,10 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // CORS: browsers may call every route; the payment and allowance headers must be readable and
-// PAYMENT-SIGNATURE sendable (SPEC §8.3).
+// PAYMENT-SIGNATURE sendable (SPEC §8.3), and so must the discovery documents' ETag and the API
+// catalog's Link (RFC 9727).
 const (
-	corsExpose = "PAYMENT-REQUIRED, PAYMENT-RESPONSE, Free-Allowance-Remaining, Free-Allowance-Limit, Free-Allowance-Resets, Retry-After"
+	corsExpose = "PAYMENT-REQUIRED, PAYMENT-RESPONSE, Free-Allowance-Remaining, Free-Allowance-Limit, Free-Allowance-Resets, Retry-After, ETag, Link"
 	corsAllow  = "Content-Type, Accept, PAYMENT-SIGNATURE, Mcp-Session-Id, Mcp-Protocol-Version"
 )
 

@@ -93,6 +93,15 @@
     return out.join("; ");
   }
 
+  // nestedSchema is what a property's entry expands to: its own properties, its items' or the
+  // schema of its additional properties; null for a leaf.
+  function nestedSchema(p) {
+    if (p.properties) return p;
+    if (p.items && (p.items.properties || p.items.$ref)) return p.items;
+    if (p.additionalProperties && typeof p.additionalProperties === "object") return p.additionalProperties;
+    return null;
+  }
+
   // schemaTree renders a schema as nested lists: properties with their types, whether they are
   // required, constraints and descriptions. References link to the schema's own section.
   function schemaTree(s, depth) {
@@ -121,10 +130,9 @@
         if (pc) d.appendChild(document.createTextNode((p.description ? " " : "") + "(" + pc + ")"));
         li.appendChild(d);
       }
+      var nested = nestedSchema(p);
       if (p.$ref) li.appendChild(el("div", null, ["See ", el("a", { href: "#schema-" + p.$ref.split("/").pop(), text: p.$ref.split("/").pop() })]));
-      else if (depth < 6 && (p.properties || (p.items && (p.items.properties || p.items.$ref)) || p.additionalProperties && typeof p.additionalProperties === "object")) {
-        li.appendChild(schemaTree(p.properties ? p : (p.items && (p.items.properties || p.items.$ref) ? p.items : p.additionalProperties), depth + 1));
-      }
+      else if (nested && depth < 6) li.appendChild(schemaTree(nested, depth + 1));
       ul.appendChild(li);
     });
     if (!s.properties && s.items && depth < 6) {
@@ -260,11 +268,11 @@
           out.textContent = "";
           var shown = [];
           resp.headers.forEach(function (v, k) { shown.push(k + ": " + v); });
-          var pretty_ = text;
-          try { pretty_ = JSON.stringify(JSON.parse(text), null, 2); } catch (e) { /* not JSON */ }
+          var shownBody = text;
+          try { shownBody = JSON.stringify(JSON.parse(text), null, 2); } catch (e) { /* not JSON */ }
           out.appendChild(el("div", null, [el("span", { class: "status s" + String(resp.status)[0], text: String(resp.status) }), " " + resp.statusText]));
           out.appendChild(el("pre", { text: shown.join("\n") }));
-          out.appendChild(el("pre", { text: pretty_ }));
+          out.appendChild(el("pre", { text: shownBody }));
         });
       }).catch(function (e) {
         out.textContent = "";
