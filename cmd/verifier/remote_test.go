@@ -1,51 +1,23 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"math/big"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/agent-output-verifier/verifier/infra/x402/x402test"
-	"github.com/agent-output-verifier/verifier/pkg/app"
-	"github.com/agent-output-verifier/verifier/pkg/config"
-)
+	"github.com/agent-output-verifier/verifier/internal/testserver"
 
-// startLocal serves every route on a loopback port, built as `verifier serve` builds it.
-func startLocal(t *testing.T, env map[string]string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
-	env["VERIFIER_BASE_URL"] = base
-	env["VERIFIER_DATA_DIR"] = filepath.Join(t.TempDir(), "data")
-	cfg, err := config.Load(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, closeStore, err := app.Build(context.Background(), cfg, app.Options{CreateDevKey: true, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: svc.Handler()}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close(); closeStore() })
-	return base
-}
+	"github.com/agent-output-verifier/verifier/infra/x402/x402test"
+)
 
 const remoteRequest = `{"task_id":"remote-1","agent_id":"seller-remote","expected_schema":{"type":"object","required":["total"]},"submitted_output":{"total":1}}`
 
 func TestRemoteCommands(t *testing.T) {
-	base := startLocal(t, map[string]string{})
+	base := testserver.Start(t, nil, nil).URL
 	dir := t.TempDir()
 	reqFile := filepath.Join(dir, "request.json")
 	os.WriteFile(reqFile, []byte(remoteRequest), 0o644)
@@ -112,12 +84,12 @@ func TestRemoteCommands(t *testing.T) {
 // above it without signing.
 func TestRemotePaysOnLocalChain(t *testing.T) {
 	chain := x402test.Start(t)
-	base := startLocal(t, map[string]string{
+	base := testserver.Start(t, map[string]string{
 		"VERIFIER_FREE_CALLS_PER_DAY": "1",
 		"X402_FACILITATOR_URL":        chain.Facilitator,
 		"X402_PAY_TO_EVM":             chain.Payee,
 		"X402_NETWORKS":               x402test.Network,
-	})
+	}, nil).URL
 	dir := t.TempDir()
 	reqFile := filepath.Join(dir, "request.json")
 	os.WriteFile(reqFile, []byte(remoteRequest), 0o644)

@@ -4,53 +4,24 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"math/big"
-	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/agent-output-verifier/verifier/internal/testserver"
+
 	"github.com/agent-output-verifier/verifier/infra/x402/x402test"
-	"github.com/agent-output-verifier/verifier/pkg/app"
-	"github.com/agent-output-verifier/verifier/pkg/config"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
 )
 
-// server is the local server, built exactly as `verifier serve` builds it (MCP included), on a
-// loopback port.
-type server struct {
-	URL string
-	svc *httpapi.Service
-}
-
-func startServer(t *testing.T, env map[string]string) *server {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
-	env["VERIFIER_BASE_URL"] = base
-	env["VERIFIER_DATA_DIR"] = filepath.Join(t.TempDir(), "data")
-	cfg, err := config.Load(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, closeStore, err := app.Build(context.Background(), cfg, app.Options{CreateDevKey: true, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: svc.Handler(mcpserver.New(svc).Mount)}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close(); closeStore() })
-	return &server{URL: base, svc: svc}
+// startServer runs the local server with MCP mounted, as `verifier serve` does.
+func startServer(t *testing.T, env map[string]string) *testserver.Server {
+	return testserver.Start(t, env, func(svc *httpapi.Service) http.Handler { return svc.Handler(mcpserver.New(svc).Mount) })
 }
 
 const price = 20000 // $0.02 in USDC atomic units

@@ -25,7 +25,7 @@ func TestPaidScoreOnLocalChain(t *testing.T) {
 		"X402_PAY_TO_EVM":      chain.Payee,
 		"X402_NETWORKS":        x402test.Network,
 	})
-	keys := srv.svc.Keys.PublicKeys()
+	keys := srv.Svc.Keys.PublicKeys()
 
 	// Free verifications (within the allowance) give seller-score a record; test- ids get none.
 	for _, agent := range []string{"seller-score", "seller-score", "test-seller-score"} {

@@ -2,23 +2,19 @@ package client_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/ed25519"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 
-	"github.com/agent-output-verifier/verifier/pkg/app"
-	"github.com/agent-output-verifier/verifier/pkg/config"
+	"github.com/agent-output-verifier/verifier/internal/testserver"
+
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
@@ -37,41 +33,24 @@ type testServer struct {
 
 func startServer(t *testing.T, env map[string]string) *testServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
-	if env == nil {
-		env = map[string]string{}
-	}
-	env["VERIFIER_BASE_URL"] = base
-	env["VERIFIER_DATA_DIR"] = filepath.Join(t.TempDir(), "data")
-	cfg, err := config.Load(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, closeStore, err := app.Build(context.Background(), cfg, app.Options{CreateDevKey: true, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &testServer{URL: base, svc: svc}
-	live := svc.Handler()
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.RLock()
-		defer s.mu.RUnlock()
-		if r.URL.Path == "/.well-known/agent-card.json" {
-			s.cardFetches.Add(1)
-			if s.frozenCard != nil {
-				w.Header().Set("Content-Type", "application/json")
-				w.Write(s.frozenCard)
-				return
+	s := &testServer{}
+	started := testserver.Start(t, env, func(svc *httpapi.Service) http.Handler {
+		live := svc.Handler()
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.mu.RLock()
+			defer s.mu.RUnlock()
+			if r.URL.Path == "/.well-known/agent-card.json" {
+				s.cardFetches.Add(1)
+				if s.frozenCard != nil {
+					w.Header().Set("Content-Type", "application/json")
+					w.Write(s.frozenCard)
+					return
+				}
 			}
-		}
-		live.ServeHTTP(w, r)
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close(); closeStore() })
+			live.ServeHTTP(w, r)
+		})
+	})
+	s.URL, s.svc = started.URL, started.Svc
 	return s
 }
 
