@@ -121,28 +121,39 @@ func (r *Request) appendRules(dst []byte, raw jsontext.Value) ([]byte, error) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		m := objectMembers(e)
-		dst = append(dst, '{')
-		for j, k := range ruleKeys {
-			if j > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, '"')
-			dst = append(dst, k.name...)
-			dst = append(dst, `":`...)
-			v, ok := m[k.name]
-			if !ok || bytes.Equal(v, litNull) {
-				dst = append(dst, k.def...)
-				continue
-			}
-			var err error
-			if dst, err = receipt.AppendCanonical(dst, v); err != nil {
-				return nil, err
-			}
+		var err error
+		if dst, err = appendFilled(dst, objectMembers(e), ruleKeys); err != nil {
+			return nil, err
 		}
-		dst = append(dst, '}')
 	}
 	return append(dst, ']'), nil
+}
+
+// boundKeys are a bound's members in canonical order, each with its default when absent.
+var boundKeys = []struct{ name, def string }{{"if_present", "false"}, {"max", "null"}, {"min", "null"}}
+
+// appendFilled appends an object with exactly keys (already in canonical order): each member's
+// canonical value as sent, or its default when absent or null.
+func appendFilled(dst []byte, m map[string]jsontext.Value, keys []struct{ name, def string }) ([]byte, error) {
+	dst = append(dst, '{')
+	for j, k := range keys {
+		if j > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '"')
+		dst = append(dst, k.name...)
+		dst = append(dst, `":`...)
+		v, ok := m[k.name]
+		if !ok || bytes.Equal(v, litNull) {
+			dst = append(dst, k.def...)
+			continue
+		}
+		var err error
+		if dst, err = receipt.AppendCanonical(dst, v); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, '}'), nil
 }
 
 // appendBounds appends the bounds keyed by path in RFC 8785 order, each with min, max and
@@ -169,25 +180,10 @@ func (r *Request) appendBounds(dst []byte, raw jsontext.Value) ([]byte, error) {
 		if dst, err = receipt.AppendCanonical(dst, q); err != nil {
 			return nil, err
 		}
-		dst = append(dst, ':', '{')
-		m := objectMembers(members[p])
-		for j, k := range []struct{ name, def string }{{"if_present", "false"}, {"max", "null"}, {"min", "null"}} {
-			if j > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, '"')
-			dst = append(dst, k.name...)
-			dst = append(dst, `":`...)
-			v, ok := m[k.name]
-			if !ok || bytes.Equal(v, litNull) {
-				dst = append(dst, k.def...)
-				continue
-			}
-			if dst, err = receipt.AppendCanonical(dst, v); err != nil {
-				return nil, err
-			}
+		dst = append(dst, ':')
+		if dst, err = appendFilled(dst, objectMembers(members[p]), boundKeys); err != nil {
+			return nil, err
 		}
-		dst = append(dst, '}')
 	}
 	return append(dst, '}'), nil
 }
