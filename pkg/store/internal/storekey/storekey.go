@@ -55,7 +55,9 @@ func DecodeCursor(cursor string) (string, error) {
 	if len(key) < width+len(keySeparator)+1 || key[width:width+len(keySeparator)] != keySeparator {
 		return "", fmt.Errorf("decode cursor: malformed key: %w", store.ErrBadCursor)
 	}
-	if _, err := time.Parse(timeLayout, key[:width]); err != nil {
+	// The time must be exactly as HistoryKey writes it: time.Parse also accepts variants (a
+	// comma before the fraction) that would sort differently from every stored key.
+	if t, err := time.Parse(timeLayout, key[:width]); err != nil || t.UTC().Format(timeLayout) != key[:width] {
 		return "", fmt.Errorf("decode cursor: malformed time: %w", store.ErrBadCursor)
 	}
 	if err := CheckID("verification id", key[width+len(keySeparator):]); err != nil {
