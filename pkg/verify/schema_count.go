@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Check validates instance against the schema and counts its assertions (SPEC §4.2): one check for
@@ -23,51 +21,42 @@ import (
 // contributes its declarations, so allOf/$ref compositions are judged as a whole); a property
 // declared by none of them fails that object's check.
 //
-// The library's verdict is the authority: the walker evaluates every keyword itself (so that it
-// can count) and is cross-checked against the library's Validate on every call. Should they ever
-// disagree, the library's verdict is reported; the tests show they agree on the whole
-// JSON-Schema-Test-Suite and under fuzzing.
+// The walker is the validator on this path: it evaluates every keyword itself, so that it can
+// count, and the library (which compiled the schema the walker's graph is built from) does not
+// validate again. The library stays the authority in the differential tests: the walker and the
+// library's Validate agree on the whole JSON-Schema-Test-Suite, on the project's own cases and
+// under fuzzing (schema_suite_test.go, schema_test.go, FuzzSchemaCheck), all through crossCheck.
 func (s *Schema) Check(instance any) (schema Tally, undeclared Tally) {
-	r := s.check(instance)
+	r := s.walk(instance)
 	return r.schema, r.undeclared
 }
 
-// schCheckResult is Check's answer with the two verdicts, for the differential tests.
+// schCheckResult is a walk's answer; libValid is filled in by crossCheck only.
 type schCheckResult struct {
 	schema, undeclared Tally
 	walkerValid        bool
+	over               bool // the evaluation budget ran out: failed closed, nothing evaluated
 	libValid           bool
 }
 
-func (s *Schema) check(instance any) schCheckResult {
+func (s *Schema) walk(instance any) schCheckResult {
 	w := schWalkerPool.Get().(*schWalker)
 	ok := w.walk(s.root, instance)
 	if w.over {
-		// The library would take as long or longer and cannot be interrupted: fail closed
-		// without running it.
+		// Fail closed: the caller learns the schema is too costly for this output.
 		w.release()
-		return schCheckResult{schema: schComplexityTally()}
+		return schCheckResult{schema: schComplexityTally(), over: true}
 	}
 	w.sortFailures(&w.tally, w.tallyLocs)
 	w.sortFailures(&w.undeclared, w.undeclLocs)
 	r := schCheckResult{schema: w.tally, undeclared: w.undeclared, walkerValid: ok && len(w.tally.Failures) == 0}
 	w.release()
-
-	libErr := s.lib.Validate(instance)
-	r.libValid = libErr == nil
-	switch {
-	case r.walkerValid && !r.libValid:
-		r.schema.Fail(schLibraryFailure(instance, libErr))
-	case !r.walkerValid && r.libValid:
-		r.schema.Passed, r.schema.Failures = r.schema.Total, nil
-	}
 	return r
 }
 
 // The evaluation budget. Subschema applications can multiply without any cycle (allOf of two
 // $refs to a schema that does the same, thirty levels deep, is a 2 KB schema and 2^30
-// evaluations) and the library's Validate cannot be interrupted, so the walker, which runs first,
-// counts evaluations and stops past schEvalBase plus schEvalPerNode for every value in the
+// evaluations), so the walker counts evaluations and stops past schEvalBase plus schEvalPerNode for every value in the
 // output. Real schemas stay far below: the seed invoice needs 13 evaluations for 12 values.
 const (
 	schEvalBase    = 100_000
@@ -102,41 +91,6 @@ func schInstanceNodes(v any) int {
 		return n
 	}
 	return 1
-}
-
-// schLibraryFailure reports the library's first error when the walker found none (never seen in
-// the tests, kept so that a walker bug can never let an invalid output pass).
-func schLibraryFailure(instance any, err error) Failure {
-	leaf, _ := err.(*jsonschema.ValidationError)
-	for leaf != nil && len(leaf.Causes) > 0 {
-		leaf = leaf.Causes[0]
-	}
-	kw := "schema"
-	var loc []schLoc
-	if leaf != nil {
-		if p := leaf.ErrorKind.KeywordPath(); len(p) > 0 {
-			kw = p[len(p)-1]
-		}
-		cur := instance
-		for _, t := range leaf.InstanceLocation {
-			if arr, ok := cur.([]any); ok {
-				i, _ := strconv.Atoi(t)
-				loc = append(loc, schLoc{idx: i})
-				if i >= 0 && i < len(arr) {
-					cur = arr[i]
-				}
-				continue
-			}
-			loc = append(loc, schLoc{key: t, idx: -1})
-			if obj, ok := cur.(map[string]any); ok {
-				cur = obj[t]
-			}
-		}
-	}
-	path := schRenderPath(loc)
-	return Failure{Check: "schema:" + kw, Path: path, Field: schFieldOf(path),
-		Expected: "a value valid against the schema", Found: "invalid (" + schClip(kw, 40) + ")",
-		Detail: "the value does not satisfy the schema's " + schClip(kw, 40) + " keyword"}
 }
 
 // ---- the walker ----

@@ -148,7 +148,7 @@ func TestSchemaSuite(t *testing.T) {
 				for _, tc := range g.Tests {
 					key := gkey + " / " + tc.Description
 					run++
-					r := sch.check(tc.Data)
+					r := sch.crossCheck(tc.Data)
 					if r.walkerValid != r.libValid {
 						t.Errorf("%s: walker says valid=%v, library says %v", key, r.walkerValid, r.libValid)
 					}
@@ -208,7 +208,7 @@ func TestSchemaSuiteDisagreements(t *testing.T) {
 					}
 					for _, tc := range g.Tests {
 						cases++
-						r := sch.check(tc.Data)
+						r := sch.crossCheck(tc.Data)
 						if r.walkerValid != r.libValid {
 							disagreements++
 							t.Errorf("%s / %s / %s (strict=%v): walker valid=%v, library valid=%v", rel, g.Description, tc.Description, st, r.walkerValid, r.libValid)
