@@ -40,18 +40,28 @@ func (e *Engine) Limits() Limits { return e.limits }
 // Decode parses and validates a request body and compiles its schema (or takes it from the
 // cache). Everything a caller can get wrong is reported here, before anything is charged.
 func (e *Engine) Decode(body []byte) (*Request, *Schema, error) {
-	req, err := DecodeRequest(body, e.limits)
+	req, err := decodeRequest(body, e.limits, e.cache.Known)
 	if err != nil {
 		return nil, nil, err
+	}
+	if req.compiled != nil {
+		return req, req.compiled, nil
 	}
 	key := req.Hashes.Schema
 	if req.StrictContentCheck {
 		key += ":strict"
 	}
-	sch, err := e.cache.Get(key, func() (*Schema, error) { return CompileSchema(req.Schema, req.StrictContentCheck) })
+	sch, err := e.cache.Get(key, func() (*Schema, error) {
+		s, err := CompileSchema(req.Schema, req.StrictContentCheck)
+		if err == nil {
+			s.canonical, s.hash = req.schemaCanonical, req.Hashes.Schema
+		}
+		return s, err
+	})
 	if err != nil {
 		return nil, nil, err
 	}
+	e.cache.Alias(key, req.alias)
 	return req, sch, nil
 }
 

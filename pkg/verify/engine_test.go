@@ -57,6 +57,63 @@ func TestSeedInvoiceDraft(t *testing.T) {
 	}
 }
 
+// A schema the engine has seen is found by its bytes and reused (neither decoded nor
+// canonicalized again): the answers equal a fresh engine's, byte for byte, for the same bytes, for
+// another spelling of the same schema, and under the strict flag, which compiles on its own.
+func TestEngineKnownSchema(t *testing.T) {
+	seed := seedFile(t, "invoice-draft.request.json")
+	var req map[string]json.RawMessage
+	if err := json.Unmarshal(seed, &req); err != nil {
+		t.Fatal(err)
+	}
+	respelled := map[string]json.RawMessage{}
+	for k, v := range req {
+		respelled[k] = v
+	}
+	var indented bytes.Buffer
+	if err := json.Indent(&indented, req["expected_schema"], "", "   "); err != nil {
+		t.Fatal(err)
+	}
+	respelled["expected_schema"] = indented.Bytes()
+	strict := map[string]json.RawMessage{"strict_content_check": json.RawMessage("true")}
+	for k, v := range req {
+		strict[k] = v
+	}
+	body := func(m map[string]json.RawMessage) []byte {
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	bodies := [][]byte{seed, body(respelled), seed, body(strict), body(respelled), body(strict)}
+
+	eng := NewEngine(Limits{})
+	for i, b := range bodies {
+		warm, _, err := eng.Respond(b, testEnv, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cold, _, err := NewEngine(Limits{}).Respond(b, testEnv, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(warm, cold) {
+			t.Errorf("request %d: the warm engine answers otherwise than a fresh one\nwarm: %s\ncold: %s", i, warm, cold)
+		}
+		r, _, err := eng.Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.compiled == nil {
+			t.Errorf("request %d: the schema was not found by its bytes", i)
+		}
+	}
+	if n := eng.cache.Len(); n != 2 {
+		t.Errorf("%d compiled schemas cached, want 2 (plain and strict)", n)
+	}
+}
+
 // The corrected invoice passes; compact detail gives the seed's compact shape.
 func TestSeedInvoiceFinal(t *testing.T) {
 	body := strings.Replace(string(seedFile(t, "invoice-draft.request.json")), `"total": 135.0`, `"total": 129.5`, 1)

@@ -30,8 +30,10 @@ func (r *Request) hash(raw map[string]jsontext.Value) error {
 	if err != nil {
 		return canonError("submitted_output")
 	}
-	schema, err := canon(raw["expected_schema"])
-	if err != nil {
+	var schema []byte
+	if r.compiled != nil {
+		schema = r.compiled.canonical
+	} else if schema, err = canon(raw["expected_schema"]); err != nil {
 		return canonError("expected_schema")
 	}
 	bounds, err := canon(raw["bounds"])
@@ -50,7 +52,11 @@ func (r *Request) hash(raw map[string]jsontext.Value) error {
 	buf = append(buf, rules...)
 	buf = append(buf, '}')
 	r.Hashes.Output = receipt.Digest(output)
-	r.Hashes.Schema = receipt.Digest(schema)
+	if r.compiled != nil {
+		r.Hashes.Schema = r.compiled.hash
+	} else {
+		r.Hashes.Schema = receipt.Digest(schema)
+	}
 	r.Hashes.Rules = receipt.Digest(buf)
 
 	full := make([]byte, 0, len(output)+len(schema)+2*len(rules)+2*len(bounds)+256)
@@ -80,6 +86,7 @@ func (r *Request) hash(raw map[string]jsontext.Value) error {
 	}
 	full = append(full, '}')
 	r.Canonical = full
+	r.schemaCanonical = schema
 	r.Hashes.Request = receipt.Digest(full)
 	return nil
 }

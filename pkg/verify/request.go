@@ -32,7 +32,7 @@ const (
 type Request struct {
 	TaskID             string
 	AgentID            *string
-	Schema             any // the expected_schema tree
+	Schema             any // the expected_schema tree; nil when the engine's cache knew the schema
 	Output             any // the submitted_output tree
 	StrictContentCheck bool
 	Bounds             []Bound // in the order sent
@@ -46,6 +46,10 @@ type Request struct {
 	// the bytes Hashes.Request is the SHA-256 of (SPEC §5). The agent card publishes it for the
 	// request-hash test vectors.
 	Canonical []byte
+
+	alias           SchemaAlias // expected_schema as sent, for the engine's cache
+	schemaCanonical []byte      // expected_schema's canonical form
+	compiled        *Schema     // the compiled schema, when the cache knew it by its alias
 }
 
 // requestFields are the members a request may have, in documentation order.
@@ -75,6 +79,12 @@ type member struct {
 // Schema compilation is not part of decoding: the engine compiles (or finds in its cache) the
 // schema once the request is otherwise sound.
 func DecodeRequest(body []byte, lim Limits) (*Request, error) {
+	return decodeRequest(body, lim, nil)
+}
+
+// decodeRequest is DecodeRequest with the engine's cache: when known returns the compiled schema
+// for the expected_schema's exact bytes, that member is neither decoded nor canonicalized again.
+func decodeRequest(body []byte, lim Limits, known func(SchemaAlias) *Schema) (*Request, error) {
 	if int64(len(body)) > lim.MaxBody {
 		return nil, apperr.TooLarge(lim.MaxBody)
 	}
@@ -108,8 +118,17 @@ func DecodeRequest(body []byte, lim Limits) (*Request, error) {
 			bad.add(name, "is required", "Add "+name+".")
 		}
 	}
+	if v, ok := raw["expected_schema"]; ok {
+		req.alias = AliasOf(v, bytes.Equal(raw["strict_content_check"], litTrue))
+		if known != nil {
+			req.compiled = known(req.alias)
+		}
+	}
 	trees := make(map[string]any, len(raw))
 	for name, v := range raw {
+		if name == "expected_schema" && req.compiled != nil {
+			continue
+		}
 		t, err := decodeTree(v, lim.MaxDepth, 1)
 		switch {
 		case errors.Is(err, errDepth):
@@ -139,7 +158,7 @@ func DecodeRequest(body []byte, lim Limits) (*Request, error) {
 			req.AgentID = &id
 		}
 	}
-	if v, ok := trees["expected_schema"]; ok {
+	if v, ok := trees["expected_schema"]; ok && req.compiled == nil {
 		switch v.(type) {
 		case map[string]any, bool:
 			req.Schema = v

@@ -45,6 +45,11 @@ func (schemaRefusingLoader) Load(string) (any, error) { return nil, errSchemaRem
 type Schema struct {
 	lib  *jsonschema.Schema
 	root *schNode
+
+	// canonical and hash are the schema's RFC 8785 form and schema_hash, set by the engine when
+	// it caches the schema, so that a request found by alias reuses them.
+	canonical []byte
+	hash      string
 }
 
 // CompileSchema compiles the caller's expected_schema (a decoded tree: an object or a boolean).

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"container/list"
+	"crypto/sha256"
 	"sync"
 )
 
@@ -11,17 +12,66 @@ import (
 // §14). It is safe for concurrent use; concurrent misses for one key compile once and share the
 // result. Compile errors are not cached: they are the caller's to fix, and caching them would let
 // one bad schema evict good ones.
+//
+// An entry can also be found by the exact bytes a request sent (an alias: the SHA-256 of the raw
+// expected_schema with the strict flag), so that a repeated schema is neither decoded nor
+// canonicalized again: the entry holds its canonical form and schema_hash.
 type SchemaCache struct {
 	mu       sync.Mutex
 	size     int
 	order    *list.List // front is the most recently used; values are *schCacheEntry
 	entries  map[string]*list.Element
+	aliases  map[SchemaAlias]*list.Element
 	inflight map[string]*schCacheCall
 }
 
+// SchemaAlias names a cached schema by the bytes it was sent as; see Alias.
+type SchemaAlias struct {
+	digest [sha256.Size]byte
+	strict bool
+}
+
+// maxAliases bounds the spellings (whitespace, key order, escapes) remembered per schema, so that
+// a caller sending endless variants of one schema cannot grow an entry.
+const maxAliases = 4
+
 type schCacheEntry struct {
-	key    string
-	schema *Schema
+	key     string
+	schema  *Schema
+	aliases []SchemaAlias
+}
+
+// AliasOf is the alias of a schema sent as raw (the expected_schema member exactly as received).
+func AliasOf(raw []byte, strict bool) SchemaAlias {
+	return SchemaAlias{digest: sha256.Sum256(raw), strict: strict}
+}
+
+// Known returns the schema an alias was attached to, or nil.
+func (c *SchemaCache) Known(a SchemaAlias) *Schema {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.aliases[a]
+	if !ok {
+		return nil
+	}
+	c.order.MoveToFront(el)
+	return el.Value.(*schCacheEntry).schema
+}
+
+// Alias attaches a to the entry cached under key, if it is still there and has room.
+func (c *SchemaCache) Alias(key string, a SchemaAlias) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.entries[key]
+	if _, known := c.aliases[a]; !ok || known {
+		return
+	}
+	e := el.Value.(*schCacheEntry)
+	if len(e.aliases) >= maxAliases {
+		return
+	}
+	e.aliases = append(e.aliases, a)
+	c.aliases[a] = el
 }
 
 // schCacheCall is one compilation in progress that later callers for the same key wait on.
@@ -37,7 +87,7 @@ func NewSchemaCache(size int) *SchemaCache {
 		size = 1
 	}
 	return &SchemaCache{size: size, order: list.New(), entries: map[string]*list.Element{},
-		inflight: map[string]*schCacheCall{}}
+		aliases: map[SchemaAlias]*list.Element{}, inflight: map[string]*schCacheCall{}}
 }
 
 // Get returns the schema cached under key, or compiles it with compile, caches it and returns it.
@@ -76,7 +126,11 @@ func (c *SchemaCache) Get(key string, compile func() (*Schema, error)) (*Schema,
 		for c.order.Len() > c.size {
 			oldest := c.order.Back()
 			c.order.Remove(oldest)
-			delete(c.entries, oldest.Value.(*schCacheEntry).key)
+			e := oldest.Value.(*schCacheEntry)
+			delete(c.entries, e.key)
+			for _, a := range e.aliases {
+				delete(c.aliases, a)
+			}
 		}
 	}
 	c.mu.Unlock()

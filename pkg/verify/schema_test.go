@@ -442,6 +442,42 @@ func TestSchemaCacheLRUEviction(t *testing.T) {
 	}
 }
 
+// Aliases find an entry by the bytes it was sent as, are bounded per entry, and go with it.
+func TestSchemaCacheAliases(t *testing.T) {
+	c := NewSchemaCache(1)
+	compile := func() (*Schema, error) { return CompileSchema(true, false) }
+	first, err := c.Get("a", compile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spellings := []string{`true`, ` true`, `true `, `  true`, `   true`}
+	for _, sp := range spellings {
+		c.Alias("a", AliasOf([]byte(sp), false))
+	}
+	for i, sp := range spellings {
+		got := c.Known(AliasOf([]byte(sp), false))
+		if i < maxAliases && got != first {
+			t.Errorf("spelling %d (%q) not known", i, sp)
+		}
+		if i >= maxAliases && got != nil {
+			t.Errorf("spelling %d (%q) known past the bound of %d", i, sp, maxAliases)
+		}
+	}
+	if c.Known(AliasOf([]byte(`true`), true)) != nil {
+		t.Error("the strict alias of the same bytes is known")
+	}
+	c.Alias("missing", AliasOf([]byte(`false`), false))
+	if c.Known(AliasOf([]byte(`false`), false)) != nil {
+		t.Error("an alias attached to no entry is known")
+	}
+	if _, err := c.Get("b", compile); err != nil { // evicts a
+		t.Fatal(err)
+	}
+	if c.Known(AliasOf([]byte(`true`), false)) != nil || len(c.aliases) != 0 {
+		t.Errorf("aliases of an evicted entry remain: %d", len(c.aliases))
+	}
+}
+
 func TestSchemaCacheConcurrent(t *testing.T) {
 	c := NewSchemaCache(8)
 	var compiles atomic.Int64
