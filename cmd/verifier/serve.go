@@ -23,6 +23,12 @@ import (
 // shutdownGrace is how long in-flight requests get to finish after a stop signal.
 const shutdownGrace = 10 * time.Second
 
+// historyWriters is how many history writes may be in flight at once. The embedded store puts
+// the writes that wait together into one commit, so this also caps the history records per
+// commit: at about 1 ms a commit under load, 32 keep well ahead of 5,000 verifications/s, where
+// 4 fell behind at 400/s and sent the rest back onto the request path.
+const historyWriters = 32
+
 func runServe(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -69,7 +75,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	defer closeStore()
-	stopRecording := svc.StartRecording(4)
+	stopRecording := svc.StartRecording(historyWriters)
 	defer stopRecording() // after the server stops: the queued history writes land before the store closes
 
 	srv := &http.Server{Handler: svc.Handler(mcpserver.New(svc).Mount, discovery.New(svc).Mount), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}

@@ -6,14 +6,19 @@
 //   - the Go benchmarks of pkg/verify (whole signed verification against bare santhosh-tekuri
 //     parse+validate, cached against uncached schema) and pkg/receipt (signing, canonicalization),
 //     -count times, and takes medians;
-//   - Python's jsonschema on the same two request documents, for a side-by-side;
+//   - the naive Go composition of the libraries (BenchmarkNaiveGo, this package), in the same go test
+//     runs;
+//   - Python (jsonschema, and jsonschema + cryptography doing the whole job) and Node (ajv +
+//     canonicalize + node:crypto doing the whole job) on the same two request documents; every
+//     response a peer signs is checked against the Go engine before its number is used;
 //   - the Lambda functions built for linux/arm64 exactly as `make build` builds them (sizes), and
 //     for the host, each with a hello-world bootstrap, under the Runtime Interface Emulator (first
 //     invoke, fresh emulator each time);
 //   - infra/loadgen against bin/verifier at each connection count, then with the seed invoice only.
 //
 // Every number in the report comes from this run; nothing is typed in. Run it from the module root
-// after `make verifier tools` (the Makefile's bench target does both).
+// after `make verifier tools` and the Node peer's npm install (the Makefile's bench target does all
+// three). -peers measures only the whole job against the peers and prints that part of the report.
 package main
 
 import (
@@ -35,18 +40,22 @@ import (
 
 // config is what one run measures and where it writes.
 type config struct {
-	root      string
-	out       string
-	count     int
-	benchtime string
-	duration  time.Duration
-	conns     []int
-	runs      int
-	verifier  string
-	rie       string
-	python    string
-	tmp       string
-	args      []string
+	root       string
+	out        string
+	count      int
+	benchtime  string
+	duration   time.Duration
+	conns      []int
+	runs       int
+	verifier   string
+	rie        string
+	python     string
+	node       string
+	peers      bool          // measure only the whole job against the peers; write no report
+	peerRound  time.Duration // length of one timed round of a peer script
+	peerRounds int           // rounds of each peer script (-count)
+	tmp        string
+	args       []string
 }
 
 func main() {
@@ -59,9 +68,13 @@ func main() {
 	flag.IntVar(&c.runs, "runs", 5, "cold starts measured per Lambda binary")
 	flag.StringVar(&c.verifier, "bin", "bin/verifier", "the verifier binary loadgen serves (make verifier)")
 	flag.StringVar(&c.rie, "rie", "", "the aws-lambda-rie binary (default: bin/tools/aws-lambda-rie, from make tools)")
-	flag.StringVar(&c.python, "python", "python3", "the Python interpreter for the jsonschema side-by-side")
+	flag.StringVar(&c.python, "python", "python3", "the Python interpreter for the Python peer (jsonschema + cryptography)")
+	flag.StringVar(&c.node, "node", "node", "the Node binary for the Node peer (ajv + canonicalize + node:crypto, infra/bench/node)")
+	flag.BoolVar(&c.peers, "peers", false, "measure only the whole job against the peers (Go, naive Go, Node, Python) and print it; the report is not written")
+	flag.DurationVar(&c.peerRound, "peer-round", time.Second, "length of one timed round of the Node and Python peers (-count rounds)")
 	flag.Parse()
 	c.args = os.Args[1:]
+	c.peerRounds = c.count
 	for _, s := range strings.Split(*conns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -91,9 +104,11 @@ func run(c config) error {
 	if c.verifier, err = filepath.Abs(c.verifier); err != nil {
 		return err
 	}
-	for _, p := range []string{c.verifier, c.rie} {
-		if _, err := os.Stat(p); err != nil {
-			return fmt.Errorf("%w (run `make verifier tools`, or `make bench`, which does)", err)
+	if !c.peers {
+		for _, p := range []string{c.verifier, c.rie} {
+			if _, err := os.Stat(p); err != nil {
+				return fmt.Errorf("%w (run `make verifier tools`, or `make bench`, which does)", err)
+			}
 		}
 	}
 	c.tmp, err = os.MkdirTemp("", "verifier-bench-")
@@ -102,24 +117,40 @@ func run(c config) error {
 	}
 	defer os.RemoveAll(c.tmp)
 
-	var r report
+	r := report{peerRound: c.peerRound}
 	r.started = time.Now()
 	if r.machine, err = describeMachine(ctx); err != nil {
 		return err
 	}
 
 	r.step("Go benchmarks")
-	progress("Go benchmarks (-count %d): pkg/verify, then pkg/receipt", c.count)
-	if r.bench, err = runGoBenchmarks(ctx, c); err != nil {
+	runs, required := goBenchmarks, requiredBenchmarks
+	if c.peers {
+		runs, required = peerGoBenchmarks, requiredPeerBenchmarks
+	}
+	progress("Go benchmarks (-count %d): %s", c.count, packageList(runs))
+	if r.bench, err = runGoBenchmarks(ctx, c, runs, required); err != nil {
 		return err
 	}
-	r.step("Python jsonschema")
-	progress("Python jsonschema on the same documents")
 	if r.docs, err = writeBenchDocuments(c); err != nil {
 		return err
 	}
+	r.step("Python peer")
+	progress("Python: jsonschema, and the whole job with jsonschema + cryptography, on the same documents")
 	if r.python, err = runPython(ctx, c, r.docs); err != nil {
 		return err
+	}
+	r.step("Node peer")
+	progress("Node: the whole job with ajv + canonicalize + node:crypto on the same documents")
+	if r.node, err = runNode(ctx, c, r.docs); err != nil {
+		return err
+	}
+	if c.peers {
+		r.finished = time.Now()
+		r.step("end")
+		r.args = c.args
+		fmt.Print(r.peersMarkdown())
+		return nil
 	}
 	r.step("Lambda builds and first invokes")
 	progress("Lambda sizes (linux/arm64, make build)")
@@ -149,6 +180,15 @@ func run(c config) error {
 	}
 	progress("wrote %s (%s)", c.out, r.finished.Sub(r.started).Round(time.Second))
 	return nil
+}
+
+// packageList names the packages of runs for the progress line.
+func packageList(runs []goBenchmark) string {
+	var s []string
+	for _, r := range runs {
+		s = append(s, strings.TrimPrefix(r.pkg, "./"))
+	}
+	return strings.Join(s, ", ")
 }
 
 // machine is what the numbers were measured on.

@@ -15,10 +15,21 @@ import (
 	"strings"
 )
 
+// goBenchmark is one go test run: a package and the benchmarks it runs.
+type goBenchmark struct{ pkg, pattern string }
+
 // goBenchmarks are the packages and benchmarks that run, each package in a go test of its own.
-var goBenchmarks = []struct{ pkg, pattern string }{
+// BenchmarkNaiveGo (this package) is the naive composition of the libraries, a peer of SPEC §14.
+var goBenchmarks = []goBenchmark{
 	{"./pkg/verify", "^(BenchmarkVerifySeedInvoice|BenchmarkBareValidate|BenchmarkVerifyUncachedSchema)$"},
 	{"./pkg/receipt", "^(BenchmarkAttest|BenchmarkVerifyAttestation|BenchmarkCanonicalizeFast|BenchmarkCanonicalizeJCS)$"},
+	{"./infra/bench", "^BenchmarkNaiveGo$"},
+}
+
+// peerGoBenchmarks are what -peers runs: the whole signed verification and the naive composition.
+var peerGoBenchmarks = []goBenchmark{
+	{"./pkg/verify", "^BenchmarkVerifySeedInvoice$"},
+	{"./infra/bench", "^BenchmarkNaiveGo$"},
 }
 
 // samples are one benchmark's results over the -count runs.
@@ -49,9 +60,10 @@ func (b benchmarks) get(name string) (stat, error) {
 	return s, nil
 }
 
-func runGoBenchmarks(ctx context.Context, c config) (benchmarks, error) {
+// runGoBenchmarks runs each of runs -count times and fails when a benchmark in required did not run.
+func runGoBenchmarks(ctx context.Context, c config, runs []goBenchmark, required []string) (benchmarks, error) {
 	all := benchmarks{}
-	for _, gb := range goBenchmarks {
+	for _, gb := range runs {
 		args := []string{"test", "-run", "^$", "-bench", gb.pattern, "-benchmem", "-count", strconv.Itoa(c.count)}
 		if c.benchtime != "" {
 			args = append(args, "-benchtime", c.benchtime)
@@ -73,7 +85,7 @@ func runGoBenchmarks(ctx context.Context, c config) (benchmarks, error) {
 			all[name] = s.stat()
 		}
 	}
-	for _, name := range requiredBenchmarks {
+	for _, name := range required {
 		if _, err := all.get(name); err != nil {
 			return nil, err
 		}
@@ -84,15 +96,20 @@ func runGoBenchmarks(ctx context.Context, c config) (benchmarks, error) {
 // requiredBenchmarks are the names the report reads; a renamed benchmark fails the run.
 var requiredBenchmarks = []string{
 	benchFullSeed, benchFull200, benchBareSeed, benchBare200, benchUncached,
-	"BenchmarkAttest", "BenchmarkVerifyAttestation",
+	"BenchmarkAttest", "BenchmarkVerifyAttestation", benchNaiveSeed, benchNaive200,
 }
 
+// requiredPeerBenchmarks are the names the -peers report reads.
+var requiredPeerBenchmarks = []string{benchFullSeed, benchFull200, benchNaiveSeed, benchNaive200}
+
 const (
-	benchFullSeed = "BenchmarkVerifySeedInvoice/seed"
-	benchFull200  = "BenchmarkVerifySeedInvoice/items=200"
-	benchBareSeed = "BenchmarkBareValidate/seed"
-	benchBare200  = "BenchmarkBareValidate/items=200"
-	benchUncached = "BenchmarkVerifyUncachedSchema"
+	benchFullSeed  = "BenchmarkVerifySeedInvoice/seed"
+	benchFull200   = "BenchmarkVerifySeedInvoice/items=200"
+	benchBareSeed  = "BenchmarkBareValidate/seed"
+	benchBare200   = "BenchmarkBareValidate/items=200"
+	benchUncached  = "BenchmarkVerifyUncachedSchema"
+	benchNaiveSeed = "BenchmarkNaiveGo/seed"
+	benchNaive200  = "BenchmarkNaiveGo/items=200"
 )
 
 var procsSuffix = regexp.MustCompile(`-\d+$`)
@@ -148,17 +165,19 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// benchDocument is one request body that BenchmarkBareValidate measures, written to a file.
+// benchDocument is one request body that the Go benchmarks measure, written to a file so that the
+// peers (Node, Python) work on the very same bytes.
 type benchDocument struct {
 	name, path string
+	body       []byte
 	size       int
 }
 
-// writeBenchDocuments writes the two request bodies of pkg/verify's benchmarks (benchInvoice in
+// buildBenchDocuments builds the two request bodies of pkg/verify's benchmarks (benchInvoice in
 // engine_test.go, rebuilt the same way: the seed request decoded into any, its line items replaced,
-// encoded again) so that another implementation validates the very same bytes.
-func writeBenchDocuments(c config) ([]benchDocument, error) {
-	raw, err := os.ReadFile(filepath.Join(c.root, "testdata", "seed", "invoice-draft.request.json"))
+// encoded again). BenchmarkNaiveGo measures these bytes too.
+func buildBenchDocuments(root string) ([]benchDocument, error) {
+	raw, err := os.ReadFile(filepath.Join(root, "testdata", "seed", "invoice-draft.request.json"))
 	if err != nil {
 		return nil, err
 	}
@@ -183,59 +202,26 @@ func writeBenchDocuments(c config) ([]benchDocument, error) {
 		if err != nil {
 			return nil, err
 		}
-		path := filepath.Join(c.tmp, name+".request.json")
-		if err := os.WriteFile(path, body, 0o644); err != nil {
-			return nil, err
-		}
-		docs = append(docs, benchDocument{name: name, path: path, size: len(body)})
+		docs = append(docs, benchDocument{name: name, body: body, size: len(body)})
 	}
 	return docs, nil
 }
 
-// pythonResult is what jsonschema_bench.py prints.
-type pythonResult struct {
-	Python     string `json:"python"`
-	Jsonschema string `json:"jsonschema"`
-	Error      string `json:"error"`
-	Rounds     int    `json:"rounds"`
-	Results    map[string]struct {
-		Us        float64 `json:"us_per_op"`
-		MinUs     float64 `json:"min_us"`
-		MaxUs     float64 `json:"max_us"`
-		Ops       int     `json:"ops_per_round"`
-		Validator string  `json:"validator"`
-	} `json:"results"`
-	skipped string // why the side-by-side did not run, when it did not
-}
+// goBenchName is the sub-benchmark name the Go benchmarks give a document (itemsName in
+// pkg/verify): "seed", "items=200".
+func goBenchName(doc string) string { return strings.Replace(doc, "items-", "items=", 1) }
 
-func runPython(ctx context.Context, c config, docs []benchDocument) (pythonResult, error) {
-	var res pythonResult
-	if _, err := exec.LookPath(c.python); err != nil {
-		res.skipped = fmt.Sprintf("%s is not installed", c.python)
-		return res, nil
-	}
-	args := []string{filepath.Join(c.root, "infra", "bench", "jsonschema_bench.py")}
-	for _, d := range docs {
-		args = append(args, d.name+"="+d.path)
-	}
-	cmd := exec.CommandContext(ctx, c.python, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+// writeBenchDocuments builds the request bodies and writes each to a file in c.tmp.
+func writeBenchDocuments(c config) ([]benchDocument, error) {
+	docs, err := buildBenchDocuments(c.root)
 	if err != nil {
-		return res, fmt.Errorf("%s %s: %w\n%s", c.python, args[0], err, stderr.Bytes())
+		return nil, err
 	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		return res, fmt.Errorf("jsonschema_bench.py printed %q: %w", out, err)
-	}
-	if res.Error != "" {
-		res.skipped = res.Error
-		return res, nil
-	}
-	for _, d := range docs {
-		if _, ok := res.Results[d.name]; !ok {
-			return res, fmt.Errorf("jsonschema_bench.py did not measure %s", d.name)
+	for i := range docs {
+		docs[i].path = filepath.Join(c.tmp, docs[i].name+".request.json")
+		if err := os.WriteFile(docs[i].path, docs[i].body, 0o644); err != nil {
+			return nil, err
 		}
 	}
-	return res, nil
+	return docs, nil
 }

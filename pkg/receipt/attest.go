@@ -37,6 +37,13 @@ const attestationName = "attestation"
 // once, rather than by building and re-canonicalizing a map. timestamp should equal the response's
 // verified_at (SPEC §6).
 func (k Key) Attest(context string, response []byte, timestamp string) ([]byte, error) {
+	return k.AttestCanonical(context, response, nil, timestamp)
+}
+
+// AttestCanonical is Attest for a caller that already holds the response's RFC 8785 form:
+// canonical must be exactly Canonicalize(response), and is what gets signed. When canonical is
+// nil, the response is canonicalized here.
+func (k Key) AttestCanonical(context string, response, canonical []byte, timestamp string) ([]byte, error) {
 	if err := k.check(); err != nil {
 		return nil, fmt.Errorf("attest: %w", err)
 	}
@@ -69,7 +76,9 @@ func (k Key) Attest(context string, response []byte, timestamp string) ([]byte, 
 	}
 	msg = append(msg, `,"response":`...)
 	bodyStart := len(msg)
-	if msg, err = AppendCanonical(msg, response); err != nil {
+	if canonical != nil {
+		msg = append(msg, canonical...)
+	} else if msg, err = AppendCanonical(msg, response); err != nil {
 		return nil, fmt.Errorf("attest: response: %w", err)
 	}
 	body := msg[bodyStart:]

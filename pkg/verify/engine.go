@@ -78,9 +78,9 @@ func (e *Engine) Check(req *Request, sch *Schema, env Envelope) *Report {
 	return buildReport(req, f, env)
 }
 
-// Attester signs a response document; receipt.Key is one.
+// Attester signs a response document given with its RFC 8785 form; receipt.Key is one.
 type Attester interface {
-	Attest(context string, response []byte, timestamp string) ([]byte, error)
+	AttestCanonical(context string, response, canonical []byte, timestamp string) ([]byte, error)
 }
 
 // Respond is one whole verification: decode, check, serialize and, when a is not nil, sign. It
@@ -101,7 +101,11 @@ func (e *Engine) Finish(req *Request, sch *Schema, env Envelope, a Attester) ([]
 		return nil, nil, fmt.Errorf("encode report: %w", err)
 	}
 	if a != nil {
-		if out, err = a.Attest(receipt.ContextVerify, out, rep.VerifiedAt); err != nil {
+		canon, err := rep.canonicalJSON(make([]byte, 0, len(out)))
+		if err != nil {
+			canon = nil // the signer canonicalizes the wire form itself
+		}
+		if out, err = a.AttestCanonical(receipt.ContextVerify, out, canon, rep.VerifiedAt); err != nil {
 			return nil, nil, fmt.Errorf("attest report: %w", err)
 		}
 	}

@@ -193,13 +193,11 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 			return
 		}
-		rep := eng.Check(req, sch, Envelope{})
+		rep := eng.Check(req, sch, testEnv)
 		if rep.Result != "pass" && rep.Result != "fail" {
 			t.Fatalf("result %q", rep.Result)
 		}
-		if _, err := rep.JSON(); err != nil {
-			t.Fatal(err)
-		}
+		assertCanonicalReport(t, rep)
 	})
 }
 

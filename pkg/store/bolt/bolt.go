@@ -47,8 +47,9 @@ var (
 // Store is the bbolt-backed store.Store. It is safe for concurrent use: bbolt runs one write
 // transaction at a time, which is what makes ConsumeAllowance and ReservePayment atomic.
 type Store struct {
-	db  *bbolt.DB
-	now func() time.Time
+	db     *bbolt.DB
+	writes groupCommit // the writes on the request path, grouped into shared commits
+	now    func() time.Time
 }
 
 var _ store.Store = (*Store)(nil)
@@ -92,6 +93,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("open bolt store: %w", err)
 	}
 	s.db = db
+	s.writes.db = db
 	if err := db.Update(func(tx *bbolt.Tx) error {
 		for _, name := range [][]byte{bucketAllowance, bucketPayments, bucketHistory, bucketAggregate} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -190,9 +192,9 @@ func (s *Store) ConsumeAllowance(ctx context.Context, client, day string, limit 
 	}
 	var granted bool
 	var remaining int
-	// Batch lets concurrent writers share one commit (one fsync) instead of queueing for one
-	// each; it may run the function more than once, so the function sets its results afresh.
-	err := s.db.Batch(func(tx *bbolt.Tx) error {
+	// Concurrent writers share one commit; the function may run more than once, so it sets its
+	// results afresh.
+	err := s.writes.update(func(tx *bbolt.Tx) error {
 		granted, remaining = false, 0
 		b := tx.Bucket(bucketAllowance)
 		key := allowanceKey(client, day)
@@ -273,7 +275,7 @@ func (s *Store) ReservePayment(ctx context.Context, id string, expires time.Time
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("reserve payment %s: %w", id, err)
 	}
-	err := s.db.Batch(func(tx *bbolt.Tx) error {
+	err := s.writes.update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketPayments)
 		if exp, ok := decodeExpiry(b.Get([]byte(id))); ok && !storekey.Expired(exp, s.now()) {
 			return store.ErrPaymentReplayed
@@ -341,7 +343,7 @@ func (s *Store) RecordVerification(ctx context.Context, v store.Verification) er
 		return fmt.Errorf("record verification %s: encode: %w", v.VerificationID, err)
 	}
 	key := []byte(storekey.HistoryKey(v.VerifiedAt, v.VerificationID))
-	err = s.db.Batch(func(tx *bbolt.Tx) error {
+	err = s.writes.update(func(tx *bbolt.Tx) error {
 		b, err := tx.Bucket(bucketHistory).CreateBucketIfNotExists([]byte(v.AgentID))
 		if err != nil {
 			return err

@@ -1,0 +1,150 @@
+package verify
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
+)
+
+// assertCanonicalReport holds the report's own canonical encoder to the general canonicalizer
+// applied to its wire form: the signer signs the former, verifiers rebuild the latter.
+func assertCanonicalReport(t testing.TB, rep *Report) {
+	t.Helper()
+	wire, err := rep.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := receipt.Canonicalize(wire)
+	if err != nil {
+		t.Fatalf("canonicalize the wire form: %v", err)
+	}
+	got, err := rep.canonicalJSON(nil)
+	if err != nil {
+		t.Fatalf("the report's canonical encoder refused a report: %v\n%s", err, wire)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("canonical forms differ\nencoder:        %s\ncanonicalizer:  %s", got, want)
+	}
+}
+
+// reportShapes are request bodies that give every shape of report: the schema-count and rules
+// cases of testdata, each full and compact, strict and lenient, enforced and not, plus outputs
+// whose paths and values need escaping and outputs that overflow every list cap.
+func reportShapes(t testing.TB) [][]byte {
+	t.Helper()
+	type doc struct {
+		Schema   json.RawMessage `json:"schema"`
+		Instance json.RawMessage `json:"instance"`
+		Output   json.RawMessage `json:"output"`
+		Rules    json.RawMessage `json:"rules"`
+		Bounds   json.RawMessage `json:"bounds"`
+	}
+	var docs []doc
+	files, _ := filepath.Glob("testdata/schema-count/*.json")
+	for _, f := range files {
+		var d doc
+		if err := json.Unmarshal(mustRead(t, f), &d); err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, d)
+	}
+	for _, f := range []string{"testdata/rules/rules.json", "testdata/rules/bounds.json"} {
+		var ds []doc
+		if err := json.Unmarshal(mustRead(t, f), &ds); err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, ds...)
+	}
+	many := make([]string, 0, 120)
+	for i := range 120 {
+		many = append(many, fmt.Sprintf(`"k\"%d\u2028é\u0001😀":%d`, i, i))
+	}
+	docs = append(docs,
+		doc{Schema: json.RawMessage(`{"type":"object","additionalProperties":{"type":"string","maxLength":1}}`),
+			Output: json.RawMessage(`{` + strings.Join(many, ",") + `}`)},
+		doc{Schema: json.RawMessage(`{"type":"array","items":{"type":"integer","maximum":3}}`),
+			Output: json.RawMessage(`[1,2,3,4,5,6,7,8,9,10,"<&>",null,{"a\\b":"\t"}]`),
+			Rules:  json.RawMessage(`[{"type":"unique","field":"[]"},{"type":"sum_equals","field":"[]","equals":1e3}]`)},
+		doc{Schema: json.RawMessage(`{"type":"object","properties":{"note":{"type":"string"}}}`),
+			Output: json.RawMessage(`{"note":"TODO: lorem ipsum","extra":"","名前":"N/A"}`)},
+	)
+
+	var bodies [][]byte
+	for _, d := range docs {
+		out := d.Output
+		if out == nil {
+			out = d.Instance
+		}
+		schema := d.Schema
+		if schema == nil {
+			schema = json.RawMessage(`true`)
+		}
+		for _, variant := range []string{
+			`"detail":"full"`, `"detail":"compact"`, `"strict_content_check":true`,
+			`"enforce_rules":true,"agent_id":"agent-\u00e9"`, `"enforce_rules":true,"strict_content_check":true,"detail":"compact","agent_id":null`,
+		} {
+			b := fmt.Appendf(nil, `{"task_id":"t-\"1\"","expected_schema":%s,"submitted_output":%s,%s`, schema, out, variant)
+			if d.Rules != nil {
+				b = fmt.Appendf(b, `,"rules":%s`, d.Rules)
+			}
+			if d.Bounds != nil {
+				b = fmt.Appendf(b, `,"bounds":%s`, d.Bounds)
+			}
+			bodies = append(bodies, append(b, '}'))
+		}
+	}
+	return bodies
+}
+
+func mustRead(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestReportCanonicalEncoder(t *testing.T) {
+	eng := NewEngine(Limits{})
+	var checked int
+	for _, body := range append(reportShapes(t), seedFile(t, "invoice-draft.request.json")) {
+		req, sch, err := eng.Decode(body)
+		if err != nil {
+			continue // the rules cases include requests the decoder refuses
+		}
+		assertCanonicalReport(t, eng.Check(req, sch, testEnv))
+		checked++
+	}
+	if checked < 300 {
+		t.Errorf("only %d reports compared", checked)
+	}
+}
+
+// The signed envelope is built from the encoder's bytes and verifies with the independent
+// verifier, which rebuilds the canonical form from the wire form.
+func TestRespondSignsTheCanonicalForm(t *testing.T) {
+	key := receipt.Key{Version: "test-key", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))}
+	eng := NewEngine(Limits{})
+	signed := 0
+	for i, body := range reportShapes(t)[:60] {
+		out, _, err := eng.Respond(body, testEnv, key)
+		if err != nil {
+			continue
+		}
+		if err := receipt.VerifyReceipt(out, []receipt.PublicKey{key.Public()}, body); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		signed++
+	}
+	if signed < 40 {
+		t.Errorf("only %d receipts verified", signed)
+	}
+}
