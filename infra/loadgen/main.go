@@ -80,7 +80,7 @@ func run(bin string, duration time.Duration, conns int, paidShare, freshShare fl
 		return err
 	}
 	defer fac.Close()
-	base, stop, err := startServer(bin, "http://"+fac.Addr().String())
+	base, pid, stop, err := startServer(bin, "http://"+fac.Addr().String())
 	if err != nil {
 		return err
 	}
@@ -102,12 +102,12 @@ facilitator).`, paidShare*100)
 
 	// Warm-up: compile the schema pool, fill connection pools.
 	closedLoop(client, base, gen, conns, 2*time.Second)
-	cpu0 := readCPU()
+	cpu0, srv0 := readCPU(), processCPU(pid)
 	max := closedLoop(client, base, gen, conns, duration)
-	cpu1 := readCPU()
+	cpu1, srv1 := readCPU(), processCPU(pid)
 	rate := max.throughput() / 2
 	half := openLoop(client, base, gen, rate, duration)
-	cpu2 := readCPU()
+	cpu2, srv2 := readCPU(), processCPU(pid)
 
 	report := fmt.Sprintf(`## Load (local server on loopback, one run)
 
@@ -126,6 +126,13 @@ Mix: %s
 Machine CPU busy (all %d cores, server and load generator together, /proc/stat): %.0f%% in the closed
 loop, %.0f%% in the open loop.
 `, runtime.NumCPU(), closedBusy, openBusy)
+	}
+	if srv0 > 0 && srv2 > srv1 {
+		report += fmt.Sprintf(`
+Server process CPU (/proc/<pid>/stat, unaffected by other processes on the machine): %.0f µs per
+request in the closed loop (%.2f cores), %.0f µs per request in the open loop (%.2f cores).
+`, perRequest(srv1-srv0, max.n), (srv1-srv0).Seconds()/max.elapsed.Seconds(),
+			perRequest(srv2-srv1, half.n), (srv2-srv1).Seconds()/half.elapsed.Seconds())
 	}
 	fmt.Print(report)
 	if out != "" {
@@ -164,6 +171,43 @@ func readCPU() cpuTime {
 		}
 	}
 	return t
+}
+
+// processCPU is the CPU time (user and system) process pid has used so far, from
+// /proc/<pid>/stat (Linux); zero where that cannot be read. Unlike the machine's busy share, it
+// counts the server alone: neither the load generator nor anything else running on the machine.
+func processCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces; the fields after it are plain numbers.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	// utime and stime are fields 14 and 15 of the whole line, in clock ticks (USER_HZ, 100 on Linux).
+	utime, err1 := strconv.ParseUint(f[11], 10, 64)
+	stime, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(utime+stime) * (time.Second / clockTicks)
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times, which is 100 on every Linux
+// architecture Go runs on.
+const clockTicks = 100
+
+func perRequest(cpu time.Duration, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(cpu.Microseconds()) / float64(n)
 }
 
 // busyUntil is the busy share of the CPU time between t and later, in percent.
@@ -414,10 +458,10 @@ func startStubFacilitator() (net.Listener, error) {
 }
 
 // startServer runs `verifier serve` on a free loopback port with a fresh data directory.
-func startServer(bin, facilitator string) (string, func(), error) {
+func startServer(bin, facilitator string) (string, int, func(), error) {
 	dir, err := os.MkdirTemp("", "loadgen-")
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"))
 	cmd.Env = append(os.Environ(), "VERIFIER_FREE_CALLS_PER_DAY=1000000000", "X402_FACILITATOR_URL="+facilitator,
@@ -427,7 +471,7 @@ func startServer(bin, facilitator string) (string, func(), error) {
 	cmd.Stderr = io.Discard
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
-		return "", nil, fmt.Errorf("start %s: %w", bin, err)
+		return "", 0, nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	stop := func() {
 		testproc.KillProcessGroup(cmd.Process.Pid, false)
@@ -447,11 +491,11 @@ func startServer(bin, facilitator string) (string, func(), error) {
 		m := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)`).FindStringSubmatch(line)
 		if m == nil {
 			stop()
-			return "", nil, fmt.Errorf("server did not start: %q", line)
+			return "", 0, nil, fmt.Errorf("server did not start: %q", line)
 		}
-		return m[1], stop, nil
+		return m[1], cmd.Process.Pid, stop, nil
 	case <-ctx.Done():
 		stop()
-		return "", nil, fmt.Errorf("server did not start in time")
+		return "", 0, nil, fmt.Errorf("server did not start in time")
 	}
 }

@@ -36,6 +36,11 @@ func syntaxProblem(err error, offset int64) string {
 	return fmt.Sprintf("is not valid JSON (near byte %d)", offset)
 }
 
+// isTreeLimit tells the tree builder's own refusals from syntax errors.
+func isTreeLimit(err error) bool {
+	return errors.Is(err, errDepth) || errors.Is(err, errNumberRange) || errors.Is(err, errNumberSize)
+}
+
 // treeBuilder turns one JSON value into the engine's tree (nil, bool, string, json.Number,
 // []any, map[string]any), enforcing the depth limit and the float64 range of numbers.
 type treeBuilder struct {

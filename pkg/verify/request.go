@@ -70,8 +70,10 @@ func (p *problems) add(field, problem, fix string) {
 
 // members reads one JSON object's members as raw values, in order, rejecting duplicate names.
 type member struct {
-	name string
-	raw  jsontext.Value
+	name    string
+	raw     jsontext.Value
+	tree    any   // the value's tree, for the members readObject builds one for
+	treeErr error // the tree broke a limit (depth, number range or size)
 }
 
 // DecodeRequest parses and validates a request body (SPEC §4.1). Every rejection is an
@@ -94,17 +96,30 @@ func decodeRequest(body []byte, lim Limits, known func(SchemaAlias) *Schema) (*R
 	if !utf8.Valid(body) {
 		return nil, apperr.Field("body", "contains invalid UTF-8", "Encode the body as UTF-8.")
 	}
-	members, err := readObject(body)
+	members, err := readObject(body, lim.MaxDepth)
 	if err != nil {
 		return nil, err
 	}
 
 	var (
-		req  = &Request{Detail: DetailFull}
-		bad  problems
-		raw  = make(map[string]jsontext.Value, len(members))
-		seen = make(map[string]bool, len(members))
+		req   = &Request{Detail: DetailFull}
+		bad   problems
+		raw   = make(map[string]jsontext.Value, len(members))
+		trees = make(map[string]any, len(members))
+		seen  = make(map[string]bool, len(members))
 	)
+	treeProblem := func(name string, err error) {
+		switch {
+		case errors.Is(err, errDepth):
+			bad.add(name, fmt.Sprintf("nests deeper than %d levels", lim.MaxDepth), "Flatten the value.")
+		case errors.Is(err, errNumberRange):
+			bad.add(name, errNumberRange.Error(), "Send numbers within ±1.7976931348623157e308.")
+		case errors.Is(err, errNumberSize):
+			bad.add(name, errNumberSize.Error(), "Send numbers as ordinary decimals.")
+		default:
+			bad.add(name, "could not be read", "Send valid JSON.")
+		}
+	}
 	for _, m := range members {
 		if !slices.Contains(requestFields, m.name) {
 			bad.add(safeName(m.name), "is not a known field", "Remove it; the fields are "+strings.Join(requestFields, ", ")+".")
@@ -112,39 +127,31 @@ func decodeRequest(body []byte, lim Limits, known func(SchemaAlias) *Schema) (*R
 		}
 		seen[m.name] = true
 		raw[m.name] = m.raw
+		switch {
+		case m.treeErr != nil:
+			treeProblem(m.name, m.treeErr)
+		case m.name != "expected_schema":
+			trees[m.name] = m.tree
+		}
 	}
 	for _, name := range []string{"task_id", "expected_schema", "submitted_output"} {
 		if !seen[name] {
 			bad.add(name, "is required", "Add "+name+".")
 		}
 	}
+	// The schema's tree is built only when the engine's cache does not know its bytes.
 	if v, ok := raw["expected_schema"]; ok {
 		req.alias = AliasOf(v, bytes.Equal(raw["strict_content_check"], litTrue))
 		if known != nil {
 			req.compiled = known(req.alias)
 		}
-	}
-	trees := make(map[string]any, len(raw))
-	for name, v := range raw {
-		if name == "expected_schema" && req.compiled != nil {
-			continue
+		if req.compiled == nil {
+			if t, err := decodeTree(v, lim.MaxDepth, 1); err != nil {
+				treeProblem("expected_schema", err)
+			} else {
+				trees["expected_schema"] = t
+			}
 		}
-		t, err := decodeTree(v, lim.MaxDepth, 1)
-		switch {
-		case errors.Is(err, errDepth):
-			bad.add(name, fmt.Sprintf("nests deeper than %d levels", lim.MaxDepth), "Flatten the value.")
-			continue
-		case errors.Is(err, errNumberRange):
-			bad.add(name, errNumberRange.Error(), "Send numbers within ±1.7976931348623157e308.")
-			continue
-		case errors.Is(err, errNumberSize):
-			bad.add(name, errNumberSize.Error(), "Send numbers as ordinary decimals.")
-			continue
-		case err != nil:
-			bad.add(name, "could not be read", "Send valid JSON.")
-			continue
-		}
-		trees[name] = t
 	}
 	if len(bad) > 0 {
 		return nil, apperr.Invalid(bad...)
@@ -190,8 +197,10 @@ func decodeRequest(body []byte, lim Limits, known func(SchemaAlias) *Schema) (*R
 }
 
 // readObject splits the body into its top-level members, validating the whole body's syntax,
-// UTF-8 and member-name uniqueness at every depth.
-func readObject(body []byte) ([]member, error) {
+// UTF-8 and member-name uniqueness at every depth. In the same pass it builds the tree of every
+// member but expected_schema (which the engine may know by its bytes) and unknown ones; a member
+// whose tree breaks a limit carries the error in treeErr, and reading goes on with the next.
+func readObject(body []byte, maxDepth int) ([]member, error) {
 	dec := jsontext.NewDecoder(bytes.NewReader(body))
 	fail := func(err error) error {
 		return apperr.Field("body", syntaxProblem(err, dec.InputOffset()), "Send one well-formed JSON object, UTF-8, without duplicate member names.")
@@ -203,7 +212,7 @@ func readObject(body []byte) ([]member, error) {
 	if tok.Kind() != '{' {
 		return nil, apperr.Field("body", "is not a JSON object", "Send a JSON object with task_id, expected_schema and submitted_output.")
 	}
-	var out []member
+	out := make([]member, 0, len(requestFields))
 	for dec.PeekKind() != '}' {
 		name, err := dec.ReadToken()
 		if err != nil {
@@ -215,11 +224,32 @@ func readObject(body []byte) ([]member, error) {
 			return nil, fail(err)
 		}
 		key := name.String() // the token is void once the decoder moves on
-		v, err := readRaw(dec, body)
-		if err != nil {
-			return nil, apperr.Field(safeName(key), syntaxProblem(err, dec.InputOffset()), "Send well-formed JSON without duplicate member names.")
+		syntax := func(err error) error {
+			return apperr.Field(safeName(key), syntaxProblem(err, dec.InputOffset()), "Send well-formed JSON without duplicate member names.")
 		}
-		out = append(out, member{name: key, raw: v})
+		m := member{name: key}
+		if key == "expected_schema" || !slices.Contains(requestFields, key) {
+			if m.raw, err = readRaw(dec, body); err != nil {
+				return nil, syntax(err)
+			}
+			out = append(out, m)
+			continue
+		}
+		start := dec.InputOffset()
+		b := treeBuilder{dec: dec, maxDepth: maxDepth}
+		if m.tree, m.treeErr = b.value(); m.treeErr != nil {
+			if !isTreeLimit(m.treeErr) {
+				return nil, syntax(m.treeErr)
+			}
+			// Read the rest of the value, still checking its syntax.
+			for dec.StackDepth() > 1 {
+				if _, err := dec.ReadToken(); err != nil {
+					return nil, syntax(err)
+				}
+			}
+		}
+		m.raw = bytes.TrimLeft(body[start:dec.InputOffset()], " \t\r\n:")
+		out = append(out, m)
 	}
 	if _, err := dec.ReadToken(); err != nil {
 		return nil, fail(err)
