@@ -36,6 +36,10 @@ func syntaxProblem(err error, offset int64) string {
 	return fmt.Sprintf("is not valid JSON (near byte %d)", offset)
 }
 
+// errDuplicateName is a repeated member name found by the tree builder itself: readObject's
+// decoder leaves duplicate detection to it (see readObject).
+var errDuplicateName = fmt.Errorf("tree: %w", jsontext.ErrDuplicateName)
+
 // isTreeLimit tells the tree builder's own refusals from syntax errors.
 func isTreeLimit(err error) bool {
 	return errors.Is(err, errDepth) || errors.Is(err, errNumberRange) || errors.Is(err, errNumberSize)
@@ -91,6 +95,9 @@ func (b *treeBuilder) value() (any, error) {
 				return nil, err
 			}
 			key := name.String() // the token is void once the decoder moves on
+			if _, dup := obj[key]; dup {
+				return nil, errDuplicateName
+			}
 			v, err := b.value()
 			if err != nil {
 				return nil, err

@@ -200,8 +200,14 @@ func decodeRequest(body []byte, lim Limits, known func(SchemaAlias) *Schema) (*R
 // UTF-8 and member-name uniqueness at every depth. In the same pass it builds the tree of every
 // member but expected_schema (which the engine may know by its bytes) and unknown ones; a member
 // whose tree breaks a limit carries the error in treeErr, and reading goes on with the next.
+//
+// Duplicate names are found without the decoder's own bookkeeping, which would cost a set of
+// names per object on top of the maps built anyway: the tree builder refuses a name its map
+// already holds, readObject checks the top level itself, and the two members read without a tree
+// are an unknown member (refused in any case) and expected_schema, which is either decoded into a
+// tree by decodeTree (with the decoder's checks) or known to the cache by these exact bytes.
 func readObject(body []byte, maxDepth int) ([]member, error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	dec := jsontext.NewDecoder(bytes.NewReader(body), jsontext.AllowDuplicateNames(true))
 	fail := func(err error) error {
 		return apperr.Field("body", syntaxProblem(err, dec.InputOffset()), "Send one well-formed JSON object, UTF-8, without duplicate member names.")
 	}
@@ -216,14 +222,17 @@ func readObject(body []byte, maxDepth int) ([]member, error) {
 	for dec.PeekKind() != '}' {
 		name, err := dec.ReadToken()
 		if err != nil {
-			if errors.Is(err, jsontext.ErrDuplicateName) {
-				if n, ok := duplicateName(err); ok {
-					return nil, apperr.Field(n, "appears more than once", "Send each field once.")
-				}
-			}
 			return nil, fail(err)
 		}
 		key := name.String() // the token is void once the decoder moves on
+		for _, m := range out {
+			if m.name == key {
+				if slices.Contains(requestFields, key) {
+					return nil, apperr.Field(key, "appears more than once", "Send each field once.")
+				}
+				return nil, fail(errDuplicateName)
+			}
+		}
 		syntax := func(err error) error {
 			return apperr.Field(safeName(key), syntaxProblem(err, dec.InputOffset()), "Send well-formed JSON without duplicate member names.")
 		}
@@ -258,16 +267,6 @@ func readObject(body []byte, maxDepth int) ([]member, error) {
 		return nil, apperr.Field("body", "has data after the JSON object", "Send exactly one JSON object.")
 	}
 	return out, nil
-}
-
-// duplicateName recovers which known top-level field was duplicated; unknown names are not echoed.
-func duplicateName(err error) (string, bool) {
-	for _, f := range requestFields {
-		if strings.Contains(err.Error(), `"`+f+`"`) {
-			return f, true
-		}
-	}
-	return "", false
 }
 
 // safeName shortens an unknown member name so that naming it never becomes a way to echo input.
