@@ -3,8 +3,6 @@ package verify
 import (
 	"math"
 	"time"
-
-	"github.com/go-json-experiment/json"
 )
 
 // Ratio is a share of passed checks, rounded to 6 decimals; 1 when nothing was checked.
@@ -128,7 +126,7 @@ type Report struct {
 func (r *Report) OverallRatio() float64 { return r.overall.Ratio }
 
 // JSON is the report's wire form (without attestation).
-func (r *Report) JSON() ([]byte, error) { return json.Marshal(r) }
+func (r *Report) JSON() ([]byte, error) { return r.wireJSON(make([]byte, 0, 2048)) }
 
 // Passed reports whether nothing blocked.
 func (r *Report) Passed() bool { return r.Result == "pass" }

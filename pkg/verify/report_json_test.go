@@ -10,16 +10,27 @@ import (
 	"strings"
 	"testing"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
 
-// assertCanonicalReport holds the report's own canonical encoder to the general canonicalizer
-// applied to its wire form: the signer signs the former, verifiers rebuild the latter.
+// assertCanonicalReport holds the report's own encoders to the general ones: its wire form to
+// JSON's reflection over the struct and its tags, and its canonical form to the general
+// canonicalizer applied to the wire form (the signer signs the former, verifiers rebuild the
+// latter).
 func assertCanonicalReport(t testing.TB, rep *Report) {
 	t.Helper()
 	wire, err := rep.JSON()
 	if err != nil {
 		t.Fatal(err)
+	}
+	reflected, err := jsonv2.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(wire, reflected) {
+		t.Fatalf("wire forms differ\nencoder:   %s\nreflection: %s", wire, reflected)
 	}
 	want, err := receipt.Canonicalize(wire)
 	if err != nil {
