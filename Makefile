@@ -28,7 +28,7 @@ openapi:
 # (which `unit` already runs): requests, paths, canonical JSON, receipts, payment headers and
 # payloads, cursors, stored aggregates, client answers.
 FUZZ_TARGETS := \
-	pkg/verify:FuzzDecodeRequest pkg/verify:FuzzParsePath pkg/verify:FuzzSchemaCheck \
+	pkg/verify:FuzzDecodeRequest pkg/verify:FuzzParsePath pkg/verify:FuzzSchemaCheck pkg/verify:FuzzCanonicalTree \
 	pkg/receipt:FuzzCanonicalEqual pkg/receipt:FuzzVerifyAttestation pkg/receipt:FuzzRequestHashes pkg/receipt:FuzzCardKeys \
 	pkg/x402:FuzzDecodePaymentSignature pkg/x402:FuzzDecodePaymentRequired pkg/x402:FuzzDecodeSettleResponse \
 	pkg/x402:FuzzDecodePaymentPayload pkg/x402:FuzzPaymentIDSolana \

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -29,6 +30,12 @@ const shutdownGrace = 10 * time.Second
 // 4 fell behind at 400/s and sent the rest back onto the request path.
 const historyWriters = 32
 
+// gcPercent is the garbage collector's GOGC for the local server unless the operator sets GOGC.
+// The live heap is small (compiled schemas and connections, about 20 MB) while every verification
+// allocates, so Go's default of 100 collects several times a second under load and cost 12–14% of
+// the server's CPU in profiles; at 400 that falls to about 4%, for a heap of about 100 MB.
+const gcPercent = 400
+
 func runServe(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -37,6 +44,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
 		fmt.Fprint(stderr, usage)
 		return exitInvalid
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

@@ -1,10 +1,7 @@
 package verify
 
 import (
-	"bytes"
 	"slices"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
@@ -16,33 +13,35 @@ var (
 	litFalse = []byte("false")
 )
 
-// hash computes the four receipt hashes of SPEC §5 from the raw members of the body. Each
-// caller-supplied subtree is canonicalized once; the request's canonical form is assembled from
-// those pieces in RFC 8785 key order instead of being canonicalized again.
-func (r *Request) hash(raw map[string]jsontext.Value) error {
-	canon := func(v jsontext.Value) ([]byte, error) {
-		if v == nil {
-			return litNull, nil
+// hash computes the four receipt hashes of SPEC §5 from the decoded trees of the body's members
+// (absent members are missing from trees). Each caller-supplied subtree is canonicalized once,
+// from its tree; the request's canonical form is assembled from those pieces in RFC 8785 key order
+// instead of being canonicalized again.
+func (r *Request) hash(trees map[string]any) error {
+	canon := func(name string) ([]byte, error) {
+		b, err := appendCanonicalTree(nil, trees[name])
+		if err != nil {
+			return nil, canonError(name)
 		}
-		return receipt.Canonicalize(v)
+		return b, nil
 	}
-	output, err := canon(raw["submitted_output"])
+	output, err := canon("submitted_output")
 	if err != nil {
-		return canonError("submitted_output")
+		return err
 	}
-	var schema []byte
+	schema := r.schemaCanonical
 	if r.compiled != nil {
 		schema = r.compiled.canonical
-	} else if schema, err = canon(raw["expected_schema"]); err != nil {
-		return canonError("expected_schema")
+	} else if schema, err = canon("expected_schema"); err != nil {
+		return err
 	}
-	bounds, err := canon(raw["bounds"])
+	bounds, err := canon("bounds")
 	if err != nil {
-		return canonError("bounds")
+		return err
 	}
-	rules, err := canon(raw["rules"])
+	rules, err := canon("rules")
 	if err != nil {
-		return canonError("rules")
+		return err
 	}
 
 	buf := make([]byte, 0, len(bounds)+len(rules)+24)
@@ -61,11 +60,11 @@ func (r *Request) hash(raw map[string]jsontext.Value) error {
 
 	full := make([]byte, 0, len(output)+len(schema)+2*len(rules)+2*len(bounds)+256)
 	full = append(full, `{"agent_id":`...)
-	if full, err = appendOrNull(full, raw["agent_id"]); err != nil {
+	if full, err = appendCanonicalTree(full, trees["agent_id"]); err != nil {
 		return canonError("agent_id")
 	}
 	full = append(full, `,"bounds":`...)
-	if full, err = r.appendBounds(full, raw["bounds"]); err != nil {
+	if full, err = appendBounds(full, trees["bounds"]); err != nil {
 		return canonError("bounds")
 	}
 	full = append(full, `,"enforce_rules":`...)
@@ -73,7 +72,7 @@ func (r *Request) hash(raw map[string]jsontext.Value) error {
 	full = append(full, `,"expected_schema":`...)
 	full = append(full, schema...)
 	full = append(full, `,"rules":`...)
-	if full, err = r.appendRules(full, raw["rules"]); err != nil {
+	if full, err = appendRules(full, trees["rules"]); err != nil {
 		return canonError("rules")
 	}
 	full = append(full, `,"strict_content_check":`...)
@@ -81,7 +80,7 @@ func (r *Request) hash(raw map[string]jsontext.Value) error {
 	full = append(full, `,"submitted_output":`...)
 	full = append(full, output...)
 	full = append(full, `,"task_id":`...)
-	if full, err = receipt.AppendCanonical(full, raw["task_id"]); err != nil {
+	if full, err = appendCanonicalTree(full, trees["task_id"]); err != nil {
 		return canonError("task_id")
 	}
 	full = append(full, '}')
@@ -102,14 +101,6 @@ func appendBool(dst []byte, b bool) []byte {
 	return append(dst, litFalse...)
 }
 
-// appendOrNull appends the canonical form of v, or null when v is absent or null.
-func appendOrNull(dst []byte, v jsontext.Value) ([]byte, error) {
-	if v == nil || bytes.Equal(v, litNull) {
-		return append(dst, litNull...), nil
-	}
-	return receipt.AppendCanonical(dst, v)
-}
-
 // ruleKeys are a rule's members in canonical order, each with its default when absent.
 var ruleKeys = []struct{ name, def string }{
 	{"equals", "null"}, {"equals_field", "null"}, {"field", "null"}, {"if_present", "false"},
@@ -118,18 +109,20 @@ var ruleKeys = []struct{ name, def string }{
 }
 
 // appendRules appends the rules with every default filled in, or null when there are none.
-func (r *Request) appendRules(dst []byte, raw jsontext.Value) ([]byte, error) {
-	elems := arrayElements(raw)
-	if len(elems) == 0 {
+// The decoder has checked that rules is an array of objects.
+func appendRules(dst []byte, rules any) ([]byte, error) {
+	list, _ := rules.([]any)
+	if len(list) == 0 {
 		return append(dst, litNull...), nil
 	}
 	dst = append(dst, '[')
-	for i, e := range elems {
+	for i, e := range list {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
+		m, _ := e.(map[string]any)
 		var err error
-		if dst, err = appendFilled(dst, objectMembers(e), ruleKeys); err != nil {
+		if dst, err = appendFilled(dst, m, ruleKeys); err != nil {
 			return nil, err
 		}
 	}
@@ -141,7 +134,7 @@ var boundKeys = []struct{ name, def string }{{"if_present", "false"}, {"max", "n
 
 // appendFilled appends an object with exactly keys (already in canonical order): each member's
 // canonical value as sent, or its default when absent or null.
-func appendFilled(dst []byte, m map[string]jsontext.Value, keys []struct{ name, def string }) ([]byte, error) {
+func appendFilled(dst []byte, m map[string]any, keys []struct{ name, def string }) ([]byte, error) {
 	dst = append(dst, '{')
 	for j, k := range keys {
 		if j > 0 {
@@ -151,12 +144,12 @@ func appendFilled(dst []byte, m map[string]jsontext.Value, keys []struct{ name, 
 		dst = append(dst, k.name...)
 		dst = append(dst, `":`...)
 		v, ok := m[k.name]
-		if !ok || bytes.Equal(v, litNull) {
+		if !ok || v == nil {
 			dst = append(dst, k.def...)
 			continue
 		}
 		var err error
-		if dst, err = receipt.AppendCanonical(dst, v); err != nil {
+		if dst, err = appendCanonicalTree(dst, v); err != nil {
 			return nil, err
 		}
 	}
@@ -164,9 +157,10 @@ func appendFilled(dst []byte, m map[string]jsontext.Value, keys []struct{ name, 
 }
 
 // appendBounds appends the bounds keyed by path in RFC 8785 order, each with min, max and
-// if_present filled in, or null when there are none.
-func (r *Request) appendBounds(dst []byte, raw jsontext.Value) ([]byte, error) {
-	members := objectMembers(raw)
+// if_present filled in, or null when there are none. The decoder has checked that bounds is an
+// object of objects.
+func appendBounds(dst []byte, bounds any) ([]byte, error) {
+	members, _ := bounds.(map[string]any)
 	if len(members) == 0 {
 		return append(dst, litNull...), nil
 	}
@@ -180,75 +174,15 @@ func (r *Request) appendBounds(dst []byte, raw jsontext.Value) ([]byte, error) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		q, err := jsontext.AppendQuote(nil, p)
-		if err != nil {
-			return nil, err
-		}
-		if dst, err = receipt.AppendCanonical(dst, q); err != nil {
+		var err error
+		if dst, err = appendCanonicalTree(dst, p); err != nil {
 			return nil, err
 		}
 		dst = append(dst, ':')
-		if dst, err = appendFilled(dst, objectMembers(members[p]), boundKeys); err != nil {
+		m, _ := members[p].(map[string]any)
+		if dst, err = appendFilled(dst, m, boundKeys); err != nil {
 			return nil, err
 		}
 	}
 	return append(dst, '}'), nil
-}
-
-// arrayElements returns the raw elements of a JSON array (nil for anything else), as subslices
-// of raw.
-func arrayElements(raw jsontext.Value) []jsontext.Value {
-	if raw.Kind() != '[' {
-		return nil
-	}
-	dec := jsontext.NewDecoder(bytes.NewReader(raw))
-	if _, err := dec.ReadToken(); err != nil {
-		return nil
-	}
-	var out []jsontext.Value
-	for dec.PeekKind() != ']' {
-		v, err := readRaw(dec, raw)
-		if err != nil {
-			return out
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
-// objectMembers returns the raw members of a JSON object (nil for anything else), as subslices
-// of raw.
-func objectMembers(raw jsontext.Value) map[string]jsontext.Value {
-	if raw.Kind() != '{' {
-		return nil
-	}
-	dec := jsontext.NewDecoder(bytes.NewReader(raw))
-	if _, err := dec.ReadToken(); err != nil {
-		return nil
-	}
-	out := map[string]jsontext.Value{}
-	for dec.PeekKind() != '}' {
-		name, err := dec.ReadToken()
-		if err != nil {
-			return out
-		}
-		key := name.String() // the token is void once the decoder moves on
-		v, err := readRaw(dec, raw)
-		if err != nil {
-			return out
-		}
-		out[key] = v
-	}
-	return out
-}
-
-// readRaw reads the next value and returns it as a subslice of src (the decoder's input), which
-// stays valid after the decoder moves on, unlike the slice ReadValue returns.
-func readRaw(dec *jsontext.Decoder, src []byte) (jsontext.Value, error) {
-	v, err := dec.ReadValue()
-	if err != nil {
-		return nil, err
-	}
-	end := dec.InputOffset()
-	return jsontext.Value(src[end-int64(len(v)) : end]), nil
 }

@@ -9,7 +9,6 @@ import (
 	"math/big"
 	"slices"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -190,7 +189,7 @@ func decodeRequest(body []byte, lim Limits, known func(SchemaAlias) *Schema) (*R
 	if len(bad) > 0 {
 		return nil, apperr.Invalid(bad...)
 	}
-	if err := req.hash(raw); err != nil {
+	if err := req.hash(trees); err != nil {
 		return nil, err
 	}
 	return req, nil
@@ -590,8 +589,13 @@ func strconvQuote(s string) string {
 	return string(b)
 }
 
-// utf16Less orders strings by UTF-16 code units, as RFC 8785 sorts object member names.
-func utf16Less(a, b string) int {
-	ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
-	return slices.Compare(ua, ub)
+// readRaw reads the next value and returns it as a subslice of src (the decoder's input), which
+// stays valid after the decoder moves on, unlike the slice ReadValue returns.
+func readRaw(dec *jsontext.Decoder, src []byte) (jsontext.Value, error) {
+	v, err := dec.ReadValue()
+	if err != nil {
+		return nil, err
+	}
+	end := dec.InputOffset()
+	return jsontext.Value(src[end-int64(len(v)) : end]), nil
 }

@@ -1,0 +1,121 @@
+package verify
+
+import (
+	"cmp"
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// appendCanonicalTree appends the RFC 8785 form of a decoded tree (nil, bool, string,
+// json.Number, []any, map[string]any): members sorted by UTF-16 code units, strings with minimal
+// escaping, numbers as ECMAScript writes the double they denote. The request's subtrees are
+// canonicalized from the trees the decoder builds anyway, instead of being parsed once more;
+// FuzzCanonicalTree holds it equal to receipt.Canonicalize on the same bytes.
+func appendCanonicalTree(dst []byte, v any) ([]byte, error) {
+	switch v := v.(type) {
+	case nil:
+		return append(dst, "null"...), nil
+	case bool:
+		return strconv.AppendBool(dst, v), nil
+	case string:
+		return jsontext.AppendQuote(dst, v)
+	case json.Number:
+		f, err := strconv.ParseFloat(string(v), 64)
+		if err != nil {
+			return dst, err
+		}
+		return appendES6Number(dst, f), nil
+	case []any:
+		dst = append(dst, '[')
+		for i, e := range v {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendCanonicalTree(dst, e); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, ']'), nil
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, utf16Less)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = jsontext.AppendQuote(dst, k); err != nil {
+				return dst, err
+			}
+			dst = append(dst, ':')
+			if dst, err = appendCanonicalTree(dst, v[k]); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, '}'), nil
+	}
+	return dst, errNotCanonical
+}
+
+// appendES6Number writes f as ECMAScript's Number.prototype.toString does (RFC 8785 §3.2.2.3):
+// the shortest digits that round-trip, in plain notation from 1e-6 up to 1e21 and in exponent
+// notation (without a leading zero in the exponent) outside it; negative zero is 0.
+func appendES6Number(dst []byte, f float64) []byte {
+	if f == 0 {
+		return append(dst, '0')
+	}
+	if a := math.Abs(f); a >= 1e-6 && a < 1e21 {
+		return strconv.AppendFloat(dst, f, 'f', -1, 64)
+	}
+	dst = strconv.AppendFloat(dst, f, 'e', -1, 64)
+	if n := len(dst); dst[n-4] == 'e' && dst[n-2] == '0' { // e-07 → e-7
+		dst[n-2] = dst[n-1]
+		dst = dst[:n-1]
+	}
+	return dst
+}
+
+// utf16Less orders strings by their UTF-16 code units, as RFC 8785 sorts member names: a
+// character beyond U+FFFF counts as its surrogate pair, so it sorts before U+E000..U+FFFF.
+func utf16Less(a, b string) int {
+	for len(a) > 0 && len(b) > 0 {
+		if a[0] < utf8.RuneSelf && b[0] < utf8.RuneSelf {
+			if a[0] != b[0] {
+				return cmp.Compare(a[0], b[0])
+			}
+			a, b = a[1:], b[1:]
+			continue
+		}
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
+		if ra != rb {
+			ha, la := utf16Units(ra)
+			hb, lb := utf16Units(rb)
+			if ha != hb {
+				return cmp.Compare(ha, hb)
+			}
+			return cmp.Compare(la, lb)
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// utf16Units is r's first UTF-16 code unit and its second (0 when there is none).
+func utf16Units(r rune) (rune, rune) {
+	if r < 0x10000 {
+		return r, 0
+	}
+	r -= 0x10000
+	return 0xD800 + r>>10, 0xDC00 + r&0x3FF
+}
