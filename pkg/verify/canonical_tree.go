@@ -23,7 +23,7 @@ func appendCanonicalTree(dst []byte, v any) ([]byte, error) {
 	case bool:
 		return strconv.AppendBool(dst, v), nil
 	case string:
-		return jsontext.AppendQuote(dst, v)
+		return appendQuoted(dst, v)
 	case json.Number:
 		f, err := strconv.ParseFloat(string(v), 64)
 		if err != nil {
@@ -54,7 +54,7 @@ func appendCanonicalTree(dst []byte, v any) ([]byte, error) {
 				dst = append(dst, ',')
 			}
 			var err error
-			if dst, err = jsontext.AppendQuote(dst, k); err != nil {
+			if dst, err = appendQuoted(dst, k); err != nil {
 				return dst, err
 			}
 			dst = append(dst, ':')
@@ -65,6 +65,16 @@ func appendCanonicalTree(dst []byte, v any) ([]byte, error) {
 		return append(dst, '}'), nil
 	}
 	return dst, errNotCanonical
+}
+
+// appendQuoted appends s as a JSON string with minimal escaping (RFC 8785's).
+func appendQuoted(dst []byte, s string) ([]byte, error) {
+	if plainASCII(s) {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"'), nil
+	}
+	return jsontext.AppendQuote(dst, s)
 }
 
 // appendES6Number writes f as ECMAScript's Number.prototype.toString does (RFC 8785 §3.2.2.3):

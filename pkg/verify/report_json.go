@@ -4,8 +4,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
-
-	"github.com/go-json-experiment/json/jsontext"
+	"unicode/utf8"
 )
 
 // errNotCanonical means the report holds a value this encoder does not write canonically itself
@@ -293,7 +292,7 @@ func (c *canonWriter) strs(n string, v []string) {
 
 func (c *canonWriter) str(s string) {
 	var err error
-	if c.b, err = jsontext.AppendQuote(c.b, s); err != nil && c.err == nil {
+	if c.b, err = appendQuoted(c.b, s); err != nil && c.err == nil {
 		c.err = errNotCanonical
 	}
 }
@@ -346,4 +345,15 @@ func (c *canonWriter) ratio(v float64) {
 		c.err = errNotCanonical
 	}
 	c.b = strconv.AppendFloat(c.b, v, 'f', -1, 64)
+}
+
+// plainASCII tells whether s is written as is between quotes: printable ASCII without '"' or '\\',
+// which no JSON writer escapes.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
