@@ -56,7 +56,7 @@ type treeBuilder struct {
 // decodeTree parses raw (already known to be valid JSON) into a tree. base is the nesting depth
 // at which raw sits inside the request body, so the limit applies to the body as a whole.
 func decodeTree(raw []byte, maxDepth, base int) (any, error) {
-	b := treeBuilder{dec: jsontext.NewDecoder(bytes.NewReader(raw)), maxDepth: maxDepth, base: base}
+	b := treeBuilder{dec: jsontext.NewDecoder(bytes.NewBuffer(raw)), maxDepth: maxDepth, base: base}
 	return b.value()
 }
 

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
@@ -101,13 +102,26 @@ func (e *Engine) Finish(req *Request, sch *Schema, env Envelope, a Attester) ([]
 		return nil, nil, fmt.Errorf("encode report: %w", err)
 	}
 	if a != nil {
-		canon, err := rep.canonicalJSON(make([]byte, 0, len(out)))
+		// The canonical form is needed only until it is signed, so its buffer is pooled.
+		bufp := canonPool.Get().(*[]byte)
+		canon, err := rep.canonicalJSON((*bufp)[:0])
 		if err != nil {
 			canon = nil // the signer canonicalizes the wire form itself
 		}
-		if out, err = a.AttestCanonical(receipt.ContextVerify, out, canon, rep.VerifiedAt); err != nil {
+		out, err = a.AttestCanonical(receipt.ContextVerify, out, canon, rep.VerifiedAt)
+		if cap(canon) <= maxPooledCanon {
+			*bufp = canon[:0]
+			canonPool.Put(bufp)
+		}
+		if err != nil {
 			return nil, nil, fmt.Errorf("attest report: %w", err)
 		}
 	}
 	return out, rep, nil
 }
+
+// canonPool holds the buffers Finish writes a report's canonical form in.
+var canonPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledCanon keeps one very large report from pinning its buffer in the pool for good.
+const maxPooledCanon = 1 << 20

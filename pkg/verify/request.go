@@ -206,7 +206,8 @@ func decodeRequest(body []byte, lim Limits, known func(SchemaAlias) *Schema) (*R
 // are an unknown member (refused in any case) and expected_schema, which is either decoded into a
 // tree by decodeTree (with the decoder's checks) or known to the cache by these exact bytes.
 func readObject(body []byte, maxDepth int) ([]member, error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(body), jsontext.AllowDuplicateNames(true))
+	// A bytes.Buffer is parsed in place, without the copy a reader would need.
+	dec := jsontext.NewDecoder(bytes.NewBuffer(body), jsontext.AllowDuplicateNames(true))
 	fail := func(err error) error {
 		return apperr.Field("body", syntaxProblem(err, dec.InputOffset()), "Send one well-formed JSON object, UTF-8, without duplicate member names.")
 	}
@@ -557,7 +558,7 @@ func decodeBounds(bad *problems, raw jsontext.Value, v any, lim Limits) []Bound 
 
 // memberOrder lists an object's member names in the order they appear in raw.
 func memberOrder(raw jsontext.Value) []string {
-	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	dec := jsontext.NewDecoder(bytes.NewBuffer(raw))
 	if _, err := dec.ReadToken(); err != nil {
 		return nil
 	}
