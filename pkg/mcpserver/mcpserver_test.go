@@ -85,7 +85,7 @@ type option func(*httpapi.Service)
 func withPayer(p *fakePayer) option { return func(s *httpapi.Service) { s.Payer = p } }
 func withLimit(n int) option        { return func(s *httpapi.Service) { s.Pricing.FreeCallsPerDay = n } }
 
-func newEnv(t *testing.T, opts ...option) *env {
+func newEnv(t testing.TB, opts ...option) *env {
 	t.Helper()
 	st, err := bolt.Open(filepath.Join(t.TempDir(), "v.db"))
 	if err != nil {
@@ -258,7 +258,7 @@ func stable(t *testing.T, doc []byte) map[string]any {
 	return m
 }
 
-func seed(t *testing.T, name string) []byte {
+func seed(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "seed", name))
 	if err != nil {
