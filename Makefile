@@ -73,8 +73,13 @@ RIE         := $(TOOLS)/aws-lambda-rie
 FN          ?= verify
 EVENT       ?= events/verify-pass.json
 
-# lambda_build builds functions/$(1) for linux/$(2) into $(3): static, no RPC shim, stripped.
-lambda_build = GOOS=linux GOARCH=$(2) CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -tags lambda.norpc -ldflags '$(LDFLAGS)' -o $(3) ./functions/$(1)
+# LAMBDA_TAGS are every Lambda binary's build tags: no RPC shim (lambda.norpc), no HTTP/2 in
+# net/http (nethttpomithttp2: everything a function calls speaks HTTP/1.1). internal/lambdatest's
+# BuildTags is the same list for the emulator tests and the bench; infra/sam checks they agree.
+LAMBDA_TAGS := lambda.norpc,nethttpomithttp2
+
+# lambda_build builds functions/$(1) for linux/$(2) into $(3): static, stripped, with LAMBDA_TAGS.
+lambda_build = GOOS=linux GOARCH=$(2) CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -tags $(LAMBDA_TAGS) -ldflags '$(LDFLAGS)' -o $(3) ./functions/$(1)
 
 .PHONY: build build-VerifyFunction build-WellKnownFunction build-McpFunction build-ScoreFunction invoke
 

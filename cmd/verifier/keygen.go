@@ -10,7 +10,6 @@ import (
 	"time"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/agent-output-verifier/verifier/pkg/keys"
 )
@@ -43,7 +42,13 @@ func runKeygen(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "verifier keygen: load AWS configuration: %v\n", err)
 			return exitError
 		}
-		arn, err := keys.CreateSecret(ctx, secretsmanager.NewFromConfig(awsCfg), *secret, k)
+		// The same Secrets Manager client as the functions', so there is one way to talk to it.
+		sm, err := keys.NewSecretsManager(awsCfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "verifier keygen: %v\n", err)
+			return exitError
+		}
+		arn, err := keys.CreateSecret(ctx, sm, *secret, k)
 		if err != nil {
 			fmt.Fprintf(stderr, "verifier keygen: %v\n", err)
 			return exitError

@@ -77,10 +77,11 @@ func lambdaSizes(ctx context.Context, c config) ([]binarySize, error) {
 }
 
 // buildBootstrap builds pkg for linux/arch into dir/bootstrap with the deployed binaries' flags
-// (the Makefile's lambda_build, which builds only functions/*).
+// (the Makefile's lambda_build, which builds only functions/*), build tags included, so that hello
+// is a fair baseline.
 func buildBootstrap(ctx context.Context, root, pkg, dir, arch string) (string, error) {
 	out := filepath.Join(dir, "bootstrap")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-tags", "lambda.norpc",
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-tags", lambdatest.BuildTags,
 		"-ldflags", "-s -w", "-o", out, pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agent-output-verifier/verifier/internal/lambdatest"
 )
 
 // maxVerifyRatio is SPEC §14's bar: whole verification at most twice bare parse+validate.
@@ -252,7 +254,7 @@ func (r *report) markdown() string {
 
 	// Lambda.
 	w("## Lambda\n\n")
-	w("Sizes: `make build` (linux/arm64, `CGO_ENABLED=0 -trimpath -tags lambda.norpc -ldflags '-s -w'`);\n")
+	w("Sizes: `make build` (linux/arm64, `CGO_ENABLED=0 -trimpath -tags %s -ldflags '-s -w'`);\n", lambdatest.BuildTags)
 	w("hello is infra/bench/hello (aws-lambda-go `lambda.Start` answering 200 \"hello\") built with the same flags.\n")
 	w("MB here is 10^6 bytes, the stricter reading of the 12 MB bar.\n\n")
 	w("| binary | bytes | size | ≤ 12 MB |\n|---|---|---|---|\n")

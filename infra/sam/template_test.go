@@ -24,6 +24,7 @@ import (
 	"github.com/awslabs/goformation/v7/cloudformation/serverless"
 	"github.com/awslabs/goformation/v7/intrinsics"
 
+	"github.com/agent-output-verifier/verifier/internal/lambdatest"
 	"github.com/agent-output-verifier/verifier/pkg/config"
 	"github.com/agent-output-verifier/verifier/pkg/discovery"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
@@ -280,6 +281,30 @@ func TestFunctionsAreBuiltForLambda(t *testing.T) {
 				t.Errorf("Role %q is not a role of this template: %v", deref(fn.Role), err)
 			}
 		})
+	}
+}
+
+// TestLambdaBuildTags checks that the Makefile builds every Lambda binary with the tags
+// internal/lambdatest builds the emulator tests' and the bench's binaries with, so that what is
+// deployed is what is tested and measured.
+func TestLambdaBuildTags(t *testing.T) {
+	makefile := readFile(t, filepath.Join(root, "Makefile"))
+	m := regexp.MustCompile(`(?m)^LAMBDA_TAGS\s*:?=\s*(\S+)\s*$`).FindStringSubmatch(makefile)
+	if m == nil {
+		t.Fatal("the Makefile defines no LAMBDA_TAGS")
+	}
+	if got, want := m[1], lambdatest.BuildTags; got != want {
+		t.Errorf("Makefile LAMBDA_TAGS = %q, internal/lambdatest.BuildTags = %q", got, want)
+	}
+	build := regexp.MustCompile(`(?m)^lambda_build\s*=.*$`).FindString(makefile)
+	if !strings.Contains(build, "-tags $(LAMBDA_TAGS) ") || strings.Count(build, "-tags") != 1 {
+		t.Errorf("lambda_build %q does not build with -tags $(LAMBDA_TAGS)", build)
+	}
+	// Every Lambda target goes through lambda_build: SAM's build-<LogicalId> and `make build`.
+	for _, target := range []string{"build", "build-VerifyFunction", "build-WellKnownFunction", "build-McpFunction", "build-ScoreFunction"} {
+		if recipe := makeRecipe(makefile, target); !strings.Contains(recipe, "$(call lambda_build,") {
+			t.Errorf("%s does not build with lambda_build: %q", target, recipe)
+		}
 	}
 }
 

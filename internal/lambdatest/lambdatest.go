@@ -39,6 +39,14 @@ const (
 	maxResponse = 6 << 20
 )
 
+// BuildTags are the build tags of every Lambda binary, in the form `go build -tags` takes.
+// lambda.norpc leaves out aws-lambda-go's RPC mode, which only the retired go1.x runtime used;
+// nethttpomithttp2 leaves out net/http's bundled HTTP/2 (about 330 KB and its package
+// initialisation in every binary), since everything a function calls speaks HTTP/1.1: the Lambda
+// runtime API, the AWS JSON APIs, and any HTTPS facilitator. The Makefile's LAMBDA_TAGS must be
+// the same (infra/sam checks it), and the bench builds its hello baseline with them too.
+const BuildTags = "lambda.norpc,nethttpomithttp2"
+
 // ModuleRoot finds the directory holding go.mod, starting at dir and walking up, so tests and
 // commands work from any package directory.
 func ModuleRoot(dir string) (string, error) {
@@ -71,7 +79,7 @@ func Build(ctx context.Context, root, group, dir string) (string, error) {
 	if _, err := os.Stat(goTool); err != nil {
 		goTool = "go"
 	}
-	cmd := exec.CommandContext(ctx, goTool, "build", "-trimpath", "-buildvcs=false", "-tags", "lambda.norpc",
+	cmd := exec.CommandContext(ctx, goTool, "build", "-trimpath", "-buildvcs=false", "-tags", BuildTags,
 		"-ldflags", "-s -w", "-o", out, "./functions/"+group)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)

@@ -3,7 +3,9 @@ package app
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -127,5 +129,45 @@ func TestDynamoWiringFromEnvironment(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `"verifications":1`) {
 		t.Fatalf("history over DynamoDB: %d %s", resp.StatusCode, b)
+	}
+}
+
+// The AWS key sources find their endpoints in the environment, as on Lambda and in the e2e tests:
+// AWS_ENDPOINT_URL_SECRETS_MANAGER and AWS_ENDPOINT_URL_KMS, signed with the environment's
+// credentials.
+func TestAWSKeySourcesFromEnvironment(t *testing.T) {
+	seed := strings.Repeat("\x07", 32)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential=AKIDENV/") {
+			w.WriteHeader(403)
+			io.WriteString(w, `{"__type":"MissingAuthenticationTokenException"}`)
+			return
+		}
+		switch r.Header.Get("X-Amz-Target") {
+		case "secretsmanager.GetSecretValue":
+			fmt.Fprintf(w, `{"SecretString":%q}`, base64.StdEncoding.EncodeToString([]byte(seed)))
+		case "TrentService.Decrypt":
+			fmt.Fprintf(w, `{"Plaintext":%q}`, base64.StdEncoding.EncodeToString([]byte(seed)))
+		default:
+			w.WriteHeader(400)
+			io.WriteString(w, `{"__type":"UnknownOperationException"}`)
+		}
+	}))
+	defer srv.Close()
+	t.Setenv("AWS_REGION", "eu-north-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDENV")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_ENDPOINT_URL_SECRETS_MANAGER", srv.URL)
+	t.Setenv("AWS_ENDPOINT_URL_KMS", srv.URL)
+	aws, err := NewAWS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := keys.FromSeed("v9", []byte(seed))
+	for _, source := range []string{"secretsmanager:verifier-key", "kms:" + base64.StdEncoding.EncodeToString([]byte("blob"))} {
+		got, err := aws.KeySource(context.Background(), source, "v9")
+		if err != nil || !got.Private.Equal(want.Private) {
+			t.Errorf("%s: %v", strings.SplitN(source, ":", 2)[0], err)
+		}
 	}
 }

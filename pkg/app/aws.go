@@ -9,8 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/kms"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/agent-output-verifier/verifier/pkg/config"
 	"github.com/agent-output-verifier/verifier/pkg/keys"
@@ -43,7 +41,9 @@ func NewAWS(context.Context) (*AWS, error) {
 	return &AWS{Config: c}, nil
 }
 
-// endpoint is the endpoint override for a service from the environment, if any.
+// endpoint is the endpoint override for an SDK service client from the environment, if any. (The
+// key sources' own client, in pkg/keys, reads AWS_ENDPOINT_URL_SECRETS_MANAGER, AWS_ENDPOINT_URL_KMS
+// and AWS_ENDPOINT_URL the same way.)
 func endpoint(service string) *string {
 	if v := os.Getenv("AWS_ENDPOINT_URL_" + service); v != "" {
 		return aws.String(v)
@@ -57,10 +57,18 @@ func endpoint(service string) *string {
 // KeySource reads secretsmanager:<id> and kms:<ciphertext> signing keys.
 func (a *AWS) KeySource(ctx context.Context, source, version string) (receipt.Key, error) {
 	if id, ok := strings.CutPrefix(source, "secretsmanager:"); ok {
-		return keys.FromSecretsManager(ctx, secretsmanager.NewFromConfig(a.Config, func(o *secretsmanager.Options) { o.BaseEndpoint = endpoint("SECRETS_MANAGER") }), id, version)
+		c, err := keys.NewSecretsManager(a.Config)
+		if err != nil {
+			return receipt.Key{}, err
+		}
+		return keys.FromSecretsManager(ctx, c, id, version)
 	}
 	if blob, ok := strings.CutPrefix(source, "kms:"); ok {
-		return keys.FromKMS(ctx, kms.NewFromConfig(a.Config, func(o *kms.Options) { o.BaseEndpoint = endpoint("KMS") }), blob, version)
+		c, err := keys.NewKMS(a.Config)
+		if err != nil {
+			return receipt.Key{}, err
+		}
+		return keys.FromKMS(ctx, c, blob, version)
 	}
 	return receipt.Key{}, fmt.Errorf("unknown key source")
 }
