@@ -184,8 +184,20 @@ func (f *Facilitator) endpoint(path string) string {
 }
 
 // defaultHTTP refuses redirects to another origin: the auth header may be a custom one that Go's
-// client would otherwise forward to any host the facilitator redirects to.
-var defaultHTTP = &http.Client{CheckRedirect: sameOriginRedirect}
+// client would otherwise forward to any host the facilitator redirects to. Its transport keeps
+// enough idle connections to the one facilitator host for concurrent paid calls: Go's default of
+// two made nearly every call under load open (and, over TLS, handshake) a new connection.
+var defaultHTTP = &http.Client{CheckRedirect: sameOriginRedirect, Transport: facilitatorTransport()}
+
+// maxIdleFacilitatorConns bounds the idle keep-alive connections kept to the facilitator.
+const maxIdleFacilitatorConns = 64
+
+func facilitatorTransport() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = maxIdleFacilitatorConns
+	t.MaxIdleConnsPerHost = maxIdleFacilitatorConns
+	return t
+}
 
 func sameOriginRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= 3 {

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -263,5 +265,42 @@ func TestFacilitatorBadAuthHeader(t *testing.T) {
 	_, err := f.Verify(context.Background(), p, r)
 	if err == nil || strings.Contains(err.Error(), "s3cr3t") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// Concurrent calls reuse the default client's idle connections: a second round of as many
+// concurrent calls as the first opens no new connection.
+func TestFacilitatorKeepsConnections(t *testing.T) {
+	var opened atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(20 * time.Millisecond) // keep the calls of a round overlapping
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"kinds":[{"x402Version":2,"scheme":"exact","network":"eip155:8453"}]}`)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	f := &Facilitator{URL: srv.URL}
+	const concurrent = 16
+	round := func() {
+		var wg sync.WaitGroup
+		for range concurrent {
+			wg.Go(func() {
+				if _, err := f.Supported(context.Background()); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	round()
+	first := opened.Load()
+	round()
+	if again := opened.Load() - first; again != 0 {
+		t.Errorf("the second round of %d concurrent calls opened %d new connections (first round: %d)", concurrent, again, first)
 	}
 }
