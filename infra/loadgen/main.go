@@ -311,24 +311,28 @@ func openLoop(client *http.Client, base string, gen *generator, rate float64, d 
 
 // generator makes the request mix.
 type generator struct {
-	schemas    []map[string]any
-	seed       map[string]any // the seed request, sent instead of generated invoices when set
-	accepted   json.RawMessage
-	paidShare  float64
-	freshShare float64
-	seq        atomic.Int64
+	schemas     [][]byte       // the pool of repeated schemas, serialized
+	seed        map[string]any // the seed request, sent instead of generated invoices when set
+	accepted    json.RawMessage
+	acceptedDoc map[string]any // accepted, decoded once
+	paidShare   float64
+	freshShare  float64
+	seq         atomic.Int64
 }
 
 func newGenerator(accepted json.RawMessage, paidShare, freshShare float64) *generator {
 	g := &generator{accepted: accepted, paidShare: paidShare, freshShare: freshShare}
+	json.Unmarshal(accepted, &g.acceptedDoc)
 	for i := range 20 {
 		g.schemas = append(g.schemas, invoiceSchema(fmt.Sprintf("pool-%d", i)))
 	}
 	return g
 }
 
-func invoiceSchema(title string) map[string]any {
-	return map[string]any{
+// invoiceSchema is an invoice schema under its own title, serialized once: the generator writes
+// bodies by appending, so that the load generator spends its share of the two cores on load.
+func invoiceSchema(title string) []byte {
+	b, _ := json.Marshal(map[string]any{
 		"title": title, "type": "object", "required": []any{"invoice_id", "currency", "line_items", "total"},
 		"properties": map[string]any{
 			"invoice_id": map[string]any{"type": "string", "pattern": "^INV-[0-9]{4}$"},
@@ -342,7 +346,15 @@ func invoiceSchema(title string) map[string]any {
 				}}},
 			"total": map[string]any{"type": "number"},
 		},
-	}
+	})
+	return b
+}
+
+// appendCents appends cents as a decimal amount with two places.
+func appendCents(b []byte, cents int) []byte {
+	b = strconv.AppendInt(b, int64(cents/100), 10)
+	b = append(b, '.', byte('0'+cents%100/10), byte('0'+cents%10))
+	return b
 }
 
 func (g *generator) next() (string, []byte, map[string]string) {
@@ -358,25 +370,36 @@ func (g *generator) next() (string, []byte, map[string]string) {
 	if items > 200 {
 		items = 200
 	}
-	lines := make([]any, items)
+	b := make([]byte, 0, 512+len(schema)+items*64)
+	b = append(b, `{"task_id":"load-`...)
+	b = strconv.AppendInt(b, n, 10)
+	b = append(b, `","agent_id":"load-agent-`...)
+	b = strconv.AppendInt(b, n%50, 10)
+	b = append(b, `","expected_schema":`...)
+	b = append(b, schema...)
+	b = append(b, `,"submitted_output":{"invoice_id":"INV-1234","currency":"USD","line_items":[`...)
 	total := 0
-	for i := range lines {
+	for i := range items {
 		cents := 100 + mrand.IntN(10000)
 		total += cents
-		lines[i] = map[string]any{"sku": fmt.Sprintf("SKU-%d", i), "qty": 1 + mrand.IntN(5), "line_total": json.Number(fmt.Sprintf("%d.%02d", cents/100, cents%100))}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"sku":"SKU-`...)
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, `","qty":`...)
+		b = strconv.AppendInt(b, int64(1+mrand.IntN(5)), 10)
+		b = append(b, `,"line_total":`...)
+		b = appendCents(b, cents)
+		b = append(b, '}')
 	}
 	if mrand.IntN(3) == 0 {
 		total += 500 // a third of the invoices do not add up
 	}
-	body, _ := json.Marshal(map[string]any{
-		"task_id": fmt.Sprintf("load-%d", n), "agent_id": fmt.Sprintf("load-agent-%d", n%50),
-		"expected_schema": schema,
-		"submitted_output": map[string]any{"invoice_id": "INV-1234", "currency": "USD", "line_items": lines,
-			"total": json.Number(fmt.Sprintf("%d.%02d", total/100, total%100))},
-		"rules":         []any{map[string]any{"type": "sum_equals", "field": "line_items[].line_total", "equals_field": "total"}},
-		"enforce_rules": true,
-	})
-	return g.route(n, body)
+	b = append(b, `],"total":`...)
+	b = appendCents(b, total)
+	b = append(b, `},"rules":[{"type":"sum_equals","field":"line_items[].line_total","equals_field":"total"}],"enforce_rules":true}`...)
+	return g.route(n, b)
 }
 
 // seedRequest is the seed invoice under task and agent ids of this run, so that it is recorded
@@ -406,8 +429,7 @@ func (g *generator) route(n int64, body []byte) (string, []byte, map[string]stri
 func (g *generator) payment() string {
 	nonce := make([]byte, 32)
 	rand.Read(nonce)
-	var acc map[string]any
-	json.Unmarshal(g.accepted, &acc)
+	acc := g.acceptedDoc
 	p, _ := json.Marshal(map[string]any{
 		"x402Version": 2, "accepted": acc,
 		"payload": map[string]any{
