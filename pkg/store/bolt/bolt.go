@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -362,9 +363,15 @@ func (s *Store) RecordVerification(ctx context.Context, v store.Verification) er
 	return nil
 }
 
-// storedAggregate is an aggregate as stored: the version counts the updates, as DynamoDB's
-// version attribute does, so the two stores keep the same record of an agent.
-type storedAggregate struct {
+// An aggregate is stored as an 8-byte big-endian version followed by the aggregate's JSON. The
+// version counts the updates, as DynamoDB's version attribute does, so the two stores keep the
+// same record of an agent. Stores written before this layout hold the JSON object
+// {"version":v,"aggregate":{...}} instead, which starts with '{' where the binary version starts
+// with a zero byte; both are read, and the next update writes the binary layout.
+const aggregateHeader = 8
+
+// legacyAggregate is the earlier layout.
+type legacyAggregate struct {
 	Version   int64           `json:"version"`
 	Aggregate json.RawMessage `json:"aggregate"`
 }
@@ -384,23 +391,40 @@ func addToAggregate(b *bbolt.Bucket, v store.Verification) error {
 	if err != nil {
 		return fmt.Errorf("encode aggregate: %w", err)
 	}
-	value, err := json.Marshal(storedAggregate{Version: version + 1, Aggregate: body})
-	if err != nil {
-		return fmt.Errorf("encode aggregate: %w", err)
-	}
-	return b.Put([]byte(v.AgentID), value)
+	value := make([]byte, aggregateHeader, aggregateHeader+len(body))
+	binary.BigEndian.PutUint64(value, uint64(version+1))
+	return b.Put([]byte(v.AgentID), append(value, body...))
 }
 
 func decodeAggregate(raw []byte) (reputation.Aggregate, int64, error) {
-	var st storedAggregate
-	if err := json.Unmarshal(raw, &st); err != nil {
+	version, body, err := splitAggregate(raw)
+	if err != nil {
 		return reputation.Aggregate{}, 0, fmt.Errorf("decode aggregate: %w", err)
 	}
-	agg, err := reputation.UnmarshalAggregate(st.Aggregate)
+	agg, err := reputation.UnmarshalAggregate(body)
 	if err != nil {
 		return reputation.Aggregate{}, 0, err
 	}
-	return agg, st.Version, nil
+	return agg, version, nil
+}
+
+// splitAggregate separates a stored aggregate's version from its JSON, in either layout.
+func splitAggregate(raw []byte) (int64, []byte, error) {
+	if len(raw) > 0 && raw[0] == '{' {
+		var st legacyAggregate
+		if err := json.Unmarshal(raw, &st); err != nil {
+			return 0, nil, err
+		}
+		return st.Version, st.Aggregate, nil
+	}
+	if len(raw) < aggregateHeader {
+		return 0, nil, errors.New("truncated record")
+	}
+	v := binary.BigEndian.Uint64(raw)
+	if v > math.MaxInt64 {
+		return 0, nil, errors.New("version out of range")
+	}
+	return int64(v), raw[aggregateHeader:], nil
 }
 
 // AgentAggregate implements store.Store with one read transaction.

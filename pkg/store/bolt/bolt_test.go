@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -170,5 +171,62 @@ func TestOpenRefusesSecondOpener(t *testing.T) {
 	if s2, err := Open(path); err == nil {
 		_ = s2.Close()
 		t.Fatal("a second Open of a file in use succeeded; want a timeout error")
+	}
+}
+
+// An aggregate written in the earlier JSON layout is read, and the next update rewrites it in the
+// binary one with its version counted on.
+func TestLegacyAggregateLayout(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(filepath.Join(t.TempDir(), FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	first := store.Verification{AgentID: "agent", VerificationID: "v1", Result: "pass", VerifiedAt: time.Now()}
+	if err := s.RecordVerification(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	// Rewrite the stored aggregate in the legacy layout, as version 7.
+	err = s.db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketAggregate)
+		_, body, err := splitAggregate(b.Get([]byte("agent")))
+		if err != nil {
+			return err
+		}
+		legacy, err := json.Marshal(legacyAggregate{Version: 7, Aggregate: body})
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("agent"), legacy)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if agg, ok, err := s.AgentAggregate(ctx, "agent"); err != nil || !ok || agg.Verifications != 1 {
+		t.Fatalf("legacy aggregate read as %d verifications, %v, %v; want 1", agg.Verifications, ok, err)
+	}
+	second := store.Verification{AgentID: "agent", VerificationID: "v2", Result: "fail", VerifiedAt: time.Now()}
+	if err := s.RecordVerification(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	err = s.db.View(func(tx *bbolt.Tx) error {
+		raw := tx.Bucket(bucketAggregate).Get([]byte("agent"))
+		if raw[0] == '{' {
+			t.Error("the update kept the legacy layout")
+		}
+		agg, version, err := decodeAggregate(raw)
+		if err != nil || version != 8 || agg.Verifications != 2 || agg.Failed != 1 {
+			t.Errorf("after the update: version %d, %d verifications, %d failed, %v; want 8, 2, 1", version, agg.Verifications, agg.Failed, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]byte{{0, 1}, {0xff, 0, 0, 0, 0, 0, 0, 0, '{', '}'}, []byte(`{"version":`)} {
+		if _, _, err := decodeAggregate(bad); err == nil {
+			t.Errorf("decodeAggregate(%q) accepted a damaged record", bad)
+		}
 	}
 }
