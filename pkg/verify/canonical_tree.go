@@ -43,7 +43,8 @@ func appendCanonicalTree(dst []byte, v any) ([]byte, error) {
 		}
 		return append(dst, ']'), nil
 	case map[string]any:
-		keys := make([]string, 0, len(v))
+		var small [16]string // most objects: their keys sorted without allocating
+		keys := small[:0]
 		for k := range v {
 			keys = append(keys, k)
 		}

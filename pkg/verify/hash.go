@@ -3,6 +3,8 @@ package verify
 import (
 	"slices"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
@@ -14,12 +16,13 @@ var (
 )
 
 // hash computes the four receipt hashes of SPEC §5 from the decoded trees of the body's members
-// (absent members are missing from trees). Each caller-supplied subtree is canonicalized once,
+// (absent members are missing from raw and trees). Each caller-supplied subtree is canonicalized once,
 // from its tree; the request's canonical form is assembled from those pieces in RFC 8785 key order
 // instead of being canonicalized again.
-func (r *Request) hash(trees map[string]any) error {
+func (r *Request) hash(raw map[string]jsontext.Value, trees map[string]any) error {
 	canon := func(name string) ([]byte, error) {
-		b, err := appendCanonicalTree(nil, trees[name])
+		// The canonical form is about as long as the member was sent.
+		b, err := appendCanonicalTree(make([]byte, 0, len(raw[name])+8), trees[name])
 		if err != nil {
 			return nil, canonError(name)
 		}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -189,7 +190,7 @@ func decodeRequest(body []byte, lim Limits, known func(SchemaAlias) *Schema) (*R
 	if len(bad) > 0 {
 		return nil, apperr.Invalid(bad...)
 	}
-	if err := req.hash(trees); err != nil {
+	if err := req.hash(raw, trees); err != nil {
 		return nil, err
 	}
 	return req, nil
@@ -321,7 +322,7 @@ func decodeRules(bad *problems, v any, lim Limits) []Rule {
 	}
 	rules := make([]Rule, 0, len(arr))
 	for i, e := range arr {
-		at := fmt.Sprintf("rules[%d]", i)
+		at := "rules[" + strconv.Itoa(i) + "]"
 		obj, ok := e.(map[string]any)
 		if !ok {
 			bad.add(at, "must be an object", "Send each rule as an object with type and field.")
@@ -347,9 +348,15 @@ var operands = map[RuleType][]string{
 
 func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule, bool) {
 	before := len(*bad)
-	for _, k := range sortedKeys(obj) {
+	for k := range obj {
 		if !slices.Contains(ruleFields, k) {
-			bad.add(at+"."+safeName(k), "is not a known rule field", "Remove it; rule fields are "+strings.Join(ruleFields, ", ")+".")
+			// Named in sorted order, so that the answer does not depend on map order.
+			for _, k := range sortedKeys(obj) {
+				if !slices.Contains(ruleFields, k) {
+					bad.add(at+"."+safeName(k), "is not a known rule field", "Remove it; rule fields are "+strings.Join(ruleFields, ", ")+".")
+				}
+			}
+			break
 		}
 	}
 	r := Rule{Tolerance: defaultTolerance(), ToleranceLiteral: DefaultTolerance}
