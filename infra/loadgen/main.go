@@ -52,15 +52,16 @@ func main() {
 	paidShare := flag.Float64("paid", 0.1, "share of requests sent with a payment")
 	freshShare := flag.Float64("fresh", 0.05, "share of requests with a schema never seen before")
 	out := flag.String("out", "", "also write the report (Markdown) to this file")
+	dataParent := flag.String("data-parent", "", "where the server's fresh data directory is made (default: the system's temporary directory)")
 	mix := flag.String("mix", "realistic", "request mix: realistic (generated invoices of 1–200 items) or seed (the seed invoice only; -fresh does not apply)")
 	flag.Parse()
-	if err := run(*bin, *duration, *conns, *paidShare, *freshShare, *mix, *out); err != nil {
+	if err := run(*bin, *duration, *conns, *paidShare, *freshShare, *mix, *out, *dataParent); err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, duration time.Duration, conns int, paidShare, freshShare float64, mix, out string) error {
+func run(bin string, duration time.Duration, conns int, paidShare, freshShare float64, mix, out, dataParent string) error {
 	var seed map[string]any
 	switch mix {
 	case "realistic":
@@ -80,7 +81,7 @@ func run(bin string, duration time.Duration, conns int, paidShare, freshShare fl
 		return err
 	}
 	defer fac.Close()
-	base, pid, stop, err := startServer(bin, "http://"+fac.Addr().String())
+	base, pid, stop, err := startServer(bin, "http://"+fac.Addr().String(), dataParent)
 	if err != nil {
 		return err
 	}
@@ -479,9 +480,10 @@ func startStubFacilitator() (net.Listener, error) {
 	return ln, nil
 }
 
-// startServer runs `verifier serve` on a free loopback port with a fresh data directory.
-func startServer(bin, facilitator string) (string, int, func(), error) {
-	dir, err := os.MkdirTemp("", "loadgen-")
+// startServer runs `verifier serve` on a free loopback port with a fresh data directory made in
+// parent (the system's temporary directory when empty).
+func startServer(bin, facilitator, parent string) (string, int, func(), error) {
+	dir, err := os.MkdirTemp(parent, "loadgen-")
 	if err != nil {
 		return "", 0, nil, err
 	}
