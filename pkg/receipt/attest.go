@@ -129,7 +129,7 @@ func appendString(dst []byte, s string) ([]byte, error) {
 }
 
 // hasTopLevelMember tells whether the canonical object obj has a member called name, where name
-// needs no escaping. Canonical form has no whitespace and escapes only '"', '\\' and controls, so
+// is ASCII and needs no escaping. Canonical form has no whitespace and escapes only '"', '\\' and controls, so
 // a byte scan that skips strings and tracks depth is exact.
 func hasTopLevelMember(obj []byte, name string) bool {
 	depth := 0
@@ -152,8 +152,18 @@ func hasTopLevelMember(obj []byte, name string) bool {
 					j++
 				}
 			}
-			if key && string(obj[i+1:j]) == name {
-				return true
+			if key {
+				k := obj[i+1 : j]
+				if string(k) == name {
+					return true
+				}
+				// Members come sorted by UTF-16 code units. Against an ASCII name, a member
+				// name written without escapes compares the same way byte by byte (at the first
+				// difference, a non-ASCII character is above every ASCII one in both orders), so
+				// once one sorts after name, name cannot follow.
+				if bytes.Compare(k, []byte(name)) > 0 && bytes.IndexByte(k, '\\') < 0 {
+					return false
+				}
 			}
 			key = false
 			i = j

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -117,9 +118,32 @@ func TestHasTopLevelMember(t *testing.T) {
 		`{"a":"\",\"attestation\":","b":1}`:     false,
 		`{"a\\":1,"attestation":2}`:             true,
 		`{"x":[{"attestation":1}],"y":"attes"}`: false,
+		`{"agent_id":"x","attestation":{},"z":1}`: true,
+		`{"\"q":1,"attestation":1}`:             true,
+		`{"attestation ":1}`:                     false,
+		`{"é":{"attestation":1}}`:                false,
 	} {
 		if got := hasTopLevelMember([]byte(doc), "attestation"); got != want {
 			t.Errorf("%s: got %v, want %v", doc, got, want)
+		}
+	}
+	// On canonical documents it answers as a full parse does, whatever the other names (the scan
+	// stops early at a name that sorts after, so the names around "attestation" matter).
+	rng := rand.New(rand.NewPCG(1, 2))
+	names := []string{"a", "attestation", "attestatioN", "attestation0", "atte", "b", "z", "\"", "\x01", "é", "😀", "\uffff", "a\\b", "agent_id", "verify"}
+	for range 2000 {
+		m := map[string]int{}
+		for range rng.IntN(6) {
+			m[names[rng.IntN(len(names))]] = 1
+		}
+		raw, _ := json.Marshal(m)
+		doc, err := Canonicalize(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, want := m["attestation"]
+		if got := hasTopLevelMember(doc, "attestation"); got != want {
+			t.Fatalf("%s: got %v, want %v", doc, got, want)
 		}
 	}
 }
