@@ -348,9 +348,21 @@ func (c *canonWriter) ratio(v float64) {
 }
 
 // plainASCII tells whether s is written as is between quotes: printable ASCII without '"' or '\\',
-// which no JSON writer escapes.
+// which no JSON writer escapes. It looks at eight bytes at a time: a word has none of the
+// characters to escape when no byte has its high bit set, none is below 0x20, and none equals '"'
+// or '\\' (the classic tests for a zero or a small byte in a word, exact as a yes/no answer).
 func plainASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		quote, backslash := w^(ones*'"'), w^(ones*'\\')
+		if (w|(w-ones*0x20)|((quote-ones)&^quote)|((backslash-ones)&^backslash))&highs != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
 			return false
 		}
