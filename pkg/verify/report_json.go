@@ -3,6 +3,7 @@ package verify
 import (
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -13,243 +14,252 @@ import (
 var errNotCanonical = errors.New("report value outside the canonical encoder's range")
 
 // wireJSON is the report's wire form: the members in the order of the struct (SPEC §4.6's), with
-// the omissions its json tags ask for. Written by hand, like canonicalJSON, because the general
-// encoder's reflection was a measurable share of a verification; the tests hold it equal to
-// json.Marshal for every report shape.
+// the omissions its json tags ask for. The report is written by hand, from one table of members
+// per object (below), because the general encoder's reflection was a measurable share of a
+// verification; the tests hold this form equal to json.Marshal for every report shape.
 func (r *Report) wireJSON(dst []byte) ([]byte, error) {
-	c := canonWriter{b: dst}
-	c.open('{')
-	c.name("summary")
-	c.open('{')
-	c.member("result", r.Summary.Result)
-	c.strs("blocking_checks", r.Summary.BlockingChecks)
-	c.close('}')
-	c.name("next_actions")
-	c.open('[')
-	for _, a := range r.NextActions {
-		c.elem()
-		c.open('{')
-		c.member("action", a.Action)
-		if a.Using != "" {
-			c.member("using", a.Using)
-		}
-		if a.For != "" {
-			c.member("for", a.For)
-		}
-		c.close('}')
-	}
-	c.close(']')
-	c.member("result", r.Result)
-	c.member("verification_id", r.VerificationID)
-	c.member("task_id", r.TaskID)
-	c.optStr("agent_id", r.AgentID)
-	c.member("output_hash", r.OutputHash)
-	c.member("schema_hash", r.SchemaHash)
-	c.member("rules_hash", r.RulesHash)
-	if r.RequestHash != "" {
-		c.member("request_hash", r.RequestHash)
-	}
-	c.member("verified_at", r.VerifiedAt)
-	c.member("verifier_version", r.VerifierVersion)
-	c.boolMember("enforce_rules", r.EnforceRules)
-	c.boolMember("strict_content_check", r.StrictContentCheck)
-	if r.Errors != nil {
-		c.strs("errors", r.Errors)
-	}
-	c.optInt("errors_total", r.ErrorsTotal)
-	c.optInt("errors_omitted", r.ErrorsOmitted)
-	if r.ErrorsDetail != nil {
-		c.name("errors_detail")
-		c.open('[')
-		for _, d := range r.ErrorsDetail {
-			c.elem()
-			c.open('{')
-			c.member("check", d.Check)
-			c.member("path", d.Path)
-			c.member("expected", d.Expected)
-			c.member("found", d.Found)
-			c.member("message", d.Message)
-			c.close('}')
-		}
-		c.close(']')
-	}
-	c.optInt("errors_detail_total", r.ErrorsDetailTotal)
-	c.optInt("errors_detail_omitted", r.ErrorsDetailOmitted)
-	if r.Flags != nil {
-		c.name("flags")
-		c.open('[')
-		for _, f := range r.Flags {
-			c.elem()
-			c.open('{')
-			c.member("check", f.Check)
-			c.member("field", f.Field)
-			c.member("severity", f.Severity)
-			c.member("detail", f.Detail)
-			c.close('}')
-		}
-		c.close(']')
-	}
-	c.optInt("flags_total", r.FlagsTotal)
-	c.optInt("flags_omitted", r.FlagsOmitted)
-	if r.Hints != nil {
-		c.name("hints")
-		c.open('[')
-		for _, h := range r.Hints {
-			c.elem()
-			c.open('{')
-			c.member("source", h.Source)
-			c.member("check", h.Check)
-			c.member("path", h.Path)
-			c.member("expected", h.Expected)
-			c.member("found", h.Found)
-			c.close('}')
-		}
-		c.close(']')
-	}
-	c.optInt("hints_total", r.HintsTotal)
-	c.optInt("hints_omitted", r.HintsOmitted)
-	c.wireRatio("schema_compliance", r.SchemaCompliance)
-	c.wireRatio("integrity_checks", r.IntegrityChecks)
-	c.wireRatio("overall", r.Overall)
-	c.name("verify")
-	c.open('{')
-	c.member("public_key_url", r.Verify.PublicKeyURL)
-	c.member("key_version", r.Verify.KeyVersion)
-	c.member("canonicalization", r.Verify.Canonicalization)
-	c.member("hash_algorithm", r.Verify.HashAlgorithm)
-	c.member("service", r.Verify.Service)
-	c.member("mcp", r.Verify.MCP)
-	c.close('}')
-	c.close('}')
+	c := jsonWriter{b: dst}
+	writeObject(&c, r, reportFields)
 	return c.b, c.err
 }
 
-// canonicalJSON is the report's RFC 8785 form, written straight from the struct: the members of
-// every object in UTF-16 order (all names are ASCII, so byte order), with the same omissions as
-// JSON's. It saves the signer re-reading and re-ordering the wire form; the tests hold it equal to
-// receipt.Canonicalize(JSON()) for every report shape, and fuzzing does for arbitrary requests.
+// canonicalJSON is the report's RFC 8785 form, written from the same tables with every object's
+// members in UTF-16 order (all names are ASCII, so byte order). It saves the signer re-reading
+// and re-ordering the wire form; the tests hold it equal to receipt.Canonicalize(JSON()) for every
+// report shape, and fuzzing does for arbitrary requests.
 func (r *Report) canonicalJSON(dst []byte) ([]byte, error) {
-	c := canonWriter{b: dst}
-	c.open('{')
-	c.optStr("agent_id", r.AgentID)
-	c.boolMember("enforce_rules", r.EnforceRules)
-	if r.Errors != nil {
-		c.strs("errors", r.Errors)
-	}
-	if r.ErrorsDetail != nil {
-		c.name("errors_detail")
-		c.open('[')
-		for _, d := range r.ErrorsDetail {
-			c.elem()
-			c.open('{')
-			c.member("check", d.Check)
-			c.member("expected", d.Expected)
-			c.member("found", d.Found)
-			c.member("message", d.Message)
-			c.member("path", d.Path)
-			c.close('}')
-		}
-		c.close(']')
-	}
-	c.optInt("errors_detail_omitted", r.ErrorsDetailOmitted)
-	c.optInt("errors_detail_total", r.ErrorsDetailTotal)
-	c.optInt("errors_omitted", r.ErrorsOmitted)
-	c.optInt("errors_total", r.ErrorsTotal)
-	if r.Flags != nil {
-		c.name("flags")
-		c.open('[')
-		for _, f := range r.Flags {
-			c.elem()
-			c.open('{')
-			c.member("check", f.Check)
-			c.member("detail", f.Detail)
-			c.member("field", f.Field)
-			c.member("severity", f.Severity)
-			c.close('}')
-		}
-		c.close(']')
-	}
-	c.optInt("flags_omitted", r.FlagsOmitted)
-	c.optInt("flags_total", r.FlagsTotal)
-	if r.Hints != nil {
-		c.name("hints")
-		c.open('[')
-		for _, h := range r.Hints {
-			c.elem()
-			c.open('{')
-			c.member("check", h.Check)
-			c.member("expected", h.Expected)
-			c.member("found", h.Found)
-			c.member("path", h.Path)
-			c.member("source", h.Source)
-			c.close('}')
-		}
-		c.close(']')
-	}
-	c.optInt("hints_omitted", r.HintsOmitted)
-	c.optInt("hints_total", r.HintsTotal)
-	c.optRatio("integrity_checks", r.IntegrityChecks)
-	c.name("next_actions")
-	c.open('[')
-	for _, a := range r.NextActions {
-		c.elem()
-		c.open('{')
-		c.member("action", a.Action)
-		if a.For != "" {
-			c.member("for", a.For)
-		}
-		if a.Using != "" {
-			c.member("using", a.Using)
-		}
-		c.close('}')
-	}
-	c.close(']')
-	c.member("output_hash", r.OutputHash)
-	c.optRatio("overall", r.Overall)
-	if r.RequestHash != "" {
-		c.member("request_hash", r.RequestHash)
-	}
-	c.member("result", r.Result)
-	c.member("rules_hash", r.RulesHash)
-	c.optRatio("schema_compliance", r.SchemaCompliance)
-	c.member("schema_hash", r.SchemaHash)
-	c.boolMember("strict_content_check", r.StrictContentCheck)
-	c.name("summary")
-	c.open('{')
-	c.strs("blocking_checks", r.Summary.BlockingChecks)
-	c.member("result", r.Summary.Result)
-	c.close('}')
-	c.member("task_id", r.TaskID)
-	c.member("verification_id", r.VerificationID)
-	c.member("verified_at", r.VerifiedAt)
-	c.member("verifier_version", r.VerifierVersion)
-	c.name("verify")
-	c.open('{')
-	c.member("canonicalization", r.Verify.Canonicalization)
-	c.member("hash_algorithm", r.Verify.HashAlgorithm)
-	c.member("key_version", r.Verify.KeyVersion)
-	c.member("mcp", r.Verify.MCP)
-	c.member("public_key_url", r.Verify.PublicKeyURL)
-	c.member("service", r.Verify.Service)
-	c.close('}')
-	c.close('}')
+	c := jsonWriter{b: dst, canonical: true}
+	writeObject(&c, r, reportFields)
 	return c.b, c.err
 }
 
-// canonWriter appends JSON with minimal string escaping and no whitespace (the canonical
-// writing of RFC 8785 when members come in sorted order), remembering the first error. first is true right after an
-// opening bracket, where the next member or element takes no comma.
-type canonWriter struct {
-	b     []byte
-	first bool
-	err   error
+// field is one member of an object of type T: its name and how its value is written. put writes
+// the name too, or nothing when the member is omitted.
+type field[T any] struct {
+	name string
+	put  func(c *jsonWriter, name string, v *T)
 }
 
-func (c *canonWriter) open(bracket byte)  { c.b = append(c.b, bracket); c.first = true }
-func (c *canonWriter) close(bracket byte) { c.b = append(c.b, bracket); c.first = false }
+// fields are an object's members in wire order (the struct's) and in canonical order.
+type fields[T any] struct{ wire, canonical []field[T] }
+
+func newFields[T any](wire ...field[T]) fields[T] {
+	canonical := slices.Clone(wire)
+	slices.SortFunc(canonical, func(a, b field[T]) int { return utf16Less(a.name, b.name) })
+	return fields[T]{wire: wire, canonical: canonical}
+}
+
+func writeObject[T any](c *jsonWriter, v *T, m fields[T]) {
+	list := m.wire
+	if c.canonical {
+		list = m.canonical
+	}
+	c.open('{')
+	for _, f := range list {
+		f.put(c, f.name, v)
+	}
+	c.close('}')
+}
+
+// The member kinds the report uses, each with the omission rule of its json tag.
+
+func str[T any](get func(*T) string) func(*jsonWriter, string, *T) {
+	return func(c *jsonWriter, n string, v *T) { c.name(n); c.str(get(v)) }
+}
+
+// omitEmptyStr is a string member left out when empty.
+func omitEmptyStr[T any](get func(*T) string) func(*jsonWriter, string, *T) {
+	return func(c *jsonWriter, n string, v *T) {
+		if s := get(v); s != "" {
+			c.name(n)
+			c.str(s)
+		}
+	}
+}
+
+// nullableStr is a string member written as null when nil.
+func nullableStr[T any](get func(*T) *string) func(*jsonWriter, string, *T) {
+	return func(c *jsonWriter, n string, v *T) {
+		c.name(n)
+		if s := get(v); s == nil {
+			c.b = append(c.b, "null"...)
+		} else {
+			c.str(*s)
+		}
+	}
+}
+
+func boolean[T any](get func(*T) bool) func(*jsonWriter, string, *T) {
+	return func(c *jsonWriter, n string, v *T) { c.name(n); c.b = strconv.AppendBool(c.b, get(v)) }
+}
+
+func integer[T any](get func(*T) int) func(*jsonWriter, string, *T) {
+	return func(c *jsonWriter, n string, v *T) { c.name(n); c.b = strconv.AppendInt(c.b, int64(get(v)), 10) }
+}
+
+// omitNilInt is an integer member left out when nil.
+func omitNilInt[T any](get func(*T) *int) func(*jsonWriter, string, *T) {
+	return func(c *jsonWriter, n string, v *T) {
+		if i := get(v); i != nil {
+			c.name(n)
+			c.b = strconv.AppendInt(c.b, int64(*i), 10)
+		}
+	}
+}
+
+// ratioNumber is a ratio in [0, 1] with at most 6 decimals. RFC 8785 (and Go's JSON encoder)
+// write numbers as ECMAScript does: the shortest round-trip digits, in plain decimal notation from
+// 1e-6 up to 1e21. Ratios always take this form; anything else is refused and the caller goes the
+// general way.
+func ratioNumber[T any](get func(*T) float64) func(*jsonWriter, string, *T) {
+	return func(c *jsonWriter, n string, v *T) {
+		f := get(v)
+		if a := math.Abs(f); f != 0 && (a < 1e-6 || a >= 1e21) || math.IsNaN(f) || math.Signbit(f) {
+			c.err = errNotCanonical
+		}
+		c.name(n)
+		c.b = strconv.AppendFloat(c.b, f, 'f', -1, 64)
+	}
+}
+
+// stringList is an array of strings; omitNil leaves it out when nil, and otherwise nil is [].
+func stringList[T any](get func(*T) []string, omitNil bool) func(*jsonWriter, string, *T) {
+	return func(c *jsonWriter, n string, v *T) {
+		list := get(v)
+		if list == nil && omitNil {
+			return
+		}
+		c.name(n)
+		c.open('[')
+		for _, s := range list {
+			c.elem()
+			c.str(s)
+		}
+		c.close(']')
+	}
+}
+
+// object is a nested object, left out when get returns nil.
+func object[T, U any](get func(*T) *U, m fields[U]) func(*jsonWriter, string, *T) {
+	return func(c *jsonWriter, n string, v *T) {
+		if u := get(v); u != nil {
+			c.name(n)
+			writeObject(c, u, m)
+		}
+	}
+}
+
+// objectList is an array of objects; omitNil leaves it out when nil, and otherwise nil is [].
+func objectList[T, U any](get func(*T) []U, m fields[U], omitNil bool) func(*jsonWriter, string, *T) {
+	return func(c *jsonWriter, n string, v *T) {
+		list := get(v)
+		if list == nil && omitNil {
+			return
+		}
+		c.name(n)
+		c.open('[')
+		for i := range list {
+			c.elem()
+			writeObject(c, &list[i], m)
+		}
+		c.close(']')
+	}
+}
+
+// The report's tables: each object's members in the order of its struct, with its json tags'
+// names and omissions; the tests hold the wire form to json.Marshal, which reads the tags.
+var (
+	summaryFields = newFields(
+		field[Summary]{"result", str(func(s *Summary) string { return s.Result })},
+		field[Summary]{"blocking_checks", stringList(func(s *Summary) []string { return s.BlockingChecks }, false)},
+	)
+	actionFields = newFields(
+		field[Action]{"action", str(func(a *Action) string { return a.Action })},
+		field[Action]{"using", omitEmptyStr(func(a *Action) string { return a.Using })},
+		field[Action]{"for", omitEmptyStr(func(a *Action) string { return a.For })},
+	)
+	errorDetailFields = newFields(
+		field[ErrorDetail]{"check", str(func(d *ErrorDetail) string { return d.Check })},
+		field[ErrorDetail]{"path", str(func(d *ErrorDetail) string { return d.Path })},
+		field[ErrorDetail]{"expected", str(func(d *ErrorDetail) string { return d.Expected })},
+		field[ErrorDetail]{"found", str(func(d *ErrorDetail) string { return d.Found })},
+		field[ErrorDetail]{"message", str(func(d *ErrorDetail) string { return d.Message })},
+	)
+	flagFields = newFields(
+		field[Flag]{"check", str(func(f *Flag) string { return f.Check })},
+		field[Flag]{"field", str(func(f *Flag) string { return f.Field })},
+		field[Flag]{"severity", str(func(f *Flag) string { return f.Severity })},
+		field[Flag]{"detail", str(func(f *Flag) string { return f.Detail })},
+	)
+	hintFields = newFields(
+		field[Hint]{"source", str(func(h *Hint) string { return h.Source })},
+		field[Hint]{"check", str(func(h *Hint) string { return h.Check })},
+		field[Hint]{"path", str(func(h *Hint) string { return h.Path })},
+		field[Hint]{"expected", str(func(h *Hint) string { return h.Expected })},
+		field[Hint]{"found", str(func(h *Hint) string { return h.Found })},
+	)
+	ratioFields = newFields(
+		field[Ratio]{"ratio", ratioNumber(func(r *Ratio) float64 { return r.Ratio })},
+		field[Ratio]{"passed", integer(func(r *Ratio) int { return r.Passed })},
+		field[Ratio]{"total", integer(func(r *Ratio) int { return r.Total })},
+	)
+	verifyInfoFields = newFields(
+		field[VerifyInfo]{"public_key_url", str(func(v *VerifyInfo) string { return v.PublicKeyURL })},
+		field[VerifyInfo]{"key_version", str(func(v *VerifyInfo) string { return v.KeyVersion })},
+		field[VerifyInfo]{"canonicalization", str(func(v *VerifyInfo) string { return v.Canonicalization })},
+		field[VerifyInfo]{"hash_algorithm", str(func(v *VerifyInfo) string { return v.HashAlgorithm })},
+		field[VerifyInfo]{"service", str(func(v *VerifyInfo) string { return v.Service })},
+		field[VerifyInfo]{"mcp", str(func(v *VerifyInfo) string { return v.MCP })},
+	)
+	reportFields = newFields(
+		field[Report]{"summary", object(func(r *Report) *Summary { return &r.Summary }, summaryFields)},
+		field[Report]{"next_actions", objectList(func(r *Report) []Action { return r.NextActions }, actionFields, false)},
+		field[Report]{"result", str(func(r *Report) string { return r.Result })},
+		field[Report]{"verification_id", str(func(r *Report) string { return r.VerificationID })},
+		field[Report]{"task_id", str(func(r *Report) string { return r.TaskID })},
+		field[Report]{"agent_id", nullableStr(func(r *Report) *string { return r.AgentID })},
+		field[Report]{"output_hash", str(func(r *Report) string { return r.OutputHash })},
+		field[Report]{"schema_hash", str(func(r *Report) string { return r.SchemaHash })},
+		field[Report]{"rules_hash", str(func(r *Report) string { return r.RulesHash })},
+		field[Report]{"request_hash", omitEmptyStr(func(r *Report) string { return r.RequestHash })},
+		field[Report]{"verified_at", str(func(r *Report) string { return r.VerifiedAt })},
+		field[Report]{"verifier_version", str(func(r *Report) string { return r.VerifierVersion })},
+		field[Report]{"enforce_rules", boolean(func(r *Report) bool { return r.EnforceRules })},
+		field[Report]{"strict_content_check", boolean(func(r *Report) bool { return r.StrictContentCheck })},
+		field[Report]{"errors", stringList(func(r *Report) []string { return r.Errors }, true)},
+		field[Report]{"errors_total", omitNilInt(func(r *Report) *int { return r.ErrorsTotal })},
+		field[Report]{"errors_omitted", omitNilInt(func(r *Report) *int { return r.ErrorsOmitted })},
+		field[Report]{"errors_detail", objectList(func(r *Report) []ErrorDetail { return r.ErrorsDetail }, errorDetailFields, true)},
+		field[Report]{"errors_detail_total", omitNilInt(func(r *Report) *int { return r.ErrorsDetailTotal })},
+		field[Report]{"errors_detail_omitted", omitNilInt(func(r *Report) *int { return r.ErrorsDetailOmitted })},
+		field[Report]{"flags", objectList(func(r *Report) []Flag { return r.Flags }, flagFields, true)},
+		field[Report]{"flags_total", omitNilInt(func(r *Report) *int { return r.FlagsTotal })},
+		field[Report]{"flags_omitted", omitNilInt(func(r *Report) *int { return r.FlagsOmitted })},
+		field[Report]{"hints", objectList(func(r *Report) []Hint { return r.Hints }, hintFields, true)},
+		field[Report]{"hints_total", omitNilInt(func(r *Report) *int { return r.HintsTotal })},
+		field[Report]{"hints_omitted", omitNilInt(func(r *Report) *int { return r.HintsOmitted })},
+		field[Report]{"schema_compliance", object(func(r *Report) *Ratio { return r.SchemaCompliance }, ratioFields)},
+		field[Report]{"integrity_checks", object(func(r *Report) *Ratio { return r.IntegrityChecks }, ratioFields)},
+		field[Report]{"overall", object(func(r *Report) *Ratio { return r.Overall }, ratioFields)},
+		field[Report]{"verify", object(func(r *Report) *VerifyInfo { return &r.Verify }, verifyInfoFields)},
+	)
+)
+
+// jsonWriter appends JSON with minimal string escaping and no whitespace (RFC 8785's writing, when
+// members come in sorted order), remembering the first error. first is true right after an
+// opening bracket, where the next member or element takes no comma.
+type jsonWriter struct {
+	b         []byte
+	canonical bool // objects' members in canonical order
+	first     bool
+	err       error
+}
+
+func (c *jsonWriter) open(bracket byte)  { c.b = append(c.b, bracket); c.first = true }
+func (c *jsonWriter) close(bracket byte) { c.b = append(c.b, bracket); c.first = false }
 
 // elem starts an array element.
-func (c *canonWriter) elem() {
+func (c *jsonWriter) elem() {
 	if !c.first {
 		c.b = append(c.b, ',')
 	}
@@ -257,94 +267,18 @@ func (c *canonWriter) elem() {
 }
 
 // name starts an object member; n needs no escaping.
-func (c *canonWriter) name(n string) {
+func (c *jsonWriter) name(n string) {
 	c.elem()
 	c.b = append(c.b, '"')
 	c.b = append(c.b, n...)
 	c.b = append(c.b, '"', ':')
 }
 
-func (c *canonWriter) boolMember(n string, v bool) {
-	c.name(n)
-	c.b = strconv.AppendBool(c.b, v)
-}
-
-// optStr writes a nullable string.
-func (c *canonWriter) optStr(n string, v *string) {
-	c.name(n)
-	if v == nil {
-		c.b = append(c.b, "null"...)
-	} else {
-		c.str(*v)
-	}
-}
-
-// strs writes an array of strings; nil is written as [] like a present empty list.
-func (c *canonWriter) strs(n string, v []string) {
-	c.name(n)
-	c.open('[')
-	for _, s := range v {
-		c.elem()
-		c.str(s)
-	}
-	c.close(']')
-}
-
-func (c *canonWriter) str(s string) {
+func (c *jsonWriter) str(s string) {
 	var err error
 	if c.b, err = appendQuoted(c.b, s); err != nil && c.err == nil {
 		c.err = errNotCanonical
 	}
-}
-
-func (c *canonWriter) member(n, v string) { c.name(n); c.str(v) }
-
-func (c *canonWriter) optInt(n string, v *int) {
-	if v != nil {
-		c.name(n)
-		c.b = strconv.AppendInt(c.b, int64(*v), 10)
-	}
-}
-
-func (c *canonWriter) optRatio(n string, r *Ratio) {
-	if r == nil {
-		return
-	}
-	c.name(n)
-	c.open('{')
-	c.intMember("passed", r.Passed)
-	c.ratio(r.Ratio)
-	c.intMember("total", r.Total)
-	c.close('}')
-}
-
-func (c *canonWriter) wireRatio(n string, r *Ratio) {
-	if r == nil {
-		return
-	}
-	c.name(n)
-	c.open('{')
-	c.ratio(r.Ratio)
-	c.intMember("passed", r.Passed)
-	c.intMember("total", r.Total)
-	c.close('}')
-}
-
-func (c *canonWriter) intMember(n string, v int) {
-	c.name(n)
-	c.b = strconv.AppendInt(c.b, int64(v), 10)
-}
-
-// ratio writes the "ratio" member. RFC 8785 (and Go's JSON encoder) write numbers as ECMAScript
-// does: the shortest round-trip digits, in plain decimal notation from 1e-7 up to 1e21. Ratios
-// lie in [0, 1] with 6 decimals, so they always take this form; anything else is refused and the
-// caller goes the general way.
-func (c *canonWriter) ratio(v float64) {
-	c.name("ratio")
-	if a := math.Abs(v); v != 0 && (a < 1e-6 || a >= 1e21) || math.IsNaN(v) || math.Signbit(v) {
-		c.err = errNotCanonical
-	}
-	c.b = strconv.AppendFloat(c.b, v, 'f', -1, 64)
 }
 
 // plainASCII tells whether s is written as is between quotes: printable ASCII without '"' or '\\',
