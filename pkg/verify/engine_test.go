@@ -266,3 +266,14 @@ func itemsName(n int) string {
 	}
 	return "items=200"
 }
+
+// verified_at is written as the seed writes it, whatever the time's zone.
+func TestFormatTime(t *testing.T) {
+	at := time.Date(2026, 10, 14, 21, 12, 5, 645221000, time.FixedZone("CEST", 2*3600))
+	if got, want := FormatTime(at), "2026-10-14T19:12:05.645221+00:00"; got != want {
+		t.Errorf("FormatTime = %q, want %q", got, want)
+	}
+	if got, want := FormatTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), "2026-01-02T03:04:05.000000+00:00"; got != want {
+		t.Errorf("FormatTime = %q, want %q", got, want)
+	}
+}
