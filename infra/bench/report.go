@@ -247,8 +247,9 @@ func (r *report) markdown() string {
 	if slices.ContainsFunc(r.load, func(l loadRun) bool { return l.tmpfs }) {
 		w("The row marked *store in memory* is a diagnostic, never judged: the same realistic mix with the\n")
 		w("server's data directory on %s (tmpfs), where every sync the store makes before it answers costs\n", tmpfsDir)
-		w("nothing, so the run shows what the processors allow; the gap to the rows above is the time this\n")
-		w("machine's disk takes to make each commit durable, which the service never skips.\n\n")
+		w("nothing. Where it does better than the row with the same connections above, the difference is\n")
+		w("time spent waiting for this machine's disk to make commits durable, which the service never skips;\n")
+		w("where it does not, the processors were the limit.\n\n")
 	}
 	w("| mix | connections | closed loop: throughput | p50 | p99 | CPU busy | errors | open loop: rate | p50 | p90 | p99 | max | CPU busy | errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, l := range r.load {
