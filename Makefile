@@ -13,6 +13,8 @@ FUZZTIME  ?= 8s
 test: unit openapi fuzz
 
 unit:
+	@unformatted="$$($$($(GO) env GOROOT)/bin/gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path '*/node_modules/*'))"; \
+		if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	# Allocation guards run without the race detector, which allocates on its own.

@@ -110,18 +110,18 @@ func TestAttestRefuses(t *testing.T) {
 // TestHasTopLevelMember checks the scanner Attest uses on canonical bytes.
 func TestHasTopLevelMember(t *testing.T) {
 	for doc, want := range map[string]bool{
-		`{}`:                                    false,
-		`{"attestation":1}`:                     true,
-		`{"a":1,"attestation":null}`:            true,
-		`{"a":{"attestation":1}}`:               false,
-		`{"a":["attestation"],"b":1}`:           false,
-		`{"a":"\",\"attestation\":","b":1}`:     false,
-		`{"a\\":1,"attestation":2}`:             true,
-		`{"x":[{"attestation":1}],"y":"attes"}`: false,
+		`{}`:                                      false,
+		`{"attestation":1}`:                       true,
+		`{"a":1,"attestation":null}`:              true,
+		`{"a":{"attestation":1}}`:                 false,
+		`{"a":["attestation"],"b":1}`:             false,
+		`{"a":"\",\"attestation\":","b":1}`:       false,
+		`{"a\\":1,"attestation":2}`:               true,
+		`{"x":[{"attestation":1}],"y":"attes"}`:   false,
 		`{"agent_id":"x","attestation":{},"z":1}`: true,
-		`{"\"q":1,"attestation":1}`:             true,
-		`{"attestation ":1}`:                     false,
-		`{"é":{"attestation":1}}`:                false,
+		`{"\"q":1,"attestation":1}`:               true,
+		`{"attestation ":1}`:                      false,
+		`{"é":{"attestation":1}}`:                 false,
 	} {
 		if got := hasTopLevelMember([]byte(doc), "attestation"); got != want {
 			t.Errorf("%s: got %v, want %v", doc, got, want)
