@@ -41,7 +41,7 @@ func (e *Engine) Limits() Limits { return e.limits }
 // Decode parses and validates a request body and compiles its schema (or takes it from the
 // cache). Everything a caller can get wrong is reported here, before anything is charged.
 func (e *Engine) Decode(body []byte) (*Request, *Schema, error) {
-	req, err := decodeRequest(body, e.limits, e.cache.Known)
+	req, err := decodeRequest(body, e.limits, e.cache.known)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -62,7 +62,7 @@ func (e *Engine) Decode(body []byte) (*Request, *Schema, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	e.cache.Alias(key, req.alias)
+	e.cache.alias(key, req.alias)
 	return req, sch, nil
 }
 

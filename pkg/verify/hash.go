@@ -32,7 +32,7 @@ func (r *Request) hash(raw map[string]jsontext.Value, trees map[string]any) erro
 	if err != nil {
 		return err
 	}
-	schema := r.schemaCanonical
+	var schema []byte
 	if r.compiled != nil {
 		schema = r.compiled.canonical
 	} else if schema, err = canon("expected_schema"); err != nil {

@@ -47,7 +47,7 @@ type Request struct {
 	// request-hash test vectors.
 	Canonical []byte
 
-	alias           SchemaAlias // expected_schema as sent, for the engine's cache
+	alias           schemaAlias // expected_schema as sent, for the engine's cache
 	schemaCanonical []byte      // expected_schema's canonical form
 	compiled        *Schema     // the compiled schema, when the cache knew it by its alias
 }
@@ -86,7 +86,7 @@ func DecodeRequest(body []byte, lim Limits) (*Request, error) {
 
 // decodeRequest is DecodeRequest with the engine's cache: when known returns the compiled schema
 // for the expected_schema's exact bytes, that member is neither decoded nor canonicalized again.
-func decodeRequest(body []byte, lim Limits, known func(SchemaAlias) *Schema) (*Request, error) {
+func decodeRequest(body []byte, lim Limits, known func(schemaAlias) *Schema) (*Request, error) {
 	if int64(len(body)) > lim.MaxBody {
 		return nil, apperr.TooLarge(lim.MaxBody)
 	}
@@ -141,8 +141,8 @@ func decodeRequest(body []byte, lim Limits, known func(SchemaAlias) *Schema) (*R
 	}
 	// The schema's tree is built only when the engine's cache does not know its bytes.
 	if v, ok := raw["expected_schema"]; ok {
-		req.alias = AliasOf(v, bytes.Equal(raw["strict_content_check"], litTrue))
 		if known != nil {
+			req.alias = aliasOf(v, bytes.Equal(raw["strict_content_check"], litTrue))
 			req.compiled = known(req.alias)
 		}
 		if req.compiled == nil {

@@ -21,12 +21,12 @@ type SchemaCache struct {
 	size     int
 	order    *list.List // front is the most recently used; values are *schCacheEntry
 	entries  map[string]*list.Element
-	aliases  map[SchemaAlias]*list.Element
+	aliases  map[schemaAlias]*list.Element
 	inflight map[string]*schCacheCall
 }
 
-// SchemaAlias names a cached schema by the bytes it was sent as; see Alias.
-type SchemaAlias struct {
+// schemaAlias names a cached schema by the bytes it was sent as; see alias.
+type schemaAlias struct {
 	digest [sha256.Size]byte
 	strict bool
 }
@@ -38,16 +38,16 @@ const maxAliases = 4
 type schCacheEntry struct {
 	key     string
 	schema  *Schema
-	aliases []SchemaAlias
+	aliases []schemaAlias
 }
 
-// AliasOf is the alias of a schema sent as raw (the expected_schema member exactly as received).
-func AliasOf(raw []byte, strict bool) SchemaAlias {
-	return SchemaAlias{digest: sha256.Sum256(raw), strict: strict}
+// aliasOf is the alias of a schema sent as raw (the expected_schema member exactly as received).
+func aliasOf(raw []byte, strict bool) schemaAlias {
+	return schemaAlias{digest: sha256.Sum256(raw), strict: strict}
 }
 
-// Known returns the schema an alias was attached to, or nil.
-func (c *SchemaCache) Known(a SchemaAlias) *Schema {
+// known returns the schema an alias was attached to, or nil.
+func (c *SchemaCache) known(a schemaAlias) *Schema {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.aliases[a]
@@ -58,8 +58,8 @@ func (c *SchemaCache) Known(a SchemaAlias) *Schema {
 	return el.Value.(*schCacheEntry).schema
 }
 
-// Alias attaches a to the entry cached under key, if it is still there and has room.
-func (c *SchemaCache) Alias(key string, a SchemaAlias) {
+// alias attaches a to the entry cached under key, if it is still there and has room.
+func (c *SchemaCache) alias(key string, a schemaAlias) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.entries[key]
@@ -87,7 +87,7 @@ func NewSchemaCache(size int) *SchemaCache {
 		size = 1
 	}
 	return &SchemaCache{size: size, order: list.New(), entries: map[string]*list.Element{},
-		aliases: map[SchemaAlias]*list.Element{}, inflight: map[string]*schCacheCall{}}
+		aliases: map[schemaAlias]*list.Element{}, inflight: map[string]*schCacheCall{}}
 }
 
 // Get returns the schema cached under key, or compiles it with compile, caches it and returns it.

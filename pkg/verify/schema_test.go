@@ -452,10 +452,10 @@ func TestSchemaCacheAliases(t *testing.T) {
 	}
 	spellings := []string{`true`, ` true`, `true `, `  true`, `   true`}
 	for _, sp := range spellings {
-		c.Alias("a", AliasOf([]byte(sp), false))
+		c.alias("a", aliasOf([]byte(sp), false))
 	}
 	for i, sp := range spellings {
-		got := c.Known(AliasOf([]byte(sp), false))
+		got := c.known(aliasOf([]byte(sp), false))
 		if i < maxAliases && got != first {
 			t.Errorf("spelling %d (%q) not known", i, sp)
 		}
@@ -463,17 +463,17 @@ func TestSchemaCacheAliases(t *testing.T) {
 			t.Errorf("spelling %d (%q) known past the bound of %d", i, sp, maxAliases)
 		}
 	}
-	if c.Known(AliasOf([]byte(`true`), true)) != nil {
+	if c.known(aliasOf([]byte(`true`), true)) != nil {
 		t.Error("the strict alias of the same bytes is known")
 	}
-	c.Alias("missing", AliasOf([]byte(`false`), false))
-	if c.Known(AliasOf([]byte(`false`), false)) != nil {
+	c.alias("missing", aliasOf([]byte(`false`), false))
+	if c.known(aliasOf([]byte(`false`), false)) != nil {
 		t.Error("an alias attached to no entry is known")
 	}
 	if _, err := c.Get("b", compile); err != nil { // evicts a
 		t.Fatal(err)
 	}
-	if c.Known(AliasOf([]byte(`true`), false)) != nil || len(c.aliases) != 0 {
+	if c.known(aliasOf([]byte(`true`), false)) != nil || len(c.aliases) != 0 {
 		t.Errorf("aliases of an evicted entry remain: %d", len(c.aliases))
 	}
 }
