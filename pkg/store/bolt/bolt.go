@@ -1,7 +1,8 @@
 // Package bolt is the store.Store of the local server: one bbolt file under the data directory, so
 // allowances, spent payments and agent histories survive a restart without any database server.
 //
-// Layout: bucket "allowance" maps client NUL day to the day's counter and its expiry; bucket
+// Layout: bucket "allowance" maps client NUL day to the day's counter (the calls reserved, at
+// least those granted; see allowance.go) and its expiry; bucket
 // "payments" maps a payment id to its expiry; bucket "history" holds one nested bucket per agent,
 // mapping the shared history sort key to the record as JSON; bucket "aggregates" maps an agent id
 // to its reputation.Aggregate (JSON, with a version counted up on each change). Expired counters
@@ -46,11 +47,13 @@ var (
 )
 
 // Store is the bbolt-backed store.Store. It is safe for concurrent use: bbolt runs one write
-// transaction at a time, which is what makes ConsumeAllowance and ReservePayment atomic.
+// transaction at a time, which is what makes ReservePayment atomic; ConsumeAllowance decides under
+// its counter's lock in memory (allowance.go).
 type Store struct {
-	db     *bbolt.DB
-	writes groupCommit // the writes on the request path, grouped into shared commits
-	now    func() time.Time
+	db       *bbolt.DB
+	writes   groupCommit // the writes on the request path, grouped into shared commits
+	counters counters    // today's free allowances, counted in memory (allowance.go)
+	now      func() time.Time
 }
 
 var _ store.Store = (*Store)(nil)
@@ -175,77 +178,6 @@ func decodeExpiry(b []byte) (int64, bool) {
 // allowanceKey is client NUL day; ids never contain NUL (storekey.CheckID), so it is unambiguous.
 func allowanceKey(client, day string) []byte {
 	return []byte(client + "\x00" + day)
-}
-
-// ConsumeAllowance implements store.Store in one write transaction, which bbolt serialises.
-func (s *Store) ConsumeAllowance(ctx context.Context, client, day string, limit int, expires time.Time) (bool, int, error) {
-	if err := checkAllowanceArgs(client, day); err != nil {
-		return false, 0, fmt.Errorf("consume allowance: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return false, 0, fmt.Errorf("consume allowance: %w", err)
-	}
-	if storekey.Expired(expires.Unix(), s.now()) {
-		return false, 0, errors.New("consume allowance: the counter's expiry has already passed")
-	}
-	if limit <= 0 {
-		return false, 0, nil
-	}
-	var granted bool
-	var remaining int
-	// Concurrent writers share one commit; the function may run more than once, so it sets its
-	// results afresh.
-	err := s.writes.update(func(tx *bbolt.Tx) error {
-		granted, remaining = false, 0
-		b := tx.Bucket(bucketAllowance)
-		key := allowanceKey(client, day)
-		used := 0
-		if n, exp, ok := decodeCounter(b.Get(key)); ok && !storekey.Expired(exp, s.now()) {
-			used = n
-		}
-		if used >= limit {
-			remaining = 0
-			return nil
-		}
-		used++
-		granted, remaining = true, storekey.Remaining(limit, used)
-		return b.Put(key, encodeCounter(used, expires.Unix()))
-	})
-	if err != nil {
-		return false, 0, fmt.Errorf("consume allowance: %w", err)
-	}
-	return granted, remaining, nil
-}
-
-// AllowanceUsed implements store.Store.
-func (s *Store) AllowanceUsed(ctx context.Context, client, day string) (int, error) {
-	if err := checkAllowanceArgs(client, day); err != nil {
-		return 0, fmt.Errorf("read allowance: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("read allowance: %w", err)
-	}
-	key := allowanceKey(client, day)
-	var used int
-	var expired bool
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		n, exp, ok := decodeCounter(tx.Bucket(bucketAllowance).Get(key))
-		switch {
-		case !ok:
-		case storekey.Expired(exp, s.now()):
-			expired = true
-		default:
-			used = n
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("read allowance: %w", err)
-	}
-	if expired {
-		s.deleteIfExpired(bucketAllowance, key)
-	}
-	return used, nil
 }
 
 // deleteIfExpired is the lazy deletion of an expired item met by a read. It is best-effort: the
@@ -529,10 +461,15 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close implements store.Store.
+// Close implements store.Store. It first writes back the exact allowance counts (allowance.go);
+// if that fails, the reservations on disk stand, which never grants more than the allowance.
 func (s *Store) Close() error {
+	settleErr := s.settleCounters()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close bolt store: %w", err)
+	}
+	if settleErr != nil {
+		return fmt.Errorf("close bolt store: write back the allowance counts: %w", settleErr)
 	}
 	return nil
 }

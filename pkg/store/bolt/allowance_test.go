@@ -1,0 +1,261 @@
+package bolt
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+const leaseDay = "2025-03-01"
+
+var leaseExpiry = time.Date(2025, 3, 2, 1, 0, 0, 0, time.UTC)
+
+func openAt(t *testing.T, path string, clk *clock) *Store {
+	t.Helper()
+	s, err := Open(path, WithClock(clk.Now))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+// onDisk is the allowance counter as committed, read past the store's memory.
+func onDisk(t *testing.T, s *Store, client string) int {
+	t.Helper()
+	n, err := s.readCounter(allowanceKey(client, leaseDay))
+	if err != nil {
+		t.Fatalf("read counter: %v", err)
+	}
+	return n
+}
+
+// crash closes the file without the write-back a graceful Close does, as a killed process would
+// leave it.
+func crash(t *testing.T, s *Store) {
+	t.Helper()
+	if err := s.db.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+}
+
+func consume(t *testing.T, s *Store, client string, limit int) (bool, int) {
+	t.Helper()
+	g, r, err := s.ConsumeAllowance(context.Background(), client, leaseDay, limit, leaseExpiry)
+	if err != nil {
+		t.Fatalf("ConsumeAllowance: %v", err)
+	}
+	return g, r
+}
+
+// A client calling faster than leaseWindow reserves 1, 2, 4, ... up to maxLease calls at a time:
+// the disk stays ahead of the calls granted, by less than maxLease.
+func TestAllowanceReservesAhead(t *testing.T) {
+	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+	s := openAt(t, filepath.Join(t.TempDir(), FileName), clk)
+	t.Cleanup(func() { _ = s.Close() })
+	var disk []int
+	for i := 1; i <= 200; i++ {
+		if g, r := consume(t, s, "fast", 1000); !g || r != 1000-i {
+			t.Fatalf("call %d: granted %v, remaining %d; want true, %d", i, g, r, 1000-i)
+		}
+		d := onDisk(t, s, "fast")
+		if d < i || d-i >= maxLease {
+			t.Fatalf("call %d: %d on disk; want at least the calls granted and fewer than %d ahead", i, d, maxLease)
+		}
+		if len(disk) == 0 || disk[len(disk)-1] != d {
+			disk = append(disk, d)
+		}
+	}
+	want := []int{1, 3, 7, 15, 31, 63, 95, 127, 159, 191, 223}
+	if !slices.Equal(disk, want) {
+		t.Errorf("reservations on disk %v, want %v", disk, want)
+	}
+	if used, err := s.AllowanceUsed(context.Background(), "fast", leaseDay); err != nil || used != 200 {
+		t.Errorf("AllowanceUsed = %d, %v; want the exact 200, nil", used, err)
+	}
+}
+
+// A client calling less often than leaseWindow reserves one call at a time: the disk is exact
+// after every call, as without reservations.
+func TestAllowanceSlowClientIsExactOnDisk(t *testing.T) {
+	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+	s := openAt(t, filepath.Join(t.TempDir(), FileName), clk)
+	t.Cleanup(func() { _ = s.Close() })
+	for i := 1; i <= 10; i++ {
+		consume(t, s, "slow", 1000)
+		if d := onDisk(t, s, "slow"); d != i {
+			t.Fatalf("call %d: %d on disk, want %d", i, d, i)
+		}
+		clk.Set(clk.Now().Add(leaseWindow))
+	}
+}
+
+// Reservations never pass the limit, and the limit holds exactly in memory.
+func TestAllowanceReservationStopsAtLimit(t *testing.T) {
+	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+	s := openAt(t, filepath.Join(t.TempDir(), FileName), clk)
+	t.Cleanup(func() { _ = s.Close() })
+	granted := 0
+	for range 50 {
+		if g, _ := consume(t, s, "c", 20); g {
+			granted++
+		}
+		if d := onDisk(t, s, "c"); d > 20 {
+			t.Fatalf("%d reserved on disk, past the limit of 20", d)
+		}
+	}
+	if granted != 20 {
+		t.Errorf("%d calls granted, want 20", granted)
+	}
+}
+
+// After a crash the counter on disk is never below the calls granted, so a restart gives nothing
+// away; what it costs the client is bounded by maxLease. A graceful Close is exact.
+func TestAllowanceAcrossRestarts(t *testing.T) {
+	for _, graceful := range []bool{false, true} {
+		t.Run(fmt.Sprintf("graceful=%v", graceful), func(t *testing.T) {
+			clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+			path := filepath.Join(t.TempDir(), FileName)
+			s := openAt(t, path, clk)
+			const calls, limit = 100, 150
+			for range calls {
+				consume(t, s, "c", limit)
+			}
+			if graceful {
+				if err := s.Close(); err != nil {
+					t.Fatalf("Close: %v", err)
+				}
+			} else {
+				crash(t, s)
+			}
+			s = openAt(t, path, clk)
+			t.Cleanup(func() { _ = s.Close() })
+			used, err := s.AllowanceUsed(context.Background(), "c", leaseDay)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case graceful && used != calls:
+				t.Fatalf("after a graceful restart %d used, want exactly %d", used, calls)
+			case used < calls || used-calls >= maxLease:
+				t.Fatalf("after a crash %d used; want at least %d and fewer than %d more", used, calls, maxLease)
+			}
+			granted := 0
+			for range limit {
+				if g, _ := consume(t, s, "c", limit); g {
+					granted++
+				}
+			}
+			if calls+granted > limit {
+				t.Fatalf("%d calls granted across the restart, past the limit of %d", calls+granted, limit)
+			}
+			if granted != limit-used {
+				t.Fatalf("%d granted after the restart, want %d", granted, limit-used)
+			}
+		})
+	}
+}
+
+// Concurrent callers from many clients: every client gets exactly its limit, and the disk is
+// never below the grants.
+func TestAllowanceConcurrentClients(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), FileName), &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)})
+	const clients, callers, calls, limit = 4, 8, 40, 250
+	var mu sync.Mutex
+	granted := map[string]int{}
+	var wg sync.WaitGroup
+	for c := range clients {
+		for range callers {
+			wg.Go(func() {
+				client := fmt.Sprintf("client-%d", c)
+				for range calls {
+					g, _, err := s.ConsumeAllowance(context.Background(), client, leaseDay, limit, leaseExpiry)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if g {
+						mu.Lock()
+						granted[client]++
+						mu.Unlock()
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for c := range clients {
+		client := fmt.Sprintf("client-%d", c)
+		if granted[client] != limit {
+			t.Errorf("%s: %d granted of %d calls, want exactly %d", client, granted[client], callers*calls, limit)
+		}
+		if d := onDisk(t, s, client); d < limit {
+			t.Errorf("%s: %d on disk, below the %d granted", client, d, limit)
+		}
+	}
+	crash(t, s)
+}
+
+// With no room for another counter in memory, a new client is counted exactly on disk; counters
+// that hold no reservation make room without losing anything.
+func TestAllowanceCountersBounded(t *testing.T) {
+	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+	s := openAt(t, filepath.Join(t.TempDir(), FileName), clk)
+	t.Cleanup(func() { _ = s.Close() })
+	s.counters.max = 2
+	for range 5 {
+		consume(t, s, "a", 100)
+		consume(t, s, "b", 100)
+	}
+	if onDisk(t, s, "a") == 5 || onDisk(t, s, "b") == 5 {
+		t.Fatal("the fast clients hold no reservation ahead; the test needs them to")
+	}
+	for i := 1; i <= 3; i++ {
+		consume(t, s, "c", 100)
+		if d := onDisk(t, s, "c"); d != i {
+			t.Fatalf("client without a counter: %d on disk after %d calls, want it exact", d, i)
+		}
+	}
+	if len(s.counters.m) != 2 || s.counters.m[string(allowanceKey("c", leaseDay))] != nil {
+		t.Fatalf("counters in memory: %d, want only a and b", len(s.counters.m))
+	}
+	for _, client := range []string{"a", "b"} {
+		if used, _ := s.AllowanceUsed(context.Background(), client, leaseDay); used != 5 {
+			t.Errorf("%s: AllowanceUsed %d, want 5", client, used)
+		}
+	}
+
+	// Once a and b have nothing reserved ahead (here: written back), they make room for c.
+	if err := s.settleCounters(); err != nil {
+		t.Fatal(err)
+	}
+	consume(t, s, "c", 100)
+	if s.counters.m[string(allowanceKey("c", leaseDay))] == nil {
+		t.Error("c got no counter although a and b could be dropped without loss")
+	}
+	for _, client := range []string{"a", "b", "c"} {
+		want := map[string]int{"a": 5, "b": 5, "c": 4}[client]
+		if used, _ := s.AllowanceUsed(context.Background(), client, leaseDay); used != want {
+			t.Errorf("%s: AllowanceUsed %d, want %d", client, used, want)
+		}
+	}
+}
+
+// A failed reservation commit grants nothing and leaves the counter as it was.
+func TestAllowanceReservationFailureGrantsNothing(t *testing.T) {
+	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+	s := openAt(t, filepath.Join(t.TempDir(), FileName), clk)
+	consume(t, s, "c", 100) // reserves 1
+	crash(t, s)             // every later commit fails
+	if g, _, err := s.ConsumeAllowance(context.Background(), "c", leaseDay, 100, leaseExpiry); err == nil || g {
+		t.Fatalf("ConsumeAllowance with the file closed = %v, %v; want no grant and an error", g, err)
+	}
+	c := s.counters.m[string(allowanceKey("c", leaseDay))]
+	if c.used != 1 || c.reserved != 1 {
+		t.Errorf("counter after the failed reservation: used %d, reserved %d; want 1 and 1", c.used, c.reserved)
+	}
+}
