@@ -79,7 +79,8 @@ func (e *Engine) Check(req *Request, sch *Schema, env Envelope) *Report {
 	return buildReport(req, f, env)
 }
 
-// Attester signs a response document given with its RFC 8785 form; receipt.Key is one.
+// Attester signs a response document given with its RFC 8785 form; receipt.Key is one. It must
+// not keep response or canonical, nor return either, past the call: the engine reuses their buffers.
 type Attester interface {
 	AttestCanonical(context string, response, canonical []byte, timestamp string) ([]byte, error)
 }
@@ -97,31 +98,45 @@ func (e *Engine) Respond(body []byte, env Envelope, a Attester) ([]byte, *Report
 // Finish checks a decoded request, serializes the report and, when a is not nil, signs it.
 func (e *Engine) Finish(req *Request, sch *Schema, env Envelope, a Attester) ([]byte, *Report, error) {
 	rep := e.Check(req, sch, env)
-	out, err := rep.JSON()
+	if a == nil {
+		out, err := rep.JSON()
+		if err != nil {
+			return nil, nil, fmt.Errorf("encode report: %w", err)
+		}
+		return out, rep, nil
+	}
+	// Both forms of the report are needed only until the signed answer is written, which is a
+	// buffer of its own, so theirs are pooled.
+	wirep, canonp := canonPool.Get().(*[]byte), canonPool.Get().(*[]byte)
+	defer putPooled(wirep)
+	defer putPooled(canonp)
+	wire, err := rep.wireJSON((*wirep)[:0])
+	*wirep = wire
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode report: %w", err)
 	}
-	if a != nil {
-		// The canonical form is needed only until it is signed, so its buffer is pooled.
-		bufp := canonPool.Get().(*[]byte)
-		canon, err := rep.canonicalJSON((*bufp)[:0])
-		if err != nil {
-			canon = nil // the signer canonicalizes the wire form itself
-		}
-		out, err = a.AttestCanonical(receipt.ContextVerify, out, canon, rep.VerifiedAt)
-		if cap(canon) <= maxPooledCanon {
-			*bufp = canon[:0]
-			canonPool.Put(bufp)
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("attest report: %w", err)
-		}
+	canon, err := rep.canonicalJSON((*canonp)[:0])
+	*canonp = canon
+	if err != nil {
+		canon = nil // the signer canonicalizes the wire form itself
+	}
+	out, err := a.AttestCanonical(receipt.ContextVerify, wire, canon, rep.VerifiedAt)
+	if err != nil {
+		return nil, nil, fmt.Errorf("attest report: %w", err)
 	}
 	return out, rep, nil
 }
 
-// canonPool holds the buffers Finish writes a report's canonical form in.
+// canonPool holds the buffers Finish writes a report's two forms in.
 var canonPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// putPooled returns a buffer to canonPool unless it grew too large to keep.
+func putPooled(bufp *[]byte) {
+	if cap(*bufp) <= maxPooledCanon {
+		*bufp = (*bufp)[:0]
+		canonPool.Put(bufp)
+	}
+}
 
 // maxPooledCanon keeps one very large report from pinning its buffer in the pool for good.
 const maxPooledCanon = 1 << 20
