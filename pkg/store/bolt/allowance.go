@@ -166,13 +166,28 @@ func (s *Store) consume(c *counter, key []byte, limit int, expires time.Time) (b
 	if c.lease > 0 && now.Sub(c.leasedAt) < leaseWindow {
 		lease = min(2*c.lease, maxLease)
 	}
-	target := min(c.used+lease, limit)
-	if err := s.writes.update(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketAllowance).Put(key, encodeCounter(target, expires.Unix()))
-	}); err != nil {
+	// The count on disk is read again: calls that consumeExact granted while this counter was
+	// being made (the only other writer) count as used.
+	var used, reserved int
+	err := s.writes.update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketAllowance)
+		used, reserved = c.used, c.reserved
+		if n, exp, ok := decodeCounter(b.Get(key)); ok && !storekey.Expired(exp, s.now()) && n > reserved {
+			used, reserved = used+n-reserved, n
+		}
+		if used >= limit {
+			return nil
+		}
+		reserved = min(used+lease, limit)
+		return b.Put(key, encodeCounter(reserved, expires.Unix()))
+	})
+	if err != nil {
 		return false, 0, fmt.Errorf("consume allowance: %w", err)
 	}
-	c.reserved, c.expires, c.lease, c.leasedAt = target, expires.Unix(), lease, now
+	c.used, c.reserved, c.expires, c.lease, c.leasedAt = used, reserved, expires.Unix(), lease, now
+	if c.used >= limit {
+		return false, 0, nil
+	}
 	c.used++
 	return true, storekey.Remaining(limit, c.used), nil
 }

@@ -259,3 +259,34 @@ func TestAllowanceReservationFailureGrantsNothing(t *testing.T) {
 		t.Errorf("counter after the failed reservation: used %d, reserved %d; want 1 and 1", c.used, c.reserved)
 	}
 }
+
+// Calls granted exactly on disk (no counter in memory) while a counter for the same client
+// exists, which can happen when the map had no room as the counter was made, are counted by the
+// counter's next reservation: together they never pass the limit.
+func TestAllowanceCounterCountsExactGrants(t *testing.T) {
+	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+	s := openAt(t, filepath.Join(t.TempDir(), FileName), clk)
+	t.Cleanup(func() { _ = s.Close() })
+	const limit = 5
+	granted := 0
+	for range 2 {
+		if g, _ := consume(t, s, "c", limit); g {
+			granted++
+		}
+	}
+	if g, _, err := s.consumeExact(allowanceKey("c", leaseDay), limit, leaseExpiry); err != nil || !g {
+		t.Fatalf("consumeExact = %v, %v; want a grant", g, err)
+	}
+	granted++
+	for range 10 {
+		if g, _ := consume(t, s, "c", limit); g {
+			granted++
+		}
+	}
+	if granted != limit {
+		t.Errorf("%d calls granted, want exactly the limit of %d", granted, limit)
+	}
+	if used, _ := s.AllowanceUsed(context.Background(), "c", leaseDay); used != limit {
+		t.Errorf("AllowanceUsed = %d, want %d", used, limit)
+	}
+}
