@@ -87,8 +87,7 @@ func run(bin string, duration time.Duration, conns int, paidShare, freshShare fl
 	}
 	defer stop()
 
-	client := &http.Client{Transport: &http.Transport{MaxIdleConns: conns * 2, MaxIdleConnsPerHost: conns * 2, IdleConnTimeout: time.Minute}}
-	accepted, err := requirement(client, base)
+	accepted, err := requirement(&http.Client{Timeout: 10 * time.Second}, base)
 	if err != nil {
 		return err
 	}
@@ -101,14 +100,17 @@ func run(bin string, duration time.Duration, conns int, paidShare, freshShare fl
 facilitator).`, paidShare*100)
 	}
 
+	client := newPool(strings.TrimPrefix(base, "http://"), conns*2)
+	defer client.close()
 	// Warm-up: compile the schema pool, fill connection pools.
-	closedLoop(client, base, gen, conns, 2*time.Second)
-	cpu0, srv0 := readCPU(), processCPU(pid)
-	max := closedLoop(client, base, gen, conns, duration)
-	cpu1, srv1 := readCPU(), processCPU(pid)
+	closedLoop(client, gen, conns, 2*time.Second)
+	self := os.Getpid()
+	cpu0, srv0, gen0 := readCPU(), processCPU(pid), processCPU(self)
+	max := closedLoop(client, gen, conns, duration)
+	cpu1, srv1, gen1 := readCPU(), processCPU(pid), processCPU(self)
 	rate := max.throughput() / 2
-	half := openLoop(client, base, gen, rate, duration)
-	cpu2, srv2 := readCPU(), processCPU(pid)
+	half := openLoop(client, gen, rate, duration)
+	cpu2, srv2, gen2 := readCPU(), processCPU(pid), processCPU(self)
 
 	report := fmt.Sprintf(`## Load (local server on loopback, one run)
 
@@ -134,6 +136,12 @@ Server process CPU (/proc/<pid>/stat, unaffected by other processes on the machi
 request in the closed loop (%.2f cores), %.0f µs per request in the open loop (%.2f cores).
 `, perRequest(srv1-srv0, max.n), (srv1-srv0).Seconds()/max.elapsed.Seconds(),
 			perRequest(srv2-srv1, half.n), (srv2-srv1).Seconds()/half.elapsed.Seconds())
+	}
+	if gen0 > 0 && gen2 > gen1 {
+		report += fmt.Sprintf(`
+Load generator CPU (its own process): %.0f µs per request in the closed loop, %.0f µs in the open
+loop.
+`, perRequest(gen1-gen0, max.n), perRequest(gen2-gen1, half.n))
 	}
 	fmt.Print(report)
 	if out != "" {
@@ -246,22 +254,21 @@ type recorder struct {
 	bad atomic.Int64
 }
 
-func (rec *recorder) send(client *http.Client, base string, gen *generator) {
+// send sends one request of the mix and records its latency.
+func (rec *recorder) send(client *pool, gen *generator) { rec.sendDue(client, gen, time.Time{}) }
+
+// sendDue is send with the latency counted from due (when the request was due to be sent), or
+// from the send itself when due is zero.
+func (rec *recorder) sendDue(client *pool, gen *generator, due time.Time) {
 	path, body, hdr := gen.next()
-	req, _ := http.NewRequest(http.MethodPost, base+path, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
+	start := due
+	if start.IsZero() {
+		start = time.Now()
 	}
-	start := time.Now()
-	resp, err := client.Do(req)
-	if err == nil {
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}
+	status, err := client.do(path, body, hdr)
 	d := time.Since(start)
 	rec.n.Add(1)
-	if err != nil || resp.StatusCode != http.StatusOK {
+	if err != nil || status != http.StatusOK {
 		rec.bad.Add(1)
 	}
 	rec.mu.Lock()
@@ -273,7 +280,7 @@ func (rec *recorder) result(elapsed time.Duration) *result {
 	return &result{n: int(rec.n.Load()), errors: int(rec.bad.Load()), elapsed: elapsed, lat: rec.lat}
 }
 
-func closedLoop(client *http.Client, base string, gen *generator, conns int, d time.Duration) *result {
+func closedLoop(client *pool, gen *generator, conns int, d time.Duration) *result {
 	var rec recorder
 	deadline := time.Now().Add(d)
 	start := time.Now()
@@ -283,7 +290,7 @@ func closedLoop(client *http.Client, base string, gen *generator, conns int, d t
 		go func() {
 			defer wg.Done()
 			for time.Now().Before(deadline) {
-				rec.send(client, base, gen)
+				rec.send(client, gen)
 			}
 		}()
 	}
@@ -291,23 +298,32 @@ func closedLoop(client *http.Client, base string, gen *generator, conns int, d t
 	return rec.result(time.Since(start))
 }
 
-// openLoop sends at a fixed rate whatever the answers do, so queueing shows in the latencies.
-func openLoop(client *http.Client, base string, gen *generator, rate float64, d time.Duration) *result {
+// openLoop sends at a fixed rate whatever the answers do, so queueing shows in the latencies. It
+// wakes at most once a millisecond and sends every request due by then, each on a goroutine of
+// its own: a wake-up per request cost the load generator more CPU than the request itself on this
+// machine's virtual processors. A request's latency counts from when it was due, so a late send
+// counts against the server, never for it.
+func openLoop(client *pool, gen *generator, rate float64, d time.Duration) *result {
 	var rec recorder
 	interval := time.Duration(float64(time.Second) / rate)
 	start := time.Now()
 	var wg sync.WaitGroup
-	for i := 0; ; i++ {
-		at := start.Add(time.Duration(i) * interval)
-		if at.Sub(start) >= d {
-			break
+	for i := 0; ; {
+		now := time.Now()
+		for ; ; i++ {
+			due := start.Add(time.Duration(i) * interval)
+			if due.Sub(start) >= d {
+				wg.Wait()
+				return rec.result(time.Since(start))
+			}
+			if due.After(now) {
+				break
+			}
+			wg.Add(1)
+			go func() { defer wg.Done(); rec.sendDue(client, gen, due) }()
 		}
-		time.Sleep(time.Until(at))
-		wg.Add(1)
-		go func() { defer wg.Done(); rec.send(client, base, gen) }()
+		time.Sleep(max(time.Until(start.Add(time.Duration(i)*interval)), time.Millisecond))
 	}
-	wg.Wait()
-	return rec.result(time.Since(start))
 }
 
 // generator makes the request mix.

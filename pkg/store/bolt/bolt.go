@@ -51,8 +51,8 @@ var (
 // its counter's lock in memory (allowance.go).
 type Store struct {
 	db       *bbolt.DB
-	writes   groupCommit // the writes on the request path, grouped into shared commits
-	counters counters    // today's free allowances, counted in memory (allowance.go)
+	writes   *groupCommit // the API's writes, grouped into shared commits
+	counters counters     // today's free allowances, counted in memory (allowance.go)
 	now      func() time.Time
 }
 
@@ -97,7 +97,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("open bolt store: %w", err)
 	}
 	s.db = db
-	s.writes.db = db
+	s.writes = newGroupCommit(db, historyLinger)
 	if err := db.Update(func(tx *bbolt.Tx) error {
 		for _, name := range [][]byte{bucketAllowance, bucketPayments, bucketHistory, bucketAggregate} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -255,7 +255,8 @@ type record struct {
 // initialMmapSize is the address space bbolt maps up front (1 GiB).
 const initialMmapSize = 1 << 30
 
-// RecordVerification implements store.Store.
+// RecordVerification implements store.Store. No answer waits for it on the local server, so its
+// write may wait up to historyLinger for others to share the commit.
 func (s *Store) RecordVerification(ctx context.Context, v store.Verification) error {
 	if err := storekey.CheckVerification(v); err != nil {
 		return fmt.Errorf("record verification: %w", err)
@@ -276,7 +277,7 @@ func (s *Store) RecordVerification(ctx context.Context, v store.Verification) er
 		return fmt.Errorf("record verification %s: encode: %w", v.VerificationID, err)
 	}
 	key := []byte(storekey.HistoryKey(v.VerifiedAt, v.VerificationID))
-	err = s.writes.update(func(tx *bbolt.Tx) error {
+	err = s.writes.updateDeferred(func(tx *bbolt.Tx) error {
 		b, err := tx.Bucket(bucketHistory).CreateBucketIfNotExists([]byte(v.AgentID))
 		if err != nil {
 			return err

@@ -3,23 +3,44 @@ package bolt
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 )
 
 // groupCommit runs concurrent write functions together in one bbolt transaction, so that they
 // share one commit (bbolt syncs the file twice per commit, about 0.4 ms here) instead of queueing
-// for one each. Unlike bbolt's own DB.Batch, it never waits for company: a write that finds no
-// commit under way starts one at once, and the writes that arrive while a commit runs form the
-// next one. Batches therefore grow with the load and add no latency when it is light.
+// for one each. Unlike bbolt's own DB.Batch, it never makes a write on the request path wait for
+// company: such a write that finds no commit under way starts one at once, and the writes that
+// arrive while a commit runs form the next one. Batches therefore grow with the load and add no
+// latency when it is light.
+//
+// A deferrable write (a history record, which no answer waits for) may instead wait up to linger
+// for others to share its commit: under load the history alone otherwise kept a commit, with its
+// syncs, running back to back. A write that cannot wait, or maxDeferred deferrable ones, end the
+// wait, and all pending writes commit together.
 //
 // Durability is unchanged: a write returns only after the commit that holds it has synced, so
 // nothing is acknowledged before it is on disk.
 type groupCommit struct {
 	db      *bbolt.DB
+	linger  time.Duration // how long deferrable writes may wait for company; 0: not at all
 	mu      sync.Mutex
 	pending []*groupWrite
-	running bool // a committer goroutine is draining pending
+	since   time.Time     // when the oldest pending write arrived
+	urgent  bool          // a pending write cannot wait
+	running bool          // a committer goroutine is draining pending
+	kick    chan struct{} // wakes a committer waiting for company (buffered 1)
+}
+
+// maxDeferred deferrable writes commit without waiting out the linger.
+const maxDeferred = 256
+
+// historyLinger is the store's linger: history records wait at most this long for company.
+const historyLinger = 10 * time.Millisecond
+
+func newGroupCommit(db *bbolt.DB, linger time.Duration) *groupCommit {
+	return &groupCommit{db: db, linger: linger, kick: make(chan struct{}, 1)}
 }
 
 type groupWrite struct {
@@ -32,10 +53,25 @@ type groupWrite struct {
 // function of its batch fails, the rest are run again without it), so it must set its results
 // afresh on each run; a function that fails is run again on its own, so its error is the one it
 // gets in a transaction of its own.
-func (g *groupCommit) update(fn func(*bbolt.Tx) error) error {
+func (g *groupCommit) update(fn func(*bbolt.Tx) error) error { return g.write(fn, false) }
+
+// updateDeferred is update for a write that may wait up to g.linger for company.
+func (g *groupCommit) updateDeferred(fn func(*bbolt.Tx) error) error { return g.write(fn, true) }
+
+func (g *groupCommit) write(fn func(*bbolt.Tx) error, deferrable bool) error {
 	w := &groupWrite{fn: fn, done: make(chan error, 1)}
 	g.mu.Lock()
+	if len(g.pending) == 0 {
+		g.since = time.Now()
+	}
 	g.pending = append(g.pending, w)
+	if !deferrable || len(g.pending) >= maxDeferred {
+		g.urgent = true
+		select {
+		case g.kick <- struct{}{}:
+		default:
+		}
+	}
 	start := !g.running
 	g.running = true
 	g.mu.Unlock()
@@ -50,14 +86,29 @@ func (g *groupCommit) run() {
 	for {
 		g.mu.Lock()
 		batch := g.pending
-		g.pending = nil
 		if len(batch) == 0 {
 			g.running = false
 			g.mu.Unlock()
 			return
 		}
+		if wait := g.linger - time.Since(g.since); !g.urgent && wait > 0 {
+			g.mu.Unlock()
+			g.waitForCompany(wait)
+			continue
+		}
+		g.pending, g.urgent = nil, false
 		g.mu.Unlock()
 		g.commit(batch)
+	}
+}
+
+// waitForCompany sleeps for d or until a write that cannot wait arrives.
+func (g *groupCommit) waitForCompany(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-g.kick:
+	case <-t.C:
 	}
 }
 

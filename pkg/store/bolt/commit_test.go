@@ -6,11 +6,14 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 )
 
-func openGroup(t *testing.T) *groupCommit {
+func openGroup(t *testing.T) *groupCommit { return openLingering(t, 0) }
+
+func openLingering(t *testing.T, linger time.Duration) *groupCommit {
 	t.Helper()
 	db, err := bbolt.Open(filepath.Join(t.TempDir(), FileName), 0o600, nil)
 	if err != nil {
@@ -20,7 +23,7 @@ func openGroup(t *testing.T) *groupCommit {
 	if err := db.Update(func(tx *bbolt.Tx) error { _, err := tx.CreateBucket([]byte("b")); return err }); err != nil {
 		t.Fatalf("create bucket: %v", err)
 	}
-	return &groupCommit{db: db}
+	return newGroupCommit(db, linger)
 }
 
 // put writes key in bucket b and then returns fail.
@@ -107,5 +110,91 @@ func TestGroupCommitConcurrent(t *testing.T) {
 	}
 	if got := len(keys(t, g)); got != writers {
 		t.Errorf("%d keys committed, want %d", got, writers)
+	}
+}
+
+// txOf writes key and reports the id of the transaction it ran in: writes sharing a commit share
+// the id.
+func txOf(key string, ids chan<- int) func(*bbolt.Tx) error {
+	return func(tx *bbolt.Tx) error {
+		ids <- int(tx.ID())
+		return tx.Bucket([]byte("b")).Put([]byte(key), []byte("v"))
+	}
+}
+
+// runWrites runs n writes concurrently and fails the test if they have
+// not all returned within a generous bound (a write stuck waiting for company would never return).
+func runWrites(t *testing.T, n int, write func(i int) error) {
+	t.Helper()
+	errs := make(chan error, n)
+	for i := range n {
+		go func() { errs <- write(i) }()
+	}
+	timeout := time.After(30 * time.Second)
+	for range n {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatalf("write: %v", err)
+			}
+		case <-timeout:
+			t.Fatal("writes still waiting after 30 s")
+		}
+	}
+}
+
+// Deferrable writes wait out the linger and then share one commit.
+func TestGroupCommitDeferredWritesShareACommit(t *testing.T) {
+	const linger = 200 * time.Millisecond
+	g := openLingering(t, linger)
+	ids := make(chan int, 20)
+	start := time.Now()
+	runWrites(t, 20, func(i int) error { return g.updateDeferred(txOf(fmt.Sprint(i), ids)) })
+	if waited := time.Since(start); waited < linger {
+		t.Errorf("deferred writes returned after %v, before the linger of %v", waited, linger)
+	}
+	close(ids)
+	seen := map[int]bool{}
+	for id := range ids {
+		seen[id] = true
+	}
+	if len(seen) != 1 {
+		t.Errorf("20 deferred writes ran in %d transactions, want 1", len(seen))
+	}
+}
+
+// A write that cannot wait ends the linger at once, and the deferred writes commit with it.
+func TestGroupCommitUrgentWriteEndsTheWait(t *testing.T) {
+	g := openLingering(t, time.Hour)
+	ids := make(chan int, 2)
+	deferred := make(chan error, 1)
+	go func() { deferred <- g.updateDeferred(txOf("history", ids)) }()
+	for { // until the deferred write is pending
+		g.mu.Lock()
+		n := len(g.pending)
+		g.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	runWrites(t, 1, func(int) error { return g.update(txOf("allowance", ids)) })
+	if err := <-deferred; err != nil {
+		t.Fatal(err)
+	}
+	if a, b := <-ids, <-ids; a != b {
+		t.Errorf("the deferred write ran in transaction %d, the urgent one in %d; want one commit", a, b)
+	}
+	if got := len(keys(t, g)); got != 2 {
+		t.Errorf("%d keys committed, want 2", got)
+	}
+}
+
+// maxDeferred deferrable writes do not wait out the linger.
+func TestGroupCommitFullBatchDoesNotWait(t *testing.T) {
+	g := openLingering(t, time.Hour)
+	runWrites(t, maxDeferred, func(i int) error { return g.updateDeferred(put(fmt.Sprint(i), nil)) })
+	if got := len(keys(t, g)); got != maxDeferred {
+		t.Errorf("%d keys committed, want %d", got, maxDeferred)
 	}
 }
