@@ -18,39 +18,58 @@ import (
 // The local server is the only process that opens its file (bbolt locks it), so the store can know
 // each counter exactly in memory. What must be durable before a free call is answered is only an
 // upper bound on the calls granted: the counter on disk holds the calls *reserved*, and a call is
-// granted from memory while it stays below that. When the reservation runs out, the next call
-// reserves more and waits for the commit, as every call used to.
+// granted from memory while it stays below that. A call beyond the reservation takes the next
+// number and waits until a reservation that covers it has committed.
 //
 // A client calling now and then reserves one call at a time, so its counter on disk is exact, as
-// before. A client whose reservations run out within leaseWindow of each other reserves twice as
-// many each time, up to maxLease. Under load most free calls then answer without waiting for the
-// disk, which is where their time went.
+// before. A client whose reservations come within leaseWindow of each other reserves twice as
+// many each time, up to maxLease, and reserves the next batch in the background once half of the
+// current one is used, so that its calls do not queue behind the commit. Under load most free
+// calls then answer without waiting for the disk, which is where their time went.
 //
 // Safety: the counter on disk is never below the calls granted, so no restart, crash included,
 // gives a client more than the allowance. A graceful Close writes the exact counts back. A crash
 // loses at most the unused part of each reservation (fewer than maxLease calls, and only for a
 // client that was calling several times a second): that client finds those free calls counted
-// as used for the rest of its day.
+// as used for the rest of its day. So does a client whose counter is dropped to make room (see
+// maxCounters), and a call whose reservation failed to commit (it is answered with an error).
 const (
-	maxLease    = 32
+	maxLease    = 128
 	leaseWindow = time.Second
-	// maxCounters bounds the counters held in memory. A counter with nothing reserved beyond its
-	// use is dropped without loss when room is needed; when all are busy, a new client's calls are
-	// reserved one at a time, exactly, without a counter in memory.
+	// maxCounters bounds the counters held in memory. To make room, counters with nothing
+	// reserved beyond their use are dropped first (the disk holds them exactly), then idle ones
+	// with a reservation, whose unused part then counts as used. Counters in use are never
+	// dropped, so the map may pass the bound by the calls in flight.
 	maxCounters = 1 << 16
 )
 
 // counter is one client's allowance for one day, in memory.
 type counter struct {
-	mu       sync.Mutex // serialises this counter's calls, reservation commits included
-	dead     bool       // dropped from the map; a caller holding it looks again
-	loaded   bool       // used and reserved hold the counter on disk
-	used     int        // calls granted
-	reserved int        // the count on disk: used <= reserved
-	expires  int64      // epoch seconds; past it the counter is gone
-	lease    int        // size of the next reservation
-	leasedAt time.Time  // when the last reservation was taken
+	mu        sync.Mutex // serialises this counter's state
+	done      *sync.Cond // on mu: a reservation ended
+	dead      bool       // dropped from the map; a caller holding it looks again
+	loaded    bool       // the fields below hold the counter on disk
+	reserving bool       // a reservation is being committed
+	waiting   int        // calls waiting for a reservation
+	used      int        // calls taken: granted, or waiting for a reservation that covers them
+	reserved  int        // the count on disk: the calls granted are at most this
+	failedTo  int        // the calls up to here that were waiting when a reservation failed
+	expires   int64      // epoch seconds; past it the counter is gone
+	lease     int        // size of the last reservation
+	leasedAt  time.Time  // when the last reservation was taken
 }
+
+// nextLease is the size of the next reservation: twice the last while they come within
+// leaseWindow of each other, otherwise one.
+func (c *counter) nextLease(now time.Time) int {
+	if c.lease > 0 && now.Sub(c.leasedAt) < leaseWindow {
+		return min(2*c.lease, maxLease)
+	}
+	return 1
+}
+
+// idle reports whether no call or reservation is using c. The caller holds c.mu.
+func (c *counter) idle() bool { return !c.reserving && c.waiting == 0 }
 
 // counters is the in-memory side of the allowance bucket.
 type counters struct {
@@ -59,7 +78,7 @@ type counters struct {
 	max int // maxCounters, unless a test sets it
 }
 
-// get returns key's counter, making one if there is room; nil means none is held for key.
+// get returns key's counter, making one (and room for it) if there is none.
 func (cs *counters) get(key string, now time.Time) *counter {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
@@ -74,28 +93,34 @@ func (cs *counters) get(key string, now time.Time) *counter {
 		limit = maxCounters
 	}
 	if len(cs.m) >= limit {
-		cs.prune(now)
-		if len(cs.m) >= limit {
-			return nil
-		}
+		cs.prune(now, len(cs.m)-limit+1)
 	}
 	c := &counter{}
+	c.done = sync.NewCond(&c.mu)
 	cs.m[key] = c
 	return c
 }
 
-// prune drops every counter that loses nothing by being dropped: expired ones, and those with
-// nothing reserved beyond their use (the disk holds them exactly). Counters in use are skipped.
-func (cs *counters) prune(now time.Time) {
-	for k, c := range cs.m {
-		if !c.mu.TryLock() {
-			continue
+// prune drops counters to make room for n more: first all that lose nothing by it (expired, or
+// with nothing reserved beyond their use), then, while room is still short, idle ones with an
+// unused reservation. Counters in use (locked, waited on, reserving) are skipped.
+func (cs *counters) prune(now time.Time, n int) {
+	for pass := range 2 {
+		for k, c := range cs.m {
+			if pass == 1 && n <= 0 {
+				return
+			}
+			if !c.mu.TryLock() {
+				continue
+			}
+			lossless := !c.loaded || c.used == c.reserved || storekey.Expired(c.expires, now)
+			if c.idle() && (lossless || pass == 1) {
+				c.dead = true
+				delete(cs.m, k)
+				n--
+			}
+			c.mu.Unlock()
 		}
-		if !c.loaded || c.used == c.reserved || storekey.Expired(c.expires, now) {
-			c.dead = true
-			delete(cs.m, k)
-		}
-		c.mu.Unlock()
 	}
 }
 
@@ -109,8 +134,12 @@ func (cs *counters) drop(key string, c *counter) {
 	}
 }
 
-// ConsumeAllowance implements store.Store. The grant is decided in memory under the counter's
-// lock; a call beyond the reservation first commits a larger one (see maxLease).
+// errReservation is a call's answer when the reservation it waited for could not be committed.
+var errReservation = errors.New("consume allowance: the reservation could not be committed")
+
+// ConsumeAllowance implements store.Store. The call takes the next number under the counter's
+// lock; it is granted at once when the reservation on disk covers it, and otherwise waits for the
+// reservation that does.
 func (s *Store) ConsumeAllowance(ctx context.Context, client, day string, limit int, expires time.Time) (bool, int, error) {
 	if err := checkAllowanceArgs(client, day); err != nil {
 		return false, 0, fmt.Errorf("consume allowance: %w", err)
@@ -127,9 +156,6 @@ func (s *Store) ConsumeAllowance(ctx context.Context, client, day string, limit 
 	key := allowanceKey(client, day)
 	for {
 		c := s.counters.get(string(key), s.now())
-		if c == nil {
-			return s.consumeExact(key, limit, expires)
-		}
 		c.mu.Lock()
 		if c.dead {
 			c.mu.Unlock()
@@ -141,11 +167,13 @@ func (s *Store) ConsumeAllowance(ctx context.Context, client, day string, limit 
 	}
 }
 
-// consume takes one call from c, reserving more on disk when its reservation is used up. The
-// caller holds c.mu.
+// consume takes one call from c. The caller holds c.mu.
 func (s *Store) consume(c *counter, key []byte, limit int, expires time.Time) (bool, int, error) {
 	now := s.now()
 	if c.loaded && storekey.Expired(c.expires, now) {
+		for !c.idle() {
+			c.done.Wait()
+		}
 		c.loaded = false
 	}
 	if !c.loaded {
@@ -153,70 +181,61 @@ func (s *Store) consume(c *counter, key []byte, limit int, expires time.Time) (b
 		if err != nil {
 			return false, 0, fmt.Errorf("consume allowance: %w", err)
 		}
-		c.used, c.reserved, c.expires, c.lease, c.loaded = n, n, expires.Unix(), 0, true
+		c.used, c.reserved, c.failedTo, c.expires, c.lease, c.loaded = n, n, n, expires.Unix(), 0, true
 	}
-	if c.used >= limit {
-		return false, 0, nil
-	}
-	if c.used < c.reserved {
-		c.used++
-		return true, storekey.Remaining(limit, c.used), nil
-	}
-	lease := 1
-	if c.lease > 0 && now.Sub(c.leasedAt) < leaseWindow {
-		lease = min(2*c.lease, maxLease)
-	}
-	// The count on disk is read again: calls that consumeExact granted while this counter was
-	// being made (the only other writer) count as used.
-	var used, reserved int
-	err := s.writes.update(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketAllowance)
-		used, reserved = c.used, c.reserved
-		if n, exp, ok := decodeCounter(b.Get(key)); ok && !storekey.Expired(exp, s.now()) && n > reserved {
-			used, reserved = used+n-reserved, n
-		}
-		if used >= limit {
-			return nil
-		}
-		reserved = min(used+lease, limit)
-		return b.Put(key, encodeCounter(reserved, expires.Unix()))
-	})
-	if err != nil {
-		return false, 0, fmt.Errorf("consume allowance: %w", err)
-	}
-	c.used, c.reserved, c.expires, c.lease, c.leasedAt = used, reserved, expires.Unix(), lease, now
 	if c.used >= limit {
 		return false, 0, nil
 	}
 	c.used++
-	return true, storekey.Remaining(limit, c.used), nil
+	call := c.used
+	if call > c.reserved {
+		if !c.reserving {
+			s.startReservation(c, key, limit, expires, now)
+		}
+		c.waiting++
+		for call > c.reserved && call > c.failedTo {
+			c.done.Wait()
+		}
+		c.waiting--
+		if call > c.reserved {
+			return false, 0, errReservation
+		}
+	} else if !c.reserving && c.reserved-c.used <= c.lease/2 && c.nextLease(now) > 1 {
+		// Half of a fast client's reservation is used: reserve the next batch now.
+		s.startReservation(c, key, limit, expires, now)
+	}
+	return true, storekey.Remaining(limit, call), nil
 }
 
-// consumeExact is the allowance without a counter in memory: one call reserved and granted in one
-// write transaction, as exact on disk as a counter with a reservation of one.
-func (s *Store) consumeExact(key []byte, limit int, expires time.Time) (bool, int, error) {
-	var granted bool
-	var remaining int
-	// Concurrent writers share one commit; the function may run more than once, so it sets its
-	// results afresh.
-	err := s.writes.update(func(tx *bbolt.Tx) error {
-		granted, remaining = false, 0
-		b := tx.Bucket(bucketAllowance)
-		used := 0
-		if n, exp, ok := decodeCounter(b.Get(key)); ok && !storekey.Expired(exp, s.now()) {
-			used = n
-		}
-		if used >= limit {
-			return nil
-		}
-		used++
-		granted, remaining = true, storekey.Remaining(limit, used)
-		return b.Put(key, encodeCounter(used, expires.Unix()))
-	})
-	if err != nil {
-		return false, 0, fmt.Errorf("consume allowance: %w", err)
+// startReservation commits, in the background, a reservation of the next lease calls from the
+// latest call taken (as if before it, which is what leaves fewer than maxLease unused), capped at
+// limit; when it ends it wakes the calls waiting for it and starts the next one if calls are still
+// waiting. The caller holds c.mu.
+func (s *Store) startReservation(c *counter, key []byte, limit int, expires, now time.Time) {
+	lease := c.nextLease(now)
+	target := min(c.used-1+lease, limit)
+	if target <= c.reserved {
+		return
 	}
-	return granted, remaining, nil
+	c.reserving = true
+	go func() {
+		err := s.writes.update(func(tx *bbolt.Tx) error {
+			return tx.Bucket(bucketAllowance).Put(key, encodeCounter(target, expires.Unix()))
+		})
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.reserving = false
+		if err != nil {
+			// The calls waiting now are answered with an error; their numbers stay taken.
+			c.failedTo = c.used
+		} else {
+			c.reserved, c.lease, c.leasedAt = target, lease, now
+			if c.used > c.reserved {
+				s.startReservation(c, key, limit, expires, s.now())
+			}
+		}
+		c.done.Broadcast()
+	}()
 }
 
 // readCounter is the live count on disk for key, 0 when there is none or it has expired.
@@ -248,7 +267,7 @@ func (s *Store) AllowanceUsed(ctx context.Context, client, day string) (int, err
 		c.mu.Lock()
 		live := !c.dead && c.loaded && !storekey.Expired(c.expires, s.now())
 		used := c.used
-		if c.loaded && !live && !c.dead {
+		if c.loaded && !live && !c.dead && c.idle() {
 			s.counters.drop(string(key), c)
 		}
 		c.mu.Unlock()
@@ -291,6 +310,9 @@ func (s *Store) settleCounters() error {
 	var keys []string
 	for k, c := range all {
 		c.mu.Lock()
+		for !c.idle() {
+			c.done.Wait()
+		}
 		if !c.dead && c.loaded && c.used < c.reserved && !storekey.Expired(c.expires, now) {
 			held, keys = append(held, c), append(keys, k)
 			continue // unlocked below
