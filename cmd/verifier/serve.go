@@ -78,7 +78,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	svc, closeStore, err := app.Build(ctx, cfg, app.Options{CreateDevKey: true, Log: log, KeySource: aws.KeySource, OpenStore: aws.OpenStore})
+	svc, closeStore, err := app.Build(ctx, cfg, app.Options{CreateDevKey: true, Log: log, KeySource: aws.KeySource, OpenStore: aws.OpenStore, BackgroundHistory: true})
 	if err != nil {
 		ln.Close()
 		fmt.Fprintf(stderr, "verifier serve: %v\n", err)

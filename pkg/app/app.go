@@ -35,7 +35,14 @@ type Options struct {
 	KeySource func(ctx context.Context, source, version string) (receipt.Key, error)
 	// OpenStore opens a non-bolt store (DynamoDB); nil means only bolt works.
 	OpenStore func(ctx context.Context, cfg config.Config) (Store, error)
+	// BackgroundHistory says history records are written off the request path (the local
+	// server's StartRecording), so the embedded store may let them wait for company before
+	// committing (bolt.WithHistoryLinger). A function that records before it answers leaves it off.
+	BackgroundHistory bool
 }
+
+// historyLinger is how long the embedded store lets a background history write wait for others.
+const historyLinger = 10 * time.Millisecond
 
 // Store is the store as the service uses it.
 type Store interface {
@@ -75,7 +82,11 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*httpapi.Servic
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return nil, nil, fmt.Errorf("create data directory: %w", err)
 		}
-		b, err := bolt.Open(filepath.Join(cfg.DataDir, bolt.FileName))
+		var bopts []bolt.Option
+		if opt.BackgroundHistory {
+			bopts = append(bopts, bolt.WithHistoryLinger(historyLinger))
+		}
+		b, err := bolt.Open(filepath.Join(cfg.DataDir, bolt.FileName), bopts...)
 		if err != nil {
 			return nil, nil, fmt.Errorf("open embedded store: %w", err)
 		}

@@ -51,8 +51,9 @@ var (
 // its counter's lock in memory (allowance.go).
 type Store struct {
 	db       *bbolt.DB
-	writes   *groupCommit // the API's writes, grouped into shared commits
-	counters counters     // today's free allowances, counted in memory (allowance.go)
+	writes   *groupCommit  // the API's writes, grouped into shared commits
+	counters counters      // today's free allowances, counted in memory (allowance.go)
+	linger   time.Duration // WithHistoryLinger
 	now      func() time.Time
 }
 
@@ -65,6 +66,13 @@ type Option func(*Store)
 // so tests can move time instead of waiting for it.
 func WithClock(now func() time.Time) Option {
 	return func(s *Store) { s.now = now }
+}
+
+// WithHistoryLinger lets a history record wait up to d for other writes to share its commit (see
+// groupCommit). It is for a caller that records in the background, as the local server does:
+// whoever waits for RecordVerification waits up to d longer.
+func WithHistoryLinger(d time.Duration) Option {
+	return func(s *Store) { s.linger = d }
 }
 
 // Open opens (creating it and its directory if needed) the store file at path, usually
@@ -97,7 +105,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("open bolt store: %w", err)
 	}
 	s.db = db
-	s.writes = newGroupCommit(db, historyLinger)
+	s.writes = newGroupCommit(db, s.linger)
 	if err := db.Update(func(tx *bbolt.Tx) error {
 		for _, name := range [][]byte{bucketAllowance, bucketPayments, bucketHistory, bucketAggregate} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -255,8 +263,8 @@ type record struct {
 // initialMmapSize is the address space bbolt maps up front (1 GiB).
 const initialMmapSize = 1 << 30
 
-// RecordVerification implements store.Store. No answer waits for it on the local server, so its
-// write may wait up to historyLinger for others to share the commit.
+// RecordVerification implements store.Store. With WithHistoryLinger its write may wait for others
+// to share the commit.
 func (s *Store) RecordVerification(ctx context.Context, v store.Verification) error {
 	if err := storekey.CheckVerification(v); err != nil {
 		return fmt.Errorf("record verification: %w", err)

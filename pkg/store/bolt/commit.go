@@ -36,9 +36,6 @@ type groupCommit struct {
 // maxDeferred deferrable writes commit without waiting out the linger.
 const maxDeferred = 256
 
-// historyLinger is the store's linger: history records wait at most this long for company.
-const historyLinger = 10 * time.Millisecond
-
 func newGroupCommit(db *bbolt.DB, linger time.Duration) *groupCommit {
 	return &groupCommit{db: db, linger: linger, kick: make(chan struct{}, 1)}
 }

@@ -198,3 +198,22 @@ func TestGroupCommitFullBatchDoesNotWait(t *testing.T) {
 		t.Errorf("%d keys committed, want %d", got, maxDeferred)
 	}
 }
+
+// The linger is the caller's choice: none unless asked for, since a caller that records before it
+// answers would wait it out on every request.
+func TestHistoryLingerOption(t *testing.T) {
+	for _, d := range []time.Duration{0, 10 * time.Millisecond} {
+		var opts []Option
+		if d > 0 {
+			opts = append(opts, WithHistoryLinger(d))
+		}
+		s, err := Open(filepath.Join(t.TempDir(), FileName), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.writes.linger != d {
+			t.Errorf("linger %v, want %v", s.writes.linger, d)
+		}
+		s.Close()
+	}
+}
