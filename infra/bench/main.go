@@ -18,11 +18,13 @@
 //
 // Every number in the report comes from this run; nothing is typed in. Run it from the module root
 // after `make verifier tools` and the Node peer's npm install (the Makefile's bench target does all
-// three). -peers measures only the whole job against the peers and prints that part of the report.
+// three). -peers measures only the whole job against the peers and prints that part of the report;
+// -lambda measures only the Lambda sizes and first invokes and prints them.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -52,6 +54,7 @@ type config struct {
 	python     string
 	node       string
 	peers      bool          // measure only the whole job against the peers; write no report
+	lambda     bool          // measure only the Lambda sizes and first invokes; write no report
 	peerRound  time.Duration // length of one timed round of a peer script
 	peerRounds int           // rounds of each peer script (-count)
 	tmp        string
@@ -71,6 +74,7 @@ func main() {
 	flag.StringVar(&c.python, "python", "python3", "the Python interpreter for the Python peer (jsonschema + cryptography)")
 	flag.StringVar(&c.node, "node", "node", "the Node binary for the Node peer (ajv + canonicalize + node:crypto, infra/bench/node)")
 	flag.BoolVar(&c.peers, "peers", false, "measure only the whole job against the peers (Go, naive Go, Node, Python) and print it; the report is not written")
+	flag.BoolVar(&c.lambda, "lambda", false, "measure only the Lambda sizes and first invokes and print them; the report is not written")
 	flag.DurationVar(&c.peerRound, "peer-round", time.Second, "length of one timed round of the Node and Python peers (-count rounds)")
 	flag.Parse()
 	c.args = os.Args[1:]
@@ -104,8 +108,15 @@ func run(c config) error {
 	if c.verifier, err = filepath.Abs(c.verifier); err != nil {
 		return err
 	}
+	if c.peers && c.lambda {
+		return errors.New("-peers and -lambda each measure one part; choose one")
+	}
 	if !c.peers {
-		for _, p := range []string{c.verifier, c.rie} {
+		needed := []string{c.verifier, c.rie}
+		if c.lambda {
+			needed = []string{c.rie}
+		}
+		for _, p := range needed {
 			if _, err := os.Stat(p); err != nil {
 				return fmt.Errorf("%w (run `make verifier tools`, or `make bench`, which does)", err)
 			}
@@ -123,6 +134,16 @@ func run(c config) error {
 		return err
 	}
 
+	if c.lambda {
+		if err := measureLambdas(ctx, c, &r); err != nil {
+			return err
+		}
+		r.finished = time.Now()
+		r.step("end")
+		r.args = c.args
+		fmt.Print(r.lambdaMarkdown())
+		return nil
+	}
 	r.step("Go benchmarks")
 	runs, required := goBenchmarks, requiredBenchmarks
 	if c.peers {
@@ -152,13 +173,7 @@ func run(c config) error {
 		fmt.Print(r.peersMarkdown())
 		return nil
 	}
-	r.step("Lambda builds and first invokes")
-	progress("Lambda sizes (linux/arm64, make build)")
-	if r.sizes, err = lambdaSizes(ctx, c); err != nil {
-		return err
-	}
-	progress("Lambda first invokes under the emulator (%d runs each)", c.runs)
-	if r.cold, err = coldStarts(ctx, c); err != nil {
+	if err := measureLambdas(ctx, c, &r); err != nil {
 		return err
 	}
 	r.step("load")
@@ -180,6 +195,19 @@ func run(c config) error {
 	}
 	progress("wrote %s (%s)", c.out, r.finished.Sub(r.started).Round(time.Second))
 	return nil
+}
+
+// measureLambdas is the Lambda step: sizes, then first invokes.
+func measureLambdas(ctx context.Context, c config, r *report) error {
+	r.step("Lambda builds and first invokes")
+	progress("Lambda sizes (linux/arm64, make build)")
+	var err error
+	if r.sizes, err = lambdaSizes(ctx, c); err != nil {
+		return err
+	}
+	progress("Lambda first invokes under the emulator (%d runs each)", c.runs)
+	r.cold, err = coldStarts(ctx, c)
+	return err
 }
 
 // packageList names the packages of runs for the progress line.

@@ -263,58 +263,12 @@ func (r *report) markdown() string {
 	}
 	w("\n")
 
-	// Lambda.
-	w("## Lambda\n\n")
-	w("Sizes: `make build` (linux/arm64, `CGO_ENABLED=0 -trimpath -tags %s -ldflags '-s -w'`);\n", lambdatest.BuildTags)
-	w("hello is infra/bench/hello (aws-lambda-go `lambda.Start` answering 200 \"hello\") built with the same flags.\n")
-	w("MB here is 10^6 bytes, the stricter reading of the 12 MB bar.\n\n")
-	w("| binary | bytes | size | ≤ 12 MB |\n|---|---|---|---|\n")
-	for _, s := range r.sizes {
-		v := verdict(s.bytes <= maxBinaryBytes)
-		if s.name == hello {
-			v = "(baseline)"
-		}
-		w("| %s | %s | %s | %s |\n", s.name, thousands(float64(s.bytes)), mb(s.bytes), v)
-	}
-	w("\nFirst invokes: each binary built for the host (%s) with the same flags and run under the AWS\n", runtime.GOOS+"/"+runtime.GOARCH)
-	w("Lambda Runtime Interface Emulator (internal/lambdatest), a fresh emulator, bbolt store and process\n")
-	w("every time, %d times each after one untimed round, in a rotating order. *Start to response* runs from\n", len(r.cold[0].total))
-	w("starting the emulator to the first response and includes lambdatest's wait for the emulator's port\n")
-	w("(polled every 50 ms: the same wait of up to 50 ms for every binary, which pulls this ratio towards 1×).\n")
-	w("*First invoke* is that invoke's round trip alone: the emulator starts the bootstrap on the first\n")
-	w("invoke, so it holds the process start, the function's initialisation and its answer; it is the\n")
-	w("ratio the summary judges first. Medians, with the fastest and slowest run.\n\n")
-	w("| binary | event | first invoke | start to response | first invoke ÷ hello | start to response ÷ hello |\n|---|---|---|---|---|---|\n")
-	var base coldStart
-	for _, c := range r.cold {
-		if c.name == hello {
-			base = c
-		}
-	}
-	bt, bi := base.medians()
-	for _, c := range r.cold {
-		t, i := c.medians()
-		st, si := sortedCopy(c.total), sortedCopy(c.invoke)
-		event := helloEvent
-		for _, fn := range functions {
-			if fn.name == c.name {
-				event = fn.event
-			}
-		}
-		ratios := fmt.Sprintf("%.2f× %s | %.2f× %s", float64(i)/float64(bi), verdict(float64(i) <= maxColdRatio*float64(bi)),
-			float64(t)/float64(bt), verdict(float64(t) <= maxColdRatio*float64(bt)))
-		if c.name == hello {
-			ratios = "(baseline) | (baseline)"
-		}
-		w("| %s | %s | %s (%s – %s) | %s (%s – %s) | %s |\n", c.name, event,
-			msd(i), msd(si[0]), msd(si[len(si)-1]), msd(t), msd(st[0]), msd(st[len(st)-1]), ratios)
-	}
-	w("\n")
-
+	r.lambdaSection(w)
 	w("## Reproduce\n\n")
 	w("```sh\nmake bench   # builds bin/verifier and the emulator (make verifier tools), installs infra/bench/node\n")
 	w("             # from its lock file (npm ci), then go run ./infra/bench\n")
-	w("go run ./infra/bench -peers   # only the whole job against the peers, printed; this file is left alone\n```\n\n")
+	w("go run ./infra/bench -peers   # only the whole job against the peers, printed; this file is left alone\n")
+	w("go run ./infra/bench -lambda  # only the Lambda sizes and first invokes, printed; this file is left alone\n```\n\n")
 	w("It took %.0f minutes here and rewrites this file. `make bench BENCHFLAGS='-duration 5s -runs 3'` passes\n", r.finished.Sub(r.started).Minutes())
 	w("flags to infra/bench (`go run ./infra/bench -h` lists them). This machine is shared: where *others*\n")
 	w("above is large, other work ran on the same cores, which shows as spread between runs and in the\n")
@@ -516,5 +470,70 @@ func (r *report) peersMarkdown() string {
 	r.peerRows(w)
 	w("\n")
 	r.peerSection(w)
+	return b.String()
+}
+
+// lambdaSection is the Lambda part of the report: sizes and first invokes.
+func (r *report) lambdaSection(w func(string, ...any)) {
+	w("## Lambda\n\n")
+	w("Sizes: `make build` (linux/arm64, `CGO_ENABLED=0 -trimpath -tags %s -ldflags '-s -w'`);\n", lambdatest.BuildTags)
+	w("hello is infra/bench/hello (aws-lambda-go `lambda.Start` answering 200 \"hello\") built with the same flags.\n")
+	w("MB here is 10^6 bytes, the stricter reading of the 12 MB bar.\n\n")
+	w("| binary | bytes | size | ≤ 12 MB |\n|---|---|---|---|\n")
+	for _, s := range r.sizes {
+		v := verdict(s.bytes <= maxBinaryBytes)
+		if s.name == hello {
+			v = "(baseline)"
+		}
+		w("| %s | %s | %s | %s |\n", s.name, thousands(float64(s.bytes)), mb(s.bytes), v)
+	}
+	w("\nFirst invokes: each binary built for the host (%s) with the same flags and run under the AWS\n", runtime.GOOS+"/"+runtime.GOARCH)
+	w("Lambda Runtime Interface Emulator (internal/lambdatest), a fresh emulator, bbolt store and process\n")
+	w("every time, %d times each after one untimed round, in a rotating order. *Start to response* runs from\n", len(r.cold[0].total))
+	w("starting the emulator to the first response and includes lambdatest's wait for the emulator's port\n")
+	w("(polled every 50 ms: the same wait of up to 50 ms for every binary, which pulls this ratio towards 1×).\n")
+	w("*First invoke* is that invoke's round trip alone: the emulator starts the bootstrap on the first\n")
+	w("invoke, so it holds the process start, the function's initialisation and its answer; it is the\n")
+	w("ratio the summary judges first. Medians, with the fastest and slowest run.\n\n")
+	w("| binary | event | first invoke | start to response | first invoke ÷ hello | start to response ÷ hello |\n|---|---|---|---|---|---|\n")
+	var base coldStart
+	for _, c := range r.cold {
+		if c.name == hello {
+			base = c
+		}
+	}
+	bt, bi := base.medians()
+	for _, c := range r.cold {
+		t, i := c.medians()
+		st, si := sortedCopy(c.total), sortedCopy(c.invoke)
+		event := helloEvent
+		for _, fn := range functions {
+			if fn.name == c.name {
+				event = fn.event
+			}
+		}
+		ratios := fmt.Sprintf("%.2f× %s | %.2f× %s", float64(i)/float64(bi), verdict(float64(i) <= maxColdRatio*float64(bi)),
+			float64(t)/float64(bt), verdict(float64(t) <= maxColdRatio*float64(bt)))
+		if c.name == hello {
+			ratios = "(baseline) | (baseline)"
+		}
+		w("| %s | %s | %s (%s – %s) | %s (%s – %s) | %s |\n", c.name, event,
+			msd(i), msd(si[0]), msd(si[len(si)-1]), msd(t), msd(st[0]), msd(st[len(st)-1]), ratios)
+	}
+	w("\n")
+}
+
+// lambdaMarkdown is what -lambda prints: the machine and the Lambda section.
+func (r *report) lambdaMarkdown() string {
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	w("# Lambda sizes and first invokes\n\n")
+	w("Printed by `%s` on %s (docs/PERFORMANCE.md is not written).\n\n", strings.Join(append([]string{"go run ./infra/bench"}, r.args...), " "), r.started.UTC().Format("2006-01-02 15:04 MST"))
+	w("| | |\n|---|---|\n")
+	w("| CPU | %s |\n", r.machine.cpu)
+	w("| cores | %d (`nproc`; Go sees %d) |\n", r.machine.nproc, r.machine.numCPU)
+	w("| Go | %s |\n", r.machine.goVersion)
+	w("| took | %s |\n\n", r.finished.Sub(r.started).Round(time.Second))
+	r.lambdaSection(w)
 	return b.String()
 }

@@ -8,27 +8,28 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/agent-output-verifier/verifier/pkg/config"
+	"github.com/agent-output-verifier/verifier/pkg/internal/awsjson"
 	"github.com/agent-output-verifier/verifier/pkg/keys"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/store/dynamo"
 )
 
-// AWS holds the SDK configuration the AWS-backed key sources and store share.
+// AWS holds the configuration the AWS-backed key sources and store share: region, credentials
+// and HTTP client, in the SDK's aws.Config, which their JSON-protocol client (awsjson) reads.
 type AWS struct {
 	Config aws.Config
 }
 
-// NewAWS builds the SDK configuration from the environment the way Lambda provides it: the
-// region (AWS_REGION), the execution role's credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
-// AWS_SESSION_TOKEN) and per-service endpoint overrides (AWS_ENDPOINT_URL_DYNAMODB,
-// AWS_ENDPOINT_URL_SECRETS_MANAGER, AWS_ENDPOINT_URL_KMS, or AWS_ENDPOINT_URL), which is how tests
-// point the SDK at local servers. It deliberately does not link the SDK's full configuration
-// loader (profiles, SSO, instance metadata): that costs every Lambda binary megabytes and
-// cold-start time for sources a function never has. `verifier keygen --secret`, run on a
-// workstation, uses the full loader.
+// NewAWS builds the configuration from the environment the way Lambda provides it: the region
+// (AWS_REGION), the execution role's credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+// AWS_SESSION_TOKEN); the client reads the per-service endpoint overrides
+// (AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SECRETS_MANAGER, AWS_ENDPOINT_URL_KMS, or
+// AWS_ENDPOINT_URL), which is how tests point it at local servers. It deliberately does not link
+// the SDK's full configuration loader (profiles, SSO, instance metadata): that costs every Lambda
+// binary megabytes and cold-start time for sources a function never has. `verifier keygen
+// --secret`, run on a workstation, uses the full loader.
 func NewAWS(context.Context) (*AWS, error) {
 	region := os.Getenv("AWS_REGION")
 	if region == "" {
@@ -39,19 +40,6 @@ func NewAWS(context.Context) (*AWS, error) {
 		c.Credentials = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(id, secret, os.Getenv("AWS_SESSION_TOKEN")))
 	}
 	return &AWS{Config: c}, nil
-}
-
-// endpoint is the endpoint override for an SDK service client from the environment, if any. (The
-// key sources' own client, in pkg/keys, reads AWS_ENDPOINT_URL_SECRETS_MANAGER, AWS_ENDPOINT_URL_KMS
-// and AWS_ENDPOINT_URL the same way.)
-func endpoint(service string) *string {
-	if v := os.Getenv("AWS_ENDPOINT_URL_" + service); v != "" {
-		return aws.String(v)
-	}
-	if v := os.Getenv("AWS_ENDPOINT_URL"); v != "" {
-		return aws.String(v)
-	}
-	return nil
 }
 
 // KeySource reads secretsmanager:<id> and kms:<ciphertext> signing keys.
@@ -73,7 +61,12 @@ func (a *AWS) KeySource(ctx context.Context, source, version string) (receipt.Ke
 	return receipt.Key{}, fmt.Errorf("unknown key source")
 }
 
-// OpenStore opens the DynamoDB store on the configured table.
+// OpenStore opens the DynamoDB store on the configured table. It makes no call: the first
+// request's is the first, and /health's Ping checks the table.
 func (a *AWS) OpenStore(ctx context.Context, cfg config.Config) (Store, error) {
-	return dynamo.New(dynamodb.NewFromConfig(a.Config, func(o *dynamodb.Options) { o.BaseEndpoint = endpoint("DYNAMODB") }), cfg.Table), nil
+	c, err := awsjson.New(a.Config, awsjson.DynamoDB)
+	if err != nil {
+		return nil, err
+	}
+	return dynamo.New(c, cfg.Table), nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime/debug"
+	"strconv"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
@@ -13,9 +15,31 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 )
 
+// Garbage collector settings of a function, each unless the environment sets its own.
+const (
+	// lambdaGCPercent is GOGC. A function's live heap is a few MB (compiled schemas, the
+	// handlers) in a 512 MB sandbox, while Go's default of 100 starts the first collection at a
+	// 4 MB heap, which the MCP function's cold start alone reaches: a collection in the middle of
+	// the first invoke, and then one every few requests. At 400 the first comes at 16 MB, as for
+	// the local server (cmd/verifier serve).
+	lambdaGCPercent = 400
+	// lambdaMemoryPercent is GOMEMLIMIT as a share of the function's memory
+	// (AWS_LAMBDA_FUNCTION_MEMORY_SIZE): a live heap that does grow (a schema cache full of large
+	// schemas) is then collected as often as it needs near the limit, instead of growing to five
+	// times its size past the sandbox's memory. The rest is headroom for what the limit does not
+	// count (the binary's pages, the kernel's buffers) and for the limit being a soft one.
+	lambdaMemoryPercent = 80
+)
+
 // StartLambda is the whole of a function's main: read the configuration, build the service with
 // the AWS key sources and store, and serve the handler mount picks (HTTP API payload v2).
 func StartLambda(mount func(*httpapi.Service) http.Handler) {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(lambdaGCPercent)
+	}
+	if mb, err := strconv.ParseInt(os.Getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"), 10, 64); err == nil && mb > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(mb << 20 / 100 * lambdaMemoryPercent)
+	}
 	ctx := context.Background()
 	cfg, err := config.Load(os.Getenv)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/agent-output-verifier/verifier/pkg/keys/internal/awsjson"
+	"github.com/agent-output-verifier/verifier/pkg/internal/awsjson"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
 

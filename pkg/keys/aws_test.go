@@ -199,7 +199,7 @@ func TestCreateSecret(t *testing.T) {
 }
 
 // Every call the key sources make is signed for its own service: the server checks the SigV4
-// credential scope and signed headers (the signature itself is verified in internal/awsjson).
+// credential scope and signed headers (the signature itself is verified in pkg/internal/awsjson).
 func TestAWSCallsAreSigned(t *testing.T) {
 	var seen []string
 	url := awsJSONServerChecking(t, func(r *http.Request) {

@@ -8,12 +8,14 @@ import "encoding/json"
 // structuredContent is present, isError or not), so the schema must admit every shape the tool
 // returns. The root is an object, as MCP requires; the branches use only keywords that draft-07
 // and 2020-12 validators read alike.
-func outputSchema(answer map[string]any) map[string]any {
-	return map[string]any{
-		"type":        "object",
-		"description": "The answer; on a result with isError, the error envelope (code, message, status, ...) or the x402 v2 PaymentRequired (x402Version, accepts, ...).",
-		"anyOf":       []any{answer, errorSchema(), paymentRequiredSchema()},
-	}
+//
+// The tools' schemas are JSON text rather than decoded maps: the SDK re-encodes a map on AddTool
+// and again on every tools/list (milliseconds of the MCP function's cold start), while it copies
+// JSON text as it is.
+func outputSchema(answer json.RawMessage) json.RawMessage {
+	return json.RawMessage(`{"type": "object",
+  "description": "The answer; on a result with isError, the error envelope (code, message, status, ...) or the x402 v2 PaymentRequired (x402Version, accepts, ...).",
+  "anyOf": [` + string(answer) + ", " + errorSchemaJSON + ", " + paymentRequiredSchemaJSON + "]}")
 }
 
 // errorSchemaJSON is the §7 error envelope (apperr.Error's JSON).
@@ -94,15 +96,11 @@ const recordInputSchemaJSON = `{
   }
 }`
 
-func errorSchema() map[string]any           { return mustDecode(errorSchemaJSON) }
-func paymentRequiredSchema() map[string]any { return mustDecode(paymentRequiredSchemaJSON) }
-func scoreSchema() map[string]any           { return mustDecode(scoreSchemaJSON) }
-func recordInputSchema() map[string]any     { return mustDecode(recordInputSchemaJSON) }
-
-func mustDecode(s string) map[string]any {
-	var m map[string]any
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		panic("mcpserver: embedded schema is invalid: " + err.Error())
+// mustEncode is the JSON text of a schema the engine hands out decoded.
+func mustEncode(schema map[string]any) json.RawMessage {
+	b, err := json.Marshal(schema)
+	if err != nil {
+		panic("mcpserver: schema cannot be encoded: " + err.Error())
 	}
-	return m
+	return b
 }

@@ -44,8 +44,8 @@ func (s *Server) addTools(srv *mcp.Server) {
 			"are exactly the body of POST /verify/schema and the result is exactly its answer. Free up to a daily allowance per " +
 			"client IP shared with the REST API, then $" + s.svc.Pricing.PriceVerify + " per call in USDC via x402 (see the server's instructions). " +
 			"Invalid arguments are never charged.",
-		InputSchema:  verify.RequestSchema(),
-		OutputSchema: outputSchema(verify.ResponseSchema()),
+		InputSchema:  mustEncode(verify.RequestSchema()),
+		OutputSchema: outputSchema(mustEncode(verify.ResponseSchema())),
 		Annotations: &mcp.ToolAnnotations{
 			Title: "Verify agent output",
 			// It reads what it is given and changes nothing of the caller's; each call is a new
@@ -63,8 +63,8 @@ func (s *Server) addTools(srv *mcp.Server) {
 			"pass/fail totals, the last 30 days, first and last seen, distinct tasks and callers, signed with Ed25519. Unknown " +
 			"agents and test- ids get a free signed answer with score null and reason no_data; a real score costs $" +
 			s.svc.Pricing.PriceScore + " in USDC via x402 (see the server's instructions).",
-		InputSchema:  recordInputSchema(),
-		OutputSchema: outputSchema(scoreSchema()),
+		InputSchema:  json.RawMessage(recordInputSchemaJSON),
+		OutputSchema: outputSchema(json.RawMessage(scoreSchemaJSON)),
 		Annotations: &mcp.ToolAnnotations{
 			Title:          "Get an agent's verification record",
 			ReadOnlyHint:   true,

@@ -25,6 +25,10 @@
 //
 // A history record still marked pending is one whose aggregate update may be missing; calling
 // RecordVerification with it again completes it.
+//
+// The store speaks DynamoDB's JSON protocol through pkg/internal/awsjson rather than the SDK's
+// generated client, whose package initialisation alone took about 3 ms of every cold start: the
+// four operations it uses (GetItem, PutItem, UpdateItem, Query) are a few small structs here.
 package dynamo
 
 import (
@@ -38,11 +42,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
-
+	"github.com/agent-output-verifier/verifier/pkg/internal/awsjson"
 	"github.com/agent-output-verifier/verifier/pkg/reputation"
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/internal/storekey"
@@ -80,9 +80,18 @@ const (
 // Store is the DynamoDB-backed store.Store. It is safe for concurrent use; it holds no state but
 // the client, the table name and the clock.
 type Store struct {
-	client *dynamodb.Client
+	client Client
 	table  string
 	now    func() time.Time
+}
+
+// Client sends one operation of DynamoDB's JSON protocol with the JSON of in and decodes the answer
+// into out. A refusal by DynamoDB must be an *awsjson.Error, whose Code the store reads (a failed
+// condition is ConditionalCheckFailedException). awsjson.New(cfg, awsjson.DynamoDB) makes the one
+// the functions use; it retries throttling, server errors and network failures a bounded number
+// of times, and nothing else.
+type Client interface {
+	Call(ctx context.Context, operation string, in, out any) error
 }
 
 var _ store.Store = (*Store)(nil)
@@ -102,7 +111,7 @@ func WithClock(now func() time.Time) Option {
 
 // New returns a store on table, which must already exist with string keys pk and sk (template.yaml
 // creates it in production; the service never creates or alters tables).
-func New(client *dynamodb.Client, table string, opts ...Option) *Store {
+func New(client Client, table string, opts ...Option) *Store {
 	s := &Store{client: client, table: table, now: time.Now}
 	for _, opt := range opts {
 		opt(s)
@@ -110,28 +119,114 @@ func New(client *dynamodb.Client, table string, opts ...Option) *Store {
 	return s
 }
 
-func allowanceKey(client, day string) map[string]types.AttributeValue {
+// value is one DynamoDB AttributeValue in the JSON protocol's form, with exactly one member set:
+// {"S":"text"}, {"N":"12"}, {"BOOL":true} or {"L":[...]}, the types the store writes. An
+// attribute of any other type reads as none of these and fails the store's type checks.
+type value struct {
+	S    *string  `json:"S,omitempty"`
+	N    *string  `json:"N,omitempty"`
+	BOOL *bool    `json:"BOOL,omitempty"`
+	L    *[]value `json:"L,omitempty"`
+}
+
+// item is a DynamoDB item, a key, or a set of expression values, by attribute name.
+type item map[string]value
+
+func str(s string) value { return value{S: &s} }
+
+func boolean(b bool) value { return value{BOOL: &b} }
+
+func number(n int64) value {
+	s := strconv.FormatInt(n, 10)
+	return value{N: &s}
+}
+
+func list(v []value) value { return value{L: &v} }
+
+// The requests and answers of the operations the store uses, with DynamoDB's member names.
+type (
+	getItemInput struct {
+		TableName                string
+		Key                      item
+		ConsistentRead           bool              `json:",omitempty"`
+		ProjectionExpression     string            `json:",omitempty"`
+		ExpressionAttributeNames map[string]string `json:",omitempty"`
+	}
+	getItemOutput struct {
+		Item item // nil when there is no such item
+	}
+	putItemInput struct {
+		TableName                 string
+		Item                      item
+		ConditionExpression       string            `json:",omitempty"`
+		ExpressionAttributeNames  map[string]string `json:",omitempty"`
+		ExpressionAttributeValues item              `json:",omitempty"`
+	}
+	updateItemInput struct {
+		TableName                 string
+		Key                       item
+		UpdateExpression          string
+		ConditionExpression       string            `json:",omitempty"`
+		ExpressionAttributeNames  map[string]string `json:",omitempty"`
+		ExpressionAttributeValues item              `json:",omitempty"`
+		ReturnValues              string            `json:",omitempty"`
+	}
+	updateItemOutput struct {
+		Attributes item
+	}
+	queryInput struct {
+		TableName                 string
+		KeyConditionExpression    string
+		ExpressionAttributeNames  map[string]string
+		ExpressionAttributeValues item
+		ScanIndexForward          bool // always sent: false reads the newest first
+		ConsistentRead            bool
+		Limit                     int
+		ExclusiveStartKey         item `json:",omitempty"`
+	}
+	queryOutput struct {
+		Items            []item
+		LastEvaluatedKey item
+	}
+	// noOutput is the answer of a write whose returned attributes the store does not ask for.
+	noOutput struct{}
+)
+
+func (s *Store) getItem(ctx context.Context, in getItemInput) (item, error) {
+	in.TableName = s.table
+	var out getItemOutput
+	err := s.client.Call(ctx, "GetItem", &in, &out)
+	return out.Item, err
+}
+
+func (s *Store) putItem(ctx context.Context, in putItemInput) error {
+	in.TableName = s.table
+	return s.client.Call(ctx, "PutItem", &in, new(noOutput))
+}
+
+func (s *Store) updateItem(ctx context.Context, in updateItemInput) (item, error) {
+	in.TableName = s.table
+	var out updateItemOutput
+	err := s.client.Call(ctx, "UpdateItem", &in, &out)
+	return out.Attributes, err
+}
+
+func allowanceKey(client, day string) item {
 	return key(prefixClient+client, prefixAllowance+day)
 }
 
-func paymentKey(id string) map[string]types.AttributeValue {
+func paymentKey(id string) item {
 	return key(prefixPayment+id, skPayment)
 }
 
-func key(pk, sk string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
-		attrPK: &types.AttributeValueMemberS{Value: pk},
-		attrSK: &types.AttributeValueMemberS{Value: sk},
-	}
+func key(pk, sk string) item {
+	return item{attrPK: str(pk), attrSK: str(sk)}
 }
 
-func number(n int64) *types.AttributeValueMemberN {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
-}
-
+// isConditionFailed reports whether DynamoDB refused a write because its condition did not hold.
 func isConditionFailed(err error) bool {
-	var ccf *types.ConditionalCheckFailedException
-	return errors.As(err, &ccf)
+	e, ok := errors.AsType[*awsjson.Error](err)
+	return ok && e.Code == "ConditionalCheckFailedException"
 }
 
 // ConsumeAllowance implements store.Store with one conditional UpdateItem: the ADD and the check
@@ -154,25 +249,24 @@ func (s *Store) ConsumeAllowance(ctx context.Context, client, day string, limit 
 	// Two rounds cover losing the restart of an expired counter to a concurrent caller; past that
 	// the answer is "not granted", which can never exceed the limit.
 	for range 2 {
-		out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:           aws.String(s.table),
+		attrs, err := s.updateItem(ctx, updateItemInput{
 			Key:                 allowanceKey(client, day),
-			UpdateExpression:    aws.String("ADD #n :one SET #exp = :exp"),
-			ConditionExpression: aws.String("(attribute_not_exists(#n) OR #n < :limit) AND (attribute_not_exists(#exp) OR #exp >= :now)"),
+			UpdateExpression:    "ADD #n :one SET #exp = :exp",
+			ConditionExpression: "(attribute_not_exists(#n) OR #n < :limit) AND (attribute_not_exists(#exp) OR #exp >= :now)",
 			ExpressionAttributeNames: map[string]string{
 				"#n":   attrCount,
 				"#exp": attrExpiresAt,
 			},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
+			ExpressionAttributeValues: item{
 				":one":   number(1),
 				":limit": number(int64(limit)),
 				":exp":   number(expires.Unix()),
 				":now":   number(s.now().Unix()),
 			},
-			ReturnValues: types.ReturnValueUpdatedNew,
+			ReturnValues: "UPDATED_NEW",
 		})
 		if err == nil {
-			used, err := intAttr(out.Attributes, attrCount)
+			used, err := intAttr(attrs, attrCount)
 			if err != nil {
 				return false, 0, fmt.Errorf("consume allowance: %w", err)
 			}
@@ -205,30 +299,28 @@ const (
 
 // restartExpiredCounter is ConsumeAllowance's path after a refused ADD.
 func (s *Store) restartExpiredCounter(ctx context.Context, client, day string, limit int, expires time.Time) (restartOutcome, error) {
-	got, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(s.table),
+	got, err := s.getItem(ctx, getItemInput{
 		Key:            allowanceKey(client, day),
-		ConsistentRead: aws.Bool(true),
+		ConsistentRead: true,
 	})
 	if err != nil {
 		return 0, fmt.Errorf("read counter: %w", err)
 	}
-	if got.Item == nil {
+	if got == nil {
 		return counterContended, nil // TTL deleted it just now
 	}
-	if !s.expired(got.Item) {
-		if used, err := intAttr(got.Item, attrCount); err == nil && used < int64(limit) {
+	if !s.expired(got) {
+		if used, err := intAttr(got, attrCount); err == nil && used < int64(limit) {
 			return counterContended, nil // another caller restarted it meanwhile: room is left
 		}
 		return counterLive, nil
 	}
-	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(s.table),
+	_, err = s.updateItem(ctx, updateItemInput{
 		Key:                      allowanceKey(client, day),
-		UpdateExpression:         aws.String("SET #n = :one, #exp = :exp"),
-		ConditionExpression:      aws.String("#exp < :now"),
+		UpdateExpression:         "SET #n = :one, #exp = :exp",
+		ConditionExpression:      "#exp < :now",
 		ExpressionAttributeNames: map[string]string{"#n": attrCount, "#exp": attrExpiresAt},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
+		ExpressionAttributeValues: item{
 			":one": number(1),
 			":exp": number(expires.Unix()),
 			":now": number(s.now().Unix()),
@@ -249,20 +341,19 @@ func (s *Store) AllowanceUsed(ctx context.Context, client, day string) (int, err
 	if err := checkAllowanceArgs(client, day); err != nil {
 		return 0, fmt.Errorf("read allowance: %w", err)
 	}
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:                aws.String(s.table),
+	got, err := s.getItem(ctx, getItemInput{
 		Key:                      allowanceKey(client, day),
-		ConsistentRead:           aws.Bool(true),
-		ProjectionExpression:     aws.String("#n, #exp"),
+		ConsistentRead:           true,
+		ProjectionExpression:     "#n, #exp",
 		ExpressionAttributeNames: map[string]string{"#n": attrCount, "#exp": attrExpiresAt},
 	})
 	if err != nil {
 		return 0, fmt.Errorf("read allowance: %w", err)
 	}
-	if out.Item == nil || s.expired(out.Item) {
+	if got == nil || s.expired(got) {
 		return 0, nil
 	}
-	used, err := intAttr(out.Item, attrCount)
+	used, err := intAttr(got, attrCount)
 	if err != nil {
 		return 0, fmt.Errorf("read allowance: %w", err)
 	}
@@ -270,11 +361,11 @@ func (s *Store) AllowanceUsed(ctx context.Context, client, day string) (int, err
 }
 
 // expired reports whether an item's expires_at has passed; an item without one never expires.
-func (s *Store) expired(item map[string]types.AttributeValue) bool {
-	if _, ok := item[attrExpiresAt]; !ok {
+func (s *Store) expired(it item) bool {
+	if _, ok := it[attrExpiresAt]; !ok {
 		return false
 	}
-	exp, err := intAttr(item, attrExpiresAt)
+	exp, err := intAttr(it, attrExpiresAt)
 	return err == nil && storekey.Expired(exp, s.now())
 }
 
@@ -292,14 +383,13 @@ func (s *Store) ReservePayment(ctx context.Context, id string, expires time.Time
 	if err := storekey.CheckID("payment id", id); err != nil {
 		return fmt.Errorf("reserve payment: %w", err)
 	}
-	item := paymentKey(id)
-	item[attrExpiresAt] = number(expires.Unix())
-	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                 aws.String(s.table),
-		Item:                      item,
-		ConditionExpression:       aws.String("attribute_not_exists(#pk) OR #exp < :now"),
+	it := paymentKey(id)
+	it[attrExpiresAt] = number(expires.Unix())
+	err := s.putItem(ctx, putItemInput{
+		Item:                      it,
+		ConditionExpression:       "attribute_not_exists(#pk) OR #exp < :now",
 		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#exp": attrExpiresAt},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":now": number(s.now().Unix())},
+		ExpressionAttributeValues: item{":now": number(s.now().Unix())},
 	})
 	if isConditionFailed(err) {
 		return fmt.Errorf("reserve payment %s: %w", id, store.ErrPaymentReplayed)
@@ -315,15 +405,11 @@ func (s *Store) PaymentReserved(ctx context.Context, id string) (bool, error) {
 	if err := storekey.CheckID("payment id", id); err != nil {
 		return false, fmt.Errorf("read payment: %w", err)
 	}
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(s.table),
-		Key:            paymentKey(id),
-		ConsistentRead: aws.Bool(true),
-	})
+	got, err := s.getItem(ctx, getItemInput{Key: paymentKey(id), ConsistentRead: true})
 	if err != nil {
 		return false, fmt.Errorf("read payment %s: %w", id, err)
 	}
-	return out.Item != nil && !s.expired(out.Item), nil
+	return got != nil && !s.expired(got), nil
 }
 
 // Aggregate updates under optimistic concurrency: how often a lost race is retried, and how long
@@ -349,28 +435,26 @@ func (s *Store) RecordVerification(ctx context.Context, v store.Verification) er
 		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
 	}
 	if !inserted {
-		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName:                aws.String(s.table),
+		got, err := s.getItem(ctx, getItemInput{
 			Key:                      historyKey,
-			ConsistentRead:           aws.Bool(true),
-			ProjectionExpression:     aws.String("#pending"),
+			ConsistentRead:           true,
+			ProjectionExpression:     "#pending",
 			ExpressionAttributeNames: map[string]string{"#pending": attrPending},
 		})
 		if err != nil {
 			return fmt.Errorf("record verification %s: read history record: %w", v.VerificationID, err)
 		}
-		if _, pending := out.Item[attrPending]; !pending {
+		if _, pending := got[attrPending]; !pending {
 			return nil // recorded and counted before: a retry must not count twice
 		}
 	}
 	if err := s.addToAggregate(ctx, v); err != nil {
 		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
 	}
-	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(s.table),
+	_, err = s.updateItem(ctx, updateItemInput{
 		Key:                      historyKey,
-		UpdateExpression:         aws.String("REMOVE #pending"),
-		ConditionExpression:      aws.String("attribute_exists(#pk)"),
+		UpdateExpression:         "REMOVE #pending",
+		ConditionExpression:      "attribute_exists(#pk)",
 		ExpressionAttributeNames: map[string]string{"#pending": attrPending, "#pk": attrPK},
 	})
 	if err != nil {
@@ -381,25 +465,25 @@ func (s *Store) RecordVerification(ctx context.Context, v store.Verification) er
 
 // putHistory writes v's history record, marked pending, unless a record of v is already there.
 func (s *Store) putHistory(ctx context.Context, v store.Verification) (inserted bool, err error) {
-	item := historyItemKey(v)
-	item[attrAgentID] = &types.AttributeValueMemberS{Value: v.AgentID}
-	item[attrVerifID] = &types.AttributeValueMemberS{Value: v.VerificationID}
-	item[attrResult] = &types.AttributeValueMemberS{Value: v.Result}
-	item[attrRatio] = &types.AttributeValueMemberN{Value: strconv.FormatFloat(v.OverallRatio, 'g', -1, 64)}
-	item[attrVerifiedAt] = &types.AttributeValueMemberS{Value: v.VerifiedAt.UTC().Format(time.RFC3339Nano)}
-	item[attrPaid] = &types.AttributeValueMemberBOOL{Value: v.Paid}
+	it := historyItemKey(v)
+	it[attrAgentID] = str(v.AgentID)
+	it[attrVerifID] = str(v.VerificationID)
+	it[attrResult] = str(v.Result)
+	ratio := strconv.FormatFloat(v.OverallRatio, 'g', -1, 64)
+	it[attrRatio] = value{N: &ratio}
+	it[attrVerifiedAt] = str(v.VerifiedAt.UTC().Format(time.RFC3339Nano))
+	it[attrPaid] = boolean(v.Paid)
 	// Empty strings are left out rather than stored: older DynamoDB-compatible servers refuse them.
 	if v.TaskID != "" {
-		item[attrTaskID] = &types.AttributeValueMemberS{Value: v.TaskID}
+		it[attrTaskID] = str(v.TaskID)
 	}
 	if v.CallerID != "" {
-		item[attrCallerID] = &types.AttributeValueMemberS{Value: v.CallerID}
+		it[attrCallerID] = str(v.CallerID)
 	}
-	item[attrPending] = &types.AttributeValueMemberBOOL{Value: true}
-	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                aws.String(s.table),
-		Item:                     item,
-		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+	it[attrPending] = boolean(true)
+	err = s.putItem(ctx, putItemInput{
+		Item:                     it,
+		ConditionExpression:      "attribute_not_exists(#pk)",
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
 	})
 	switch {
@@ -411,11 +495,11 @@ func (s *Store) putHistory(ctx context.Context, v store.Verification) (inserted 
 	return false, fmt.Errorf("write history record: %w", err)
 }
 
-func historyItemKey(v store.Verification) map[string]types.AttributeValue {
+func historyItemKey(v store.Verification) item {
 	return key(prefixAgent+v.AgentID, prefixHistory+storekey.HistoryKey(v.VerifiedAt, v.VerificationID))
 }
 
-func aggregateKey(agentID string) map[string]types.AttributeValue {
+func aggregateKey(agentID string) item {
 	return key(prefixAgent+agentID, skAggregate)
 }
 
@@ -423,19 +507,15 @@ func aggregateKey(agentID string) map[string]types.AttributeValue {
 // race.
 func (s *Store) addToAggregate(ctx context.Context, v store.Verification) error {
 	for attempt := 0; ; attempt++ {
-		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName:      aws.String(s.table),
-			Key:            aggregateKey(v.AgentID),
-			ConsistentRead: aws.Bool(true),
-		})
+		got, err := s.getItem(ctx, getItemInput{Key: aggregateKey(v.AgentID), ConsistentRead: true})
 		if err != nil {
 			return fmt.Errorf("read aggregate: %w", err)
 		}
 		var agg reputation.Aggregate
 		var version int64
 		var recent []string
-		if out.Item != nil {
-			if agg, version, recent, err = decodeAggregate(out.Item); err != nil {
+		if got != nil {
+			if agg, version, recent, err = decodeAggregate(got); err != nil {
 				return err
 			}
 			if slices.Contains(recent, v.VerificationID) {
@@ -449,27 +529,26 @@ func (s *Store) addToAggregate(ctx context.Context, v store.Verification) error 
 		}
 		recent = append(recent, v.VerificationID)
 		recent = recent[max(len(recent)-recentIDs, 0):]
-		ids := make([]types.AttributeValue, len(recent))
+		ids := make([]value, len(recent))
 		for i, id := range recent {
-			ids[i] = &types.AttributeValueMemberS{Value: id}
+			ids[i] = str(id)
 		}
-		item := aggregateKey(v.AgentID)
-		item[attrAgentID] = &types.AttributeValueMemberS{Value: v.AgentID}
-		item[attrVersion] = number(version + 1)
-		item[attrAggregate] = &types.AttributeValueMemberS{Value: string(body)}
-		item[attrRecentIDs] = &types.AttributeValueMemberL{Value: ids}
-		put := &dynamodb.PutItemInput{
-			TableName:                aws.String(s.table),
-			Item:                     item,
-			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+		it := aggregateKey(v.AgentID)
+		it[attrAgentID] = str(v.AgentID)
+		it[attrVersion] = number(version + 1)
+		it[attrAggregate] = str(string(body))
+		it[attrRecentIDs] = list(ids)
+		put := putItemInput{
+			Item:                     it,
+			ConditionExpression:      "attribute_not_exists(#pk)",
 			ExpressionAttributeNames: map[string]string{"#pk": attrPK},
 		}
-		if out.Item != nil {
-			put.ConditionExpression = aws.String("#v = :v")
+		if got != nil {
+			put.ConditionExpression = "#v = :v"
 			put.ExpressionAttributeNames = map[string]string{"#v": attrVersion}
-			put.ExpressionAttributeValues = map[string]types.AttributeValue{":v": number(version)}
+			put.ExpressionAttributeValues = item{":v": number(version)}
 		}
-		_, err = s.client.PutItem(ctx, put)
+		err = s.putItem(ctx, put)
 		if err == nil {
 			return nil
 		}
@@ -489,21 +568,21 @@ func (s *Store) addToAggregate(ctx context.Context, v store.Verification) error 
 }
 
 // decodeAggregate reads an aggregate item.
-func decodeAggregate(item map[string]types.AttributeValue) (agg reputation.Aggregate, version int64, recent []string, err error) {
-	if version, err = intAttr(item, attrVersion); err != nil {
+func decodeAggregate(it item) (agg reputation.Aggregate, version int64, recent []string, err error) {
+	if version, err = intAttr(it, attrVersion); err != nil {
 		return agg, 0, nil, fmt.Errorf("decode aggregate: %w", err)
 	}
-	body, err := stringAttr(item, attrAggregate)
+	body, err := stringAttr(it, attrAggregate)
 	if err != nil {
 		return agg, 0, nil, fmt.Errorf("decode aggregate: %w", err)
 	}
 	if agg, err = reputation.UnmarshalAggregate([]byte(body)); err != nil {
 		return agg, 0, nil, err
 	}
-	if l, ok := item[attrRecentIDs].(*types.AttributeValueMemberL); ok {
-		for _, v := range l.Value {
-			if id, ok := v.(*types.AttributeValueMemberS); ok {
-				recent = append(recent, id.Value)
+	if l := it[attrRecentIDs].L; l != nil {
+		for _, v := range *l {
+			if v.S != nil {
+				recent = append(recent, *v.S)
 			}
 		}
 	}
@@ -515,18 +594,14 @@ func (s *Store) AgentAggregate(ctx context.Context, agentID string) (reputation.
 	if err := storekey.CheckID("agent id", agentID); err != nil {
 		return reputation.Aggregate{}, false, fmt.Errorf("read aggregate: %w", err)
 	}
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(s.table),
-		Key:            aggregateKey(agentID),
-		ConsistentRead: aws.Bool(true),
-	})
+	got, err := s.getItem(ctx, getItemInput{Key: aggregateKey(agentID), ConsistentRead: true})
 	if err != nil {
 		return reputation.Aggregate{}, false, fmt.Errorf("read aggregate: %w", err)
 	}
-	if out.Item == nil {
+	if got == nil {
 		return reputation.Aggregate{}, false, nil
 	}
-	agg, _, _, err := decodeAggregate(out.Item)
+	agg, _, _, err := decodeAggregate(got)
 	if err != nil {
 		return reputation.Aggregate{}, false, fmt.Errorf("read aggregate of %s: %w", agentID, err)
 	}
@@ -544,7 +619,7 @@ func (s *Store) History(ctx context.Context, agentID string, limit int, cursor s
 	if err != nil {
 		return nil, "", fmt.Errorf("read history: %w", err)
 	}
-	var start map[string]types.AttributeValue
+	var start item
 	if cursor != "" {
 		after, err := storekey.DecodeCursor(cursor)
 		if err != nil {
@@ -552,21 +627,19 @@ func (s *Store) History(ctx context.Context, agentID string, limit int, cursor s
 		}
 		start = key(prefixAgent+agentID, prefixHistory+after)
 	}
-	var items []map[string]types.AttributeValue
+	var items []item
 	for {
-		out, err := s.client.Query(ctx, &dynamodb.QueryInput{
-			TableName:                aws.String(s.table),
-			KeyConditionExpression:   aws.String("#pk = :pk AND begins_with(#sk, :v)"),
-			ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#sk": attrSK},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":pk": &types.AttributeValueMemberS{Value: prefixAgent + agentID},
-				":v":  &types.AttributeValueMemberS{Value: prefixHistory},
-			},
-			ScanIndexForward:  aws.Bool(false),
-			ConsistentRead:    aws.Bool(true),
-			Limit:             aws.Int32(int32(limit + 1 - len(items))),
-			ExclusiveStartKey: start,
-		})
+		var out queryOutput
+		err := s.client.Call(ctx, "Query", &queryInput{
+			TableName:                 s.table,
+			KeyConditionExpression:    "#pk = :pk AND begins_with(#sk, :v)",
+			ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
+			ExpressionAttributeValues: item{":pk": str(prefixAgent + agentID), ":v": str(prefixHistory)},
+			ScanIndexForward:          false,
+			ConsistentRead:            true,
+			Limit:                     limit + 1 - len(items),
+			ExclusiveStartKey:         start,
+		}, &out)
 		if err != nil {
 			return nil, "", fmt.Errorf("read history: %w", err)
 		}
@@ -587,8 +660,8 @@ func (s *Store) History(ctx context.Context, agentID string, limit int, cursor s
 		next = storekey.EncodeCursor(sk[len(prefixHistory):])
 	}
 	page := make([]store.Verification, 0, len(items))
-	for _, item := range items {
-		v, err := decodeVerification(item)
+	for _, it := range items {
+		v, err := decodeVerification(it)
 		if err != nil {
 			return nil, "", fmt.Errorf("read history: %w", err)
 		}
@@ -597,64 +670,64 @@ func (s *Store) History(ctx context.Context, agentID string, limit int, cursor s
 	return page, next, nil
 }
 
-func decodeVerification(item map[string]types.AttributeValue) (store.Verification, error) {
+func decodeVerification(it item) (store.Verification, error) {
 	var v store.Verification
 	var err error
-	if v.AgentID, err = stringAttr(item, attrAgentID); err != nil {
+	if v.AgentID, err = stringAttr(it, attrAgentID); err != nil {
 		return v, err
 	}
-	if v.VerificationID, err = stringAttr(item, attrVerifID); err != nil {
+	if v.VerificationID, err = stringAttr(it, attrVerifID); err != nil {
 		return v, err
 	}
-	if v.Result, err = stringAttr(item, attrResult); err != nil {
+	if v.Result, err = stringAttr(it, attrResult); err != nil {
 		return v, err
 	}
-	if _, ok := item[attrTaskID]; ok {
-		if v.TaskID, err = stringAttr(item, attrTaskID); err != nil {
+	if _, ok := it[attrTaskID]; ok {
+		if v.TaskID, err = stringAttr(it, attrTaskID); err != nil {
 			return v, err
 		}
 	}
-	if _, ok := item[attrCallerID]; ok {
-		if v.CallerID, err = stringAttr(item, attrCallerID); err != nil {
+	if _, ok := it[attrCallerID]; ok {
+		if v.CallerID, err = stringAttr(it, attrCallerID); err != nil {
 			return v, err
 		}
 	}
-	at, err := stringAttr(item, attrVerifiedAt)
+	at, err := stringAttr(it, attrVerifiedAt)
 	if err != nil {
 		return v, err
 	}
 	if v.VerifiedAt, err = time.Parse(time.RFC3339Nano, at); err != nil {
 		return v, fmt.Errorf("attribute %s of %s: %w", attrVerifiedAt, v.VerificationID, err)
 	}
-	ratio, ok := item[attrRatio].(*types.AttributeValueMemberN)
-	if !ok {
+	ratio := it[attrRatio].N
+	if ratio == nil {
 		return v, fmt.Errorf("attribute %s of %s is not a number", attrRatio, v.VerificationID)
 	}
-	if v.OverallRatio, err = strconv.ParseFloat(ratio.Value, 64); err != nil || math.IsInf(v.OverallRatio, 0) {
+	if v.OverallRatio, err = strconv.ParseFloat(*ratio, 64); err != nil || math.IsInf(v.OverallRatio, 0) {
 		return v, fmt.Errorf("attribute %s of %s is not a finite number", attrRatio, v.VerificationID)
 	}
-	paid, ok := item[attrPaid].(*types.AttributeValueMemberBOOL)
-	if !ok {
+	paid := it[attrPaid].BOOL
+	if paid == nil {
 		return v, fmt.Errorf("attribute %s of %s is not a boolean", attrPaid, v.VerificationID)
 	}
-	v.Paid = paid.Value
+	v.Paid = *paid
 	return v, nil
 }
 
-func stringAttr(item map[string]types.AttributeValue, name string) (string, error) {
-	s, ok := item[name].(*types.AttributeValueMemberS)
-	if !ok {
+func stringAttr(it item, name string) (string, error) {
+	s := it[name].S
+	if s == nil {
 		return "", fmt.Errorf("attribute %s is missing or not a string", name)
 	}
-	return s.Value, nil
+	return *s, nil
 }
 
-func intAttr(item map[string]types.AttributeValue, name string) (int64, error) {
-	n, ok := item[name].(*types.AttributeValueMemberN)
-	if !ok {
+func intAttr(it item, name string) (int64, error) {
+	n := it[name].N
+	if n == nil {
 		return 0, fmt.Errorf("attribute %s is missing or not a number", name)
 	}
-	v, err := strconv.ParseInt(n.Value, 10, 64)
+	v, err := strconv.ParseInt(*n, 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("attribute %s is not an integer: %w", name, err)
 	}
@@ -664,19 +737,15 @@ func intAttr(item map[string]types.AttributeValue, name string) (int64, error) {
 // Ping implements store.Store with a GetItem of a key that never exists: it needs only the read
 // permission the service already has, and proves the endpoint, credentials and table all work.
 func (s *Store) Ping(ctx context.Context) error {
-	_, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.table),
-		Key:       key(pingKey, pingKey),
-	})
-	if err != nil {
+	if _, err := s.getItem(ctx, getItemInput{Key: key(pingKey, pingKey)}); err != nil {
 		return newPingError(ctx, err)
 	}
 	return nil
 }
 
 // PingError is what Ping returns: its message names only the kind of failure (an AWS error code,
-// "timeout" or "unreachable"), because SDK errors carry the endpoint URL and the table name, which
-// /health must not show. The full cause stays reachable with errors.Unwrap for the log.
+// "timeout" or "unreachable"), because the client's errors carry the endpoint URL and DynamoDB's
+// messages the table name, which /health must not show. The full cause stays reachable with errors.Unwrap for the log.
 type PingError struct {
 	// Reason is the AWS error code (e.g. "ResourceNotFoundException"), "timeout" or "unreachable".
 	Reason string
@@ -684,10 +753,10 @@ type PingError struct {
 }
 
 func newPingError(ctx context.Context, err error) *PingError {
-	var apiErr smithy.APIError
+	apiErr, answered := errors.AsType[*awsjson.Error](err)
 	switch {
-	case errors.As(err, &apiErr):
-		return &PingError{Reason: apiErr.ErrorCode(), cause: err}
+	case answered:
+		return &PingError{Reason: apiErr.Code, cause: err}
 	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
 		return &PingError{Reason: "timeout", cause: err}
 	default:
@@ -701,38 +770,55 @@ func (e *PingError) Error() string { return "ping dynamodb: " + e.Reason }
 // Unwrap returns the full cause, for logging only.
 func (e *PingError) Unwrap() error { return e.cause }
 
-// Close implements store.Store; the DynamoDB client holds nothing that needs releasing.
+// Close implements store.Store; the client holds nothing that needs releasing.
 func (s *Store) Close() error { return nil }
 
-// tableReadyTimeout bounds CreateTable's wait for the table to become ACTIVE.
-const tableReadyTimeout = 30 * time.Second
+// Limits of CreateTable's wait for the table to become ACTIVE, each with its reason.
+const (
+	// tableReadyTimeout bounds the whole wait; DynamoDB takes seconds, dynalite no time.
+	tableReadyTimeout = 30 * time.Second
+	// tablePollFirst and tablePollMax bound the wait between two reads of the table's status,
+	// which doubles from the first to the most.
+	tablePollFirst = 50 * time.Millisecond
+	tablePollMax   = time.Second
+)
 
 // CreateTable creates table with the layout this package expects (string keys pk and sk,
 // on-demand billing) and waits until it is ACTIVE. It is FOR TESTS ONLY: in production the table
 // and its TTL setting come from template.yaml and the service never creates or alters tables. It
 // does not enable TTL, since dynalite has no TTL API and reads ignore expired items anyway.
-func CreateTable(ctx context.Context, client *dynamodb.Client, table string) error {
-	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName: aws.String(table),
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(attrPK), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(attrSK), AttributeType: types.ScalarAttributeTypeS},
-		},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String(attrSK), KeyType: types.KeyTypeRange},
-		},
-		BillingMode: types.BillingModePayPerRequest,
-	})
+func CreateTable(ctx context.Context, client Client, table string) error {
+	type attribute struct{ AttributeName, AttributeType string }
+	type keyElement struct{ AttributeName, KeyType string }
+	err := client.Call(ctx, "CreateTable", struct {
+		TableName            string
+		AttributeDefinitions []attribute
+		KeySchema            []keyElement
+		BillingMode          string
+	}{
+		TableName:            table,
+		AttributeDefinitions: []attribute{{attrPK, "S"}, {attrSK, "S"}},
+		KeySchema:            []keyElement{{attrPK, "HASH"}, {attrSK, "RANGE"}},
+		BillingMode:          "PAY_PER_REQUEST",
+	}, new(noOutput))
 	if err != nil {
 		return fmt.Errorf("create table %s: %w", table, err)
 	}
-	waiter := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
-		o.MinDelay = 50 * time.Millisecond
-		o.MaxDelay = time.Second
-	})
-	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, tableReadyTimeout); err != nil {
-		return fmt.Errorf("create table %s: wait until active: %w", table, err)
+	ctx, cancel := context.WithTimeout(ctx, tableReadyTimeout)
+	defer cancel()
+	for wait := tablePollFirst; ; wait = min(2*wait, tablePollMax) {
+		var out struct{ Table struct{ TableStatus string } }
+		err := client.Call(ctx, "DescribeTable", struct{ TableName string }{table}, &out)
+		if e, ok := errors.AsType[*awsjson.Error](err); err != nil && !(ok && e.Code == "ResourceNotFoundException") {
+			return fmt.Errorf("create table %s: wait until active: %w", table, err)
+		}
+		if err == nil && out.Table.TableStatus == "ACTIVE" {
+			return nil
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return fmt.Errorf("create table %s: wait until active: %w", table, ctx.Err())
+		}
 	}
-	return nil
 }

@@ -11,11 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
-
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/dynamo/dynalitetest"
 	"github.com/agent-output-verifier/verifier/pkg/store/internal/storekey"
@@ -23,7 +18,7 @@ import (
 )
 
 // newTable creates a fresh table in the dynalite at endpoint and returns a store on it.
-func newTable(t *testing.T, client *dynamodb.Client, opts ...Option) (*Store, string) {
+func newTable(t *testing.T, client Client, opts ...Option) (*Store, string) {
 	t.Helper()
 	table := dynalitetest.TableName(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -49,13 +44,13 @@ func TestDynamo(t *testing.T) {
 	t.Run("ExpiresAtIsEpochSeconds", func(t *testing.T) { testExpiresAtIsEpochSeconds(t, client) })
 	t.Run("ExpiryWithClock", func(t *testing.T) { testExpiryWithClock(t, client) })
 	t.Run("PingHidesConfiguration", func(t *testing.T) { testPingHidesConfiguration(t, client) })
-	t.Run("AggregateOptimisticConcurrency", func(t *testing.T) { testAggregateConflicts(t, endpoint) })
+	t.Run("AggregateOptimisticConcurrency", func(t *testing.T) { testAggregateConflicts(t, client) })
 	t.Run("RecordResumesAfterCrash", func(t *testing.T) { testRecordResumes(t, client) })
 }
 
 // testExpiresAtIsEpochSeconds reads the raw items back: DynamoDB's TTL only acts on a Number
 // attribute holding epoch seconds, and silently ignores anything else (milliseconds, strings).
-func testExpiresAtIsEpochSeconds(t *testing.T, client *dynamodb.Client) {
+func testExpiresAtIsEpochSeconds(t *testing.T, client Client) {
 	ctx := context.Background()
 	s, table := newTable(t, client)
 	// Half a second over: epoch seconds drop it, epoch milliseconds would not.
@@ -66,19 +61,19 @@ func testExpiresAtIsEpochSeconds(t *testing.T, client *dynamodb.Client) {
 	if _, _, err := s.ConsumeAllowance(ctx, "client-ttl", "2025-03-01", 5, expires); err != nil {
 		t.Fatalf("ConsumeAllowance: %v", err)
 	}
-	for name, k := range map[string]map[string]types.AttributeValue{
+	for name, k := range map[string]item{
 		"payment":   paymentKey("nonce-ttl"),
 		"allowance": allowanceKey("client-ttl", "2025-03-01"),
 	} {
-		out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: k, ConsistentRead: aws.Bool(true)})
+		got, err := New(client, table).getItem(ctx, getItemInput{Key: k, ConsistentRead: true})
 		if err != nil {
 			t.Fatalf("GetItem %s: %v", name, err)
 		}
-		n, ok := out.Item["expires_at"].(*types.AttributeValueMemberN)
-		if !ok {
-			t.Fatalf("%s item expires_at = %#v, want a Number", name, out.Item["expires_at"])
+		n := got["expires_at"].N
+		if n == nil {
+			t.Fatalf("%s item expires_at = %#v, want a Number", name, got["expires_at"])
 		}
-		if got, want := n.Value, strconv.FormatInt(expires.Unix(), 10); got != want {
+		if got, want := *n, strconv.FormatInt(expires.Unix(), 10); got != want {
 			t.Errorf("%s item expires_at = %s, want %s (epoch seconds)", name, got, want)
 		}
 	}
@@ -95,7 +90,7 @@ func (c *clock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.now = t }
 
 // testExpiryWithClock checks that reads and the reservation condition use the store's clock, not
 // the server's, and count in whole seconds like DynamoDB's TTL.
-func testExpiryWithClock(t *testing.T, client *dynamodb.Client) {
+func testExpiryWithClock(t *testing.T, client Client) {
 	ctx := context.Background()
 	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
 	s, _ := newTable(t, client, WithClock(clk.Now))
@@ -156,7 +151,7 @@ func testExpiryWithClock(t *testing.T, client *dynamodb.Client) {
 
 // testPingHidesConfiguration makes Ping fail in the two ways a deployment can be misconfigured and
 // checks that the message names neither the table nor the endpoint.
-func testPingHidesConfiguration(t *testing.T, client *dynamodb.Client) {
+func testPingHidesConfiguration(t *testing.T, client Client) {
 	ctx := context.Background()
 	s, _ := newTable(t, client)
 	if err := s.Ping(ctx); err != nil {
@@ -189,31 +184,32 @@ func testPingHidesConfiguration(t *testing.T, client *dynamodb.Client) {
 	}
 }
 
+// conflictCounter is a Client that counts the aggregate writes DynamoDB refused for a stale
+// version.
+type conflictCounter struct {
+	Client
+	conflicts atomic.Int64
+}
+
+func (c *conflictCounter) Call(ctx context.Context, operation string, in, out any) error {
+	err := c.Client.Call(ctx, operation, in, out)
+	if put, ok := in.(*putItemInput); ok && isConditionFailed(err) {
+		if sk := put.Item[attrSK].S; sk != nil && *sk == skAggregate {
+			c.conflicts.Add(1)
+		}
+	}
+	return err
+}
+
 // testAggregateConflicts has many writers update one agent's aggregate at once through a client
 // that counts the aggregate writes DynamoDB refused for a stale version: the races must happen, and
 // every refused write must have been retried until counted, so the version equals the number of
 // verifications.
-func testAggregateConflicts(t *testing.T, endpoint string) {
+func testAggregateConflicts(t *testing.T, client Client) {
 	ctx := context.Background()
-	var conflicts atomic.Int64
-	counting := dynamodb.New(dynamodb.Options{
-		Region:       dynalitetest.Region,
-		BaseEndpoint: aws.String(endpoint),
-		Credentials:  dynalitetest.Client(endpoint).Options().Credentials,
-		APIOptions: []func(*middleware.Stack) error{func(st *middleware.Stack) error {
-			return st.Initialize.Add(middleware.InitializeMiddlewareFunc("countConflicts",
-				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-					out, md, err := next.HandleInitialize(ctx, in)
-					if put, ok := in.Parameters.(*dynamodb.PutItemInput); ok && isConditionFailed(err) {
-						if sk, _ := put.Item[attrSK].(*types.AttributeValueMemberS); sk != nil && sk.Value == skAggregate {
-							conflicts.Add(1)
-						}
-					}
-					return out, md, err
-				}), middleware.After)
-		}},
-	})
-	s, table := newTable(t, counting)
+	counting := &conflictCounter{Client: client}
+	conflicts := &counting.conflicts
+	s, _ := newTable(t, counting)
 	const writers, each = 20, 10
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -234,11 +230,11 @@ func testAggregateConflicts(t *testing.T, endpoint string) {
 	if conflicts.Load() == 0 {
 		t.Errorf("no aggregate write lost a race among %d concurrent writers: the concurrency control went untested", writers)
 	}
-	out, err := counting.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: aggregateKey("agent-hot"), ConsistentRead: aws.Bool(true)})
+	got, err := s.getItem(ctx, getItemInput{Key: aggregateKey("agent-hot"), ConsistentRead: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	agg, version, _, err := decodeAggregate(out.Item)
+	agg, version, _, err := decodeAggregate(got)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +247,7 @@ func testAggregateConflicts(t *testing.T, endpoint string) {
 // testRecordResumes simulates a writer that died half-way, after the history write (step 1) and
 // after the aggregate write (step 2): recording the verification again completes it, and counts it
 // exactly once either way.
-func testRecordResumes(t *testing.T, client *dynamodb.Client) {
+func testRecordResumes(t *testing.T, client Client) {
 	ctx := context.Background()
 	s, _ := newTable(t, client)
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -260,12 +256,12 @@ func testRecordResumes(t *testing.T, client *dynamodb.Client) {
 	}
 	pending := func(id string) bool {
 		t.Helper()
-		out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), ConsistentRead: aws.Bool(true),
+		got, err := s.getItem(ctx, getItemInput{ConsistentRead: true,
 			Key: key(prefixAgent+"agent-resume", prefixHistory+storekey.HistoryKey(at, id))})
-		if err != nil || out.Item == nil {
+		if err != nil || got == nil {
 			t.Fatalf("read history record %s: %v", id, err)
 		}
-		_, ok := out.Item[attrPending]
+		_, ok := got[attrPending]
 		return ok
 	}
 

@@ -23,7 +23,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/agent-output-verifier/verifier/pkg/internal/awsjson"
 )
 
 // cliPath is where `npm ci --prefix infra/dynalite` puts dynalite's server, relative to the repo root.
@@ -40,8 +41,7 @@ const startTimeout = 20 * time.Second
 // before dynalite binds it.
 const startAttempts = 3
 
-// Region is the region the test clients sign for; dynalite accepts any, and a fixed one keeps the
-// SDK from looking for configuration on the machine.
+// Region is the region the test clients sign for; dynalite accepts any.
 const Region = "us-east-1"
 
 // Required reports whether a missing dynalite must fail the test instead of skipping it: on CI
@@ -167,16 +167,23 @@ func start(t testing.TB, node, cli string) (string, error) {
 	return "http://" + addr, nil
 }
 
-// Client returns a DynamoDB client for endpoint with dummy static credentials, built without
-// reading the machine's AWS configuration, so a test can never reach real AWS.
-func Client(endpoint string) *dynamodb.Client {
-	return dynamodb.New(dynamodb.Options{
+// Client returns the functions' DynamoDB client (awsjson) for endpoint with dummy static
+// credentials, built without reading the machine's AWS configuration, so a test can never reach
+// real AWS. (AWS_ENDPOINT_URL_DYNAMODB, which no test sets to anything but its dynalite, would
+// take precedence over endpoint, as it does for the functions.)
+func Client(endpoint string) *awsjson.Client {
+	c, err := awsjson.New(aws.Config{
 		Region:       Region,
 		BaseEndpoint: aws.String(endpoint),
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "dynalite", SecretAccessKey: "dynalite", Source: "dynalitetest"}, nil
 		}),
-	})
+	}, awsjson.DynamoDB)
+	if err != nil {
+		// The region and endpoint are fixed; only a malformed AWS_ENDPOINT_URL_DYNAMODB gets here.
+		panic("dynalitetest.Client: " + err.Error())
+	}
+	return c
 }
 
 var tableSeq atomic.Int64

@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"hash/crc32"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -81,13 +83,15 @@ func verifySignature(r *http.Request, body []byte, service, region string) (scop
 
 func TestRequestsAreSigned(t *testing.T) {
 	for _, tc := range []struct {
-		service    Service
-		operation  string
-		wantTarget string
+		service     Service
+		operation   string
+		wantTarget  string
+		contentType string
 	}{
-		{SecretsManager, "GetSecretValue", "secretsmanager.GetSecretValue"},
-		{SecretsManager, "CreateSecret", "secretsmanager.CreateSecret"},
-		{KMS, "Decrypt", "TrentService.Decrypt"},
+		{SecretsManager, "GetSecretValue", "secretsmanager.GetSecretValue", "application/x-amz-json-1.1"},
+		{SecretsManager, "CreateSecret", "secretsmanager.CreateSecret", "application/x-amz-json-1.1"},
+		{KMS, "Decrypt", "TrentService.Decrypt", "application/x-amz-json-1.1"},
+		{DynamoDB, "UpdateItem", "DynamoDB_20120810.UpdateItem", "application/x-amz-json-1.0"},
 	} {
 		t.Run(tc.wantTarget, func(t *testing.T) {
 			var problems []string
@@ -96,8 +100,11 @@ func TestRequestsAreSigned(t *testing.T) {
 				if got := r.Header.Get("X-Amz-Target"); got != tc.wantTarget {
 					problems = append(problems, "X-Amz-Target "+got)
 				}
-				if got := r.Header.Get("Content-Type"); got != "application/x-amz-json-1.1" {
+				if got := r.Header.Get("Content-Type"); got != tc.contentType {
 					problems = append(problems, "Content-Type "+got)
+				}
+				if got := r.Header.Get("Accept-Encoding"); got != "identity" {
+					problems = append(problems, "Accept-Encoding "+got)
 				}
 				if r.Method != http.MethodPost || r.URL.Path != "/" {
 					problems = append(problems, r.Method+" "+r.URL.Path)
@@ -268,13 +275,55 @@ func TestRetryHonoursDeadline(t *testing.T) {
 
 func TestAnswerSizeLimit(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, `{"SecretString":"`+strings.Repeat("a", MaxResponse)+`"}`)
+		io.WriteString(w, `{"SecretString":"`+strings.Repeat("a", SecretsManager.MaxResponse)+`"}`)
 	}))
 	t.Cleanup(srv.Close)
 	c := newTestClient(t, SecretsManager, srv.URL)
 	err := c.Call(context.Background(), "GetSecretValue", struct{}{}, new(struct{ SecretString string }))
 	if err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Fatalf("got %v, want the size limit", err)
+	}
+}
+
+// An answer whose X-Amz-Crc32 does not match is damaged in transit: retried, and never decoded.
+func TestCRC32(t *testing.T) {
+	const body = `{"Item":{"pk":{"S":"a"}}}`
+	for _, tc := range []struct {
+		name      string
+		header    func(attempt int32) string
+		wantCalls int32
+		wantErr   bool
+	}{
+		{"matching", func(int32) string { return strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(body))), 10) }, 1, false},
+		{"absent", func(int32) string { return "" }, 1, false},
+		{"damaged once", func(n int32) string {
+			if n == 1 {
+				return "12345"
+			}
+			return strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(body))), 10)
+		}, 2, false},
+		{"always damaged", func(int32) string { return "12345" }, 3, true},
+		{"not a number", func(int32) string { return "x" }, 3, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if h := tc.header(calls.Add(1)); h != "" {
+					w.Header().Set("X-Amz-Crc32", h)
+				}
+				io.WriteString(w, body)
+			}))
+			t.Cleanup(srv.Close)
+			c := newTestClient(t, DynamoDB, srv.URL)
+			var out struct{ Item map[string]map[string]string }
+			err := c.Call(context.Background(), "GetItem", struct{}{}, &out)
+			if (err != nil) != tc.wantErr || calls.Load() != tc.wantCalls {
+				t.Fatalf("got %v after %d attempts; want error %v after %d", err, calls.Load(), tc.wantErr, tc.wantCalls)
+			}
+			if !tc.wantErr && out.Item["pk"]["S"] != "a" {
+				t.Errorf("answer decoded as %v", out)
+			}
+		})
 	}
 }
 
@@ -340,8 +389,9 @@ func TestEndpoint(t *testing.T) {
 	}
 }
 
-// DNSSuffix agrees with the SDK's partition table, read through the DynamoDB client's endpoint
-// resolver (DynamoDB stays on the SDK, and its regional endpoints follow the same pattern).
+// DNSSuffix agrees with the SDK's partition table, read through the SDK DynamoDB client's
+// endpoint resolver, which only this test links: the regional endpoints of every service this
+// client calls follow the same pattern.
 func TestDNSSuffixMatchesSDK(t *testing.T) {
 	regions := []string{
 		"us-east-1", "us-west-2", "eu-central-2", "ap-southeast-7", "mx-central-1", "il-central-1", "af-south-1",

@@ -1,9 +1,12 @@
-// Package awsjson is a small client of the AWS JSON 1.1 protocol, the one Secrets Manager and KMS
-// speak: a signed POST of a JSON body naming its operation in X-Amz-Target. The key sources make a
-// handful of one-shot calls (a secret read or a decryption at cold start, a secret creation from
-// `verifier keygen`), and the SDK's generated service clients cost every Lambda binary hundreds
-// of kilobytes and milliseconds of package initialisation for operations never called. Signing is
-// the SDK's own SigV4 signer, which the DynamoDB store links anyway.
+// Package awsjson is a small client of the AWS JSON protocols, the ones DynamoDB (JSON 1.0),
+// Secrets Manager and KMS (JSON 1.1) speak: a signed POST of a JSON body naming its operation in
+// X-Amz-Target. The store makes a few item reads and conditional writes per request and the key
+// sources a handful of one-shot calls (a secret read or a decryption at cold start, a secret
+// creation from `verifier keygen`), while the SDK's generated service clients cost every Lambda
+// binary megabytes and milliseconds of package initialisation (the DynamoDB client's serializer
+// schemas alone take about 3 ms at every cold start) for operations never called. Signing is the
+// SDK's own SigV4 signer; with aws.Config and the credential types, it is all of the SDK the
+// functions link.
 package awsjson
 
 import (
@@ -14,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -29,9 +33,14 @@ import (
 
 // Limits of one call, each with its reason.
 const (
-	// MaxResponse bounds what a call reads: the largest answer expected is a 64 KB secret (the
-	// Secrets Manager limit) base64-encoded inside JSON, so anything much larger is not an answer.
-	MaxResponse = 256 << 10
+	// maxKeyResponse bounds what a Secrets Manager or KMS call reads: the largest answer expected
+	// is a 64 KB secret (the Secrets Manager limit) base64-encoded inside JSON, so anything much
+	// larger is not an answer.
+	maxKeyResponse = 256 << 10
+	// maxDynamoDBResponse bounds what a DynamoDB call reads: an answer holds at most 1 MB of items
+	// (a Query page; an item is at most 400 KB), which the JSON form's type tags and escapes can
+	// inflate but not fourfold.
+	maxDynamoDBResponse = 4 << 20
 	// callTimeout bounds a whole call, retries included, when the caller's context has no deadline:
 	// a cold start that waits longer has already failed Lambda's 10-second init phase.
 	callTimeout = 10 * time.Second
@@ -48,23 +57,28 @@ const (
 	maxMessage = 256
 )
 
-// contentType is the AWS JSON 1.1 protocol's media type.
-const contentType = "application/x-amz-json-1.1"
-
 // Service is one AWS service the client can call.
 type Service struct {
-	// Name is the endpoint prefix and the SigV4 signing name ("secretsmanager", "kms").
+	// Name is the endpoint prefix and the SigV4 signing name ("dynamodb", "secretsmanager", "kms").
 	Name string
 	// EnvName is the service's part of its endpoint override variable, AWS_ENDPOINT_URL_<EnvName>.
 	EnvName string
-	// TargetPrefix prefixes operation names in X-Amz-Target ("secretsmanager", "TrentService").
+	// TargetPrefix prefixes operation names in X-Amz-Target ("DynamoDB_20120810", "TrentService").
 	TargetPrefix string
+	// ContentType names the protocol version: application/x-amz-json-1.0 or -1.1.
+	ContentType string
+	// MaxResponse is the largest answer a call reads, in bytes.
+	MaxResponse int
 }
 
-// The services the key sources use.
+// The services the project uses: DynamoDB for the store, Secrets Manager and KMS for the keys.
 var (
-	SecretsManager = Service{Name: "secretsmanager", EnvName: "SECRETS_MANAGER", TargetPrefix: "secretsmanager"}
-	KMS            = Service{Name: "kms", EnvName: "KMS", TargetPrefix: "TrentService"}
+	DynamoDB = Service{Name: "dynamodb", EnvName: "DYNAMODB", TargetPrefix: "DynamoDB_20120810",
+		ContentType: "application/x-amz-json-1.0", MaxResponse: maxDynamoDBResponse}
+	SecretsManager = Service{Name: "secretsmanager", EnvName: "SECRETS_MANAGER", TargetPrefix: "secretsmanager",
+		ContentType: "application/x-amz-json-1.1", MaxResponse: maxKeyResponse}
+	KMS = Service{Name: "kms", EnvName: "KMS", TargetPrefix: "TrentService",
+		ContentType: "application/x-amz-json-1.1", MaxResponse: maxKeyResponse}
 )
 
 // Client calls the operations of one service at one endpoint, signed with one configuration's
@@ -254,7 +268,7 @@ func (c *Client) attempt(ctx context.Context, target string, body []byte) ([]byt
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", target, err)
 	}
-	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("Content-Type", c.service.ContentType)
 	req.Header.Set("X-Amz-Target", target)
 	if c.creds != nil {
 		creds, err := c.creds.Retrieve(ctx)
@@ -266,22 +280,49 @@ func (c *Client) attempt(ctx context.Context, target string, body []byte) ([]byt
 			return nil, fmt.Errorf("%s: sign request: %w", target, err)
 		}
 	}
+	// Without this, net/http asks for gzip and unpacks the answer itself, and DynamoDB's
+	// X-Amz-Crc32 (of the bytes sent) could no longer be checked. It is set after signing, so the
+	// signed headers are the protocol's own.
+	req.Header.Set("Accept-Encoding", "identity")
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, &networkError{target: target, err: err}
 	}
 	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponse+1))
+	limit := c.service.MaxResponse
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
 	if err != nil {
 		return nil, &networkError{target: target, err: err}
 	}
-	if len(answer) > MaxResponse {
-		return nil, fmt.Errorf("%s: the answer is larger than %d bytes", target, MaxResponse)
+	if len(answer) > limit {
+		return nil, fmt.Errorf("%s: the answer is larger than %d bytes", target, limit)
+	}
+	if err := checkCRC32(resp, answer); err != nil {
+		return nil, &networkError{target: target, err: err}
 	}
 	if resp.StatusCode/100 == 2 {
 		return answer, nil
 	}
 	return nil, apiError(target, resp, answer)
+}
+
+// checkCRC32 compares the answer with the CRC-32 DynamoDB sends of it in X-Amz-Crc32, as the
+// SDK's DynamoDB client does: a mismatch is damage in transit, retried like a broken connection.
+// An answer that an HTTP client given in the configuration decompressed is not what the checksum
+// covers, and goes unchecked.
+func checkCRC32(resp *http.Response, answer []byte) error {
+	v := resp.Header.Get("X-Amz-Crc32")
+	if v == "" || resp.Uncompressed {
+		return nil
+	}
+	want, err := strconv.ParseUint(v, 10, 32)
+	if err != nil {
+		return fmt.Errorf("X-Amz-Crc32 %q is not a CRC-32", printable(v, 16))
+	}
+	if got := crc32.ChecksumIEEE(answer); got != uint32(want) {
+		return fmt.Errorf("the answer's CRC-32 is %d, X-Amz-Crc32 says %d", got, want)
+	}
+	return nil
 }
 
 // apiError reads the protocol's error answer: {"__type": "...#Code", "message": "..."}, or the
