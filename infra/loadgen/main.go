@@ -137,6 +137,12 @@ request in the closed loop (%.2f cores), %.0f µs per request in the open loop (
 `, perRequest(srv1-srv0, max.n), (srv1-srv0).Seconds()/max.elapsed.Seconds(),
 			perRequest(srv2-srv1, half.n), (srv2-srv1).Seconds()/half.elapsed.Seconds())
 	}
+	if max.paid.n > 0 && half.paid.n > 0 {
+		report += fmt.Sprintf(`
+Paid requests alone (%d and %d of them): p50 %s, p99 %s in the closed loop; p50 %s, p99 %s in the
+open loop.
+`, max.paid.n, half.paid.n, ms(max.paid.pct(50)), ms(max.paid.pct(99)), ms(half.paid.pct(50)), ms(half.paid.pct(99)))
+	}
 	if gen0 > 0 && gen2 > gen1 {
 		report += fmt.Sprintf(`
 Load generator CPU (its own process): %.0f µs per request in the closed loop, %.0f µs in the open
@@ -234,6 +240,7 @@ type result struct {
 	n, errors int
 	elapsed   time.Duration
 	lat       []time.Duration
+	paid      *result // the paid requests alone (latencies only)
 }
 
 func (r *result) throughput() float64 { return float64(r.n) / r.elapsed.Seconds() }
@@ -248,10 +255,11 @@ func (r *result) pct(p int) time.Duration {
 }
 
 type recorder struct {
-	mu  sync.Mutex
-	lat []time.Duration
-	n   atomic.Int64
-	bad atomic.Int64
+	mu   sync.Mutex
+	lat  []time.Duration
+	paid []time.Duration
+	n    atomic.Int64
+	bad  atomic.Int64
 }
 
 // send sends one request of the mix and records its latency.
@@ -273,11 +281,15 @@ func (rec *recorder) sendDue(client *pool, gen *generator, due time.Time) {
 	}
 	rec.mu.Lock()
 	rec.lat = append(rec.lat, d)
+	if hdr != nil {
+		rec.paid = append(rec.paid, d)
+	}
 	rec.mu.Unlock()
 }
 
 func (rec *recorder) result(elapsed time.Duration) *result {
-	return &result{n: int(rec.n.Load()), errors: int(rec.bad.Load()), elapsed: elapsed, lat: rec.lat}
+	return &result{n: int(rec.n.Load()), errors: int(rec.bad.Load()), elapsed: elapsed, lat: rec.lat,
+		paid: &result{n: len(rec.paid), lat: rec.paid}}
 }
 
 func closedLoop(client *pool, gen *generator, conns int, d time.Duration) *result {

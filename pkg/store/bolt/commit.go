@@ -15,22 +15,23 @@ import (
 // arrive while a commit runs form the next one. Batches therefore grow with the load and add no
 // latency when it is light.
 //
-// A deferrable write (a history record, which no answer waits for) may instead wait up to linger
-// for others to share its commit: under load the history alone otherwise kept a commit, with its
-// syncs, running back to back. A write that cannot wait, or maxDeferred deferrable ones, end the
-// wait, and all pending writes commit together.
+// With a linger, deferrable writes (history records, which no answer waits for) are queued apart
+// and wait up to linger for others to share their commit: under load the history alone otherwise
+// kept a commit, with its syncs, running back to back. Writes that cannot wait go first, in
+// commits of their own, so that a payment's reservation never waits behind a batch of history
+// pages; maxDeferred deferrable writes do not wait out the linger.
 //
 // Durability is unchanged: a write returns only after the commit that holds it has synced, so
 // nothing is acknowledged before it is on disk.
 type groupCommit struct {
-	db      *bbolt.DB
-	linger  time.Duration // how long deferrable writes may wait for company; 0: not at all
-	mu      sync.Mutex
-	pending []*groupWrite
-	since   time.Time     // when the oldest pending write arrived
-	urgent  bool          // a pending write cannot wait
-	running bool          // a committer goroutine is draining pending
-	kick    chan struct{} // wakes a committer waiting for company (buffered 1)
+	db       *bbolt.DB
+	linger   time.Duration // how long deferrable writes may wait for company; 0: not at all
+	mu       sync.Mutex
+	urgent   []*groupWrite // writes that cannot wait
+	deferred []*groupWrite // deferrable writes (only with a linger)
+	since    time.Time     // when the oldest deferred write arrived
+	running  bool          // a committer goroutine is draining the queues
+	kick     chan struct{} // wakes a committer waiting for company (buffered 1)
 }
 
 // maxDeferred deferrable writes commit without waiting out the linger.
@@ -58,16 +59,17 @@ func (g *groupCommit) updateDeferred(fn func(*bbolt.Tx) error) error { return g.
 func (g *groupCommit) write(fn func(*bbolt.Tx) error, deferrable bool) error {
 	w := &groupWrite{fn: fn, done: make(chan error, 1)}
 	g.mu.Lock()
-	if len(g.pending) == 0 {
-		g.since = time.Now()
-	}
-	g.pending = append(g.pending, w)
-	if !deferrable || len(g.pending) >= maxDeferred {
-		g.urgent = true
-		select {
-		case g.kick <- struct{}{}:
-		default:
+	if deferrable && g.linger > 0 {
+		if len(g.deferred) == 0 {
+			g.since = time.Now()
 		}
+		g.deferred = append(g.deferred, w)
+		if len(g.deferred) >= maxDeferred {
+			g.wake()
+		}
+	} else {
+		g.urgent = append(g.urgent, w)
+		g.wake()
 	}
 	start := !g.running
 	g.running = true
@@ -78,22 +80,35 @@ func (g *groupCommit) write(fn func(*bbolt.Tx) error, deferrable bool) error {
 	return <-w.done
 }
 
-// run commits batches of pending writes until none are left.
+// wake ends a committer's wait for company, if it is waiting.
+func (g *groupCommit) wake() {
+	select {
+	case g.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run commits batches of pending writes until none are left: the urgent ones first, then the
+// deferred ones once they have waited out the linger or are enough.
 func (g *groupCommit) run() {
 	for {
 		g.mu.Lock()
-		batch := g.pending
-		if len(batch) == 0 {
+		var batch []*groupWrite
+		switch {
+		case len(g.urgent) > 0:
+			batch, g.urgent = g.urgent, nil
+		case len(g.deferred) > 0:
+			if wait := g.linger - time.Since(g.since); wait > 0 && len(g.deferred) < maxDeferred {
+				g.mu.Unlock()
+				g.waitForCompany(wait)
+				continue
+			}
+			batch, g.deferred = g.deferred, nil
+		default:
 			g.running = false
 			g.mu.Unlock()
 			return
 		}
-		if wait := g.linger - time.Since(g.since); !g.urgent && wait > 0 {
-			g.mu.Unlock()
-			g.waitForCompany(wait)
-			continue
-		}
-		g.pending, g.urgent = nil, false
 		g.mu.Unlock()
 		g.commit(batch)
 	}

@@ -163,15 +163,18 @@ func TestGroupCommitDeferredWritesShareACommit(t *testing.T) {
 	}
 }
 
-// A write that cannot wait ends the linger at once, and the deferred writes commit with it.
-func TestGroupCommitUrgentWriteEndsTheWait(t *testing.T) {
-	g := openLingering(t, time.Hour)
+// A write that cannot wait does not wait for the deferred ones, nor carry them: it commits in a
+// transaction of its own while they wait out the linger.
+func TestGroupCommitUrgentWriteGoesFirst(t *testing.T) {
+	const linger = 2 * time.Second // far longer than a commit, even on a slow machine
+	g := openLingering(t, linger)
 	ids := make(chan int, 2)
 	deferred := make(chan error, 1)
+	start := time.Now()
 	go func() { deferred <- g.updateDeferred(txOf("history", ids)) }()
-	for { // until the deferred write is pending
+	for { // until the deferred write is queued
 		g.mu.Lock()
-		n := len(g.pending)
+		n := len(g.deferred)
 		g.mu.Unlock()
 		if n == 1 {
 			break
@@ -179,11 +182,19 @@ func TestGroupCommitUrgentWriteEndsTheWait(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	runWrites(t, 1, func(int) error { return g.update(txOf("allowance", ids)) })
+	select {
+	case <-deferred:
+		t.Fatal("the deferred write committed with the urgent one")
+	default:
+	}
 	if err := <-deferred; err != nil {
 		t.Fatal(err)
 	}
-	if a, b := <-ids, <-ids; a != b {
-		t.Errorf("the deferred write ran in transaction %d, the urgent one in %d; want one commit", a, b)
+	if waited := time.Since(start); waited < linger {
+		t.Errorf("the deferred write returned after %v, before the linger of %v", waited, linger)
+	}
+	if a, b := <-ids, <-ids; a == b {
+		t.Errorf("both writes ran in transaction %d; want the urgent one in its own", a)
 	}
 	if got := len(keys(t, g)); got != 2 {
 		t.Errorf("%d keys committed, want 2", got)
