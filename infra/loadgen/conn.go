@@ -111,11 +111,19 @@ func readResponse(r *bufio.Reader) (status int, keep bool, err error) {
 	if status, err = strconv.Atoi(string(line[9:12])); err != nil {
 		return 0, false, errMalformed
 	}
-	length, chunked, keep := -1, false, true
+	keep, err = readRest(r)
+	return status, keep, err
+}
+
+// readRest reads a message's header lines and discards its body, framed by Content-Length or
+// chunked (a message with neither has no body). keep is false when the peer asked to close the
+// connection.
+func readRest(r *bufio.Reader) (keep bool, err error) {
+	length, chunked, keep := 0, false, true
 	for {
 		line, err := r.ReadSlice('\n')
 		if err != nil {
-			return status, false, err
+			return false, err
 		}
 		line = bytes.TrimRight(line, "\r\n")
 		if len(line) == 0 {
@@ -123,13 +131,13 @@ func readResponse(r *bufio.Reader) (status int, keep bool, err error) {
 		}
 		name, value, ok := bytes.Cut(line, []byte(":"))
 		if !ok {
-			return status, false, errMalformed
+			return false, errMalformed
 		}
 		value = bytes.TrimSpace(value)
 		switch {
 		case bytes.EqualFold(name, hdrLength):
 			if length, err = strconv.Atoi(string(value)); err != nil || length < 0 {
-				return status, false, errMalformed
+				return false, errMalformed
 			}
 		case bytes.EqualFold(name, hdrEncoding):
 			chunked = bytes.EqualFold(value, []byte("chunked"))
@@ -137,15 +145,12 @@ func readResponse(r *bufio.Reader) (status int, keep bool, err error) {
 			keep = !bytes.EqualFold(value, []byte("close"))
 		}
 	}
-	switch {
-	case chunked:
+	if chunked {
 		err = discardChunked(r)
-	case length >= 0:
+	} else {
 		_, err = r.Discard(length)
-	default:
-		return status, false, errors.New("HTTP response without a length")
 	}
-	return status, keep && err == nil, err
+	return keep && err == nil, err
 }
 
 // discardChunked reads a chunked body and its (empty) trailer.

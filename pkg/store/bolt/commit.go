@@ -17,9 +17,10 @@ import (
 //
 // With a linger, deferrable writes (history records, which no answer waits for) are queued apart
 // and wait up to linger for others to share their commit: under load the history alone otherwise
-// kept a commit, with its syncs, running back to back. Writes that cannot wait go first, in
-// commits of their own, so that a payment's reservation never waits behind a batch of history
-// pages; maxDeferred deferrable writes do not wait out the linger.
+// kept a commit, with its syncs, running back to back. Writes that cannot wait do not wait for
+// them: they commit at once, in commits of their own until the deferred ones are due, so that a
+// payment's reservation rarely waits behind a batch of history pages; maxDeferred deferrable
+// writes do not wait out the linger.
 //
 // Durability is unchanged: a write returns only after the commit that holds it has synced, so
 // nothing is acknowledged before it is on disk.
@@ -88,30 +89,44 @@ func (g *groupCommit) wake() {
 	}
 }
 
-// run commits batches of pending writes until none are left: the urgent ones first, then the
-// deferred ones once they have waited out the linger or are enough.
+// run commits batches of pending writes until none are left.
 func (g *groupCommit) run() {
 	for {
 		g.mu.Lock()
-		var batch []*groupWrite
-		switch {
-		case len(g.urgent) > 0:
-			batch, g.urgent = g.urgent, nil
-		case len(g.deferred) > 0:
-			if wait := g.linger - time.Since(g.since); wait > 0 && len(g.deferred) < maxDeferred {
-				g.mu.Unlock()
-				g.waitForCompany(wait)
-				continue
-			}
-			batch, g.deferred = g.deferred, nil
-		default:
+		batch, wait := g.take(time.Now())
+		if batch == nil && wait <= 0 {
 			g.running = false
-			g.mu.Unlock()
-			return
 		}
 		g.mu.Unlock()
-		g.commit(batch)
+		switch {
+		case batch != nil:
+			g.commit(batch)
+		case wait > 0:
+			g.waitForCompany(wait)
+		default:
+			return
+		}
 	}
+}
+
+// take removes the next batch from the queues: the urgent writes at once, the deferred ones once
+// they have waited out the linger or are enough, together with any urgent ones then pending (so
+// that a steady stream of urgent writes never starves them). With nothing to commit yet, wait is
+// how long the deferred ones still wait for company; with nothing queued, both are zero. The
+// caller holds g.mu.
+func (g *groupCommit) take(now time.Time) (batch []*groupWrite, wait time.Duration) {
+	if len(g.deferred) > 0 {
+		wait = g.linger - now.Sub(g.since)
+	}
+	due := len(g.deferred) > 0 && (wait <= 0 || len(g.deferred) >= maxDeferred)
+	if len(g.urgent) == 0 && !due {
+		return nil, max(wait, 0)
+	}
+	batch, g.urgent = g.urgent, nil
+	if due {
+		batch, g.deferred = append(batch, g.deferred...), nil
+	}
+	return batch, 0
 }
 
 // waitForCompany sleeps for d or until a write that cannot wait arrives.

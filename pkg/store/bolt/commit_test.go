@@ -228,3 +228,33 @@ func TestHistoryLingerOption(t *testing.T) {
 		s.Close()
 	}
 }
+
+// The committer's choice: urgent writes at once and alone while the deferred ones are not due;
+// due deferred ones go with whatever urgent ones are pending, so a steady stream of urgent writes
+// never starves them.
+func TestGroupCommitTake(t *testing.T) {
+	const linger = 10 * time.Millisecond
+	g := newGroupCommit(nil, linger)
+	t0 := time.Now()
+	u1, u2, d1 := &groupWrite{}, &groupWrite{}, &groupWrite{}
+	if b, w := g.take(t0); b != nil || w != 0 {
+		t.Fatalf("empty queues: batch %d, wait %v; want nothing", len(b), w)
+	}
+	g.deferred, g.since = []*groupWrite{d1}, t0
+	if b, w := g.take(t0.Add(4 * time.Millisecond)); b != nil || w != 6*time.Millisecond {
+		t.Fatalf("a deferred write 4 ms old: batch %d, wait %v; want none and 6ms", len(b), w)
+	}
+	g.urgent = []*groupWrite{u1}
+	if b, _ := g.take(t0.Add(5 * time.Millisecond)); len(b) != 1 || b[0] != u1 || len(g.deferred) != 1 {
+		t.Fatalf("urgent with a deferred write not due: batch %d; want the urgent one alone", len(b))
+	}
+	g.urgent = []*groupWrite{u2}
+	if b, _ := g.take(t0.Add(linger)); len(b) != 2 || b[0] != u2 || b[1] != d1 || len(g.deferred) != 0 {
+		t.Fatalf("urgent with a due deferred write: batch %d; want both", len(b))
+	}
+	full := make([]*groupWrite, maxDeferred)
+	g.deferred, g.since = full, t0
+	if b, _ := g.take(t0); len(b) != maxDeferred {
+		t.Fatalf("%d deferred writes at once: batch %d; want them all", maxDeferred, len(b))
+	}
+}
