@@ -64,7 +64,7 @@ type config struct {
 func main() {
 	var c config
 	flag.StringVar(&c.out, "out", "docs/PERFORMANCE.md", "where to write the report")
-	flag.IntVar(&c.count, "count", 5, "go test -count: runs of each Go benchmark (medians are reported)")
+	flag.IntVar(&c.count, "count", 5, "rounds of the Go benchmarks, each running every benchmark once (medians are reported)")
 	flag.StringVar(&c.benchtime, "benchtime", "", "go test -benchtime (default: go test's own)")
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "length of each loadgen phase")
 	conns := flag.String("conns", "32,128,256", "loadgen connection counts to try, comma-separated")

@@ -43,6 +43,13 @@ type stat struct {
 	n                               int
 }
 
+// add appends o's results to s.
+func (s *samples) add(o *samples) {
+	s.ns = append(s.ns, o.ns...)
+	s.bytes = append(s.bytes, o.bytes...)
+	s.allocs = append(s.allocs, o.allocs...)
+}
+
 func (s *samples) stat() stat {
 	return stat{ns: median(s.ns), minNs: slices.Min(s.ns), maxNs: slices.Max(s.ns),
 		bytes: median(s.bytes), allocs: median(s.allocs), n: len(s.ns)}
@@ -60,30 +67,51 @@ func (b benchmarks) get(name string) (stat, error) {
 	return s, nil
 }
 
-// runGoBenchmarks runs each of runs -count times and fails when a benchmark in required did not run.
+// runGoBenchmarks runs every benchmark of runs c.count times and fails when a benchmark in
+// required did not run. Each package's test binary is built once; then each round runs every
+// package's benchmarks once, so that the rounds interleave: a ratio of two benchmarks compares
+// runs made minutes apart at most as often as runs made side by side, and a machine that drifts
+// (another process, the processor's clock) moves both sides of a ratio alike.
 func runGoBenchmarks(ctx context.Context, c config, runs []goBenchmark, required []string) (benchmarks, error) {
+	bins := make([]string, len(runs))
+	for i, gb := range runs {
+		bins[i] = filepath.Join(c.tmp, fmt.Sprintf("bench-%d.test", i))
+		build := exec.CommandContext(ctx, "go", "test", "-c", "-o", bins[i], gb.pkg)
+		build.Dir = c.root
+		if out, err := build.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("go test -c %s: %w\n%s", gb.pkg, err, out)
+		}
+	}
+	collected := map[string]*samples{}
+	for range c.count {
+		for i, gb := range runs {
+			args := []string{"-test.run", "^$", "-test.bench", gb.pattern, "-test.benchmem", "-test.count", "1"}
+			if c.benchtime != "" {
+				args = append(args, "-test.benchtime", c.benchtime)
+			}
+			cmd := exec.CommandContext(ctx, bins[i], args...)
+			cmd.Dir = filepath.Join(c.root, gb.pkg) // as go test runs it: testdata is relative
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w\n%s%s", gb.pkg, strings.Join(args, " "), err, out, stderr.Bytes())
+			}
+			parsed, err := parseBenchOutput(out)
+			if err != nil {
+				return nil, fmt.Errorf("benchmarks of %s: %w", gb.pkg, err)
+			}
+			for name, s := range parsed {
+				if collected[name] == nil {
+					collected[name] = &samples{}
+				}
+				collected[name].add(s)
+			}
+		}
+	}
 	all := benchmarks{}
-	for _, gb := range runs {
-		args := []string{"test", "-run", "^$", "-bench", gb.pattern, "-benchmem", "-count", strconv.Itoa(c.count)}
-		if c.benchtime != "" {
-			args = append(args, "-benchtime", c.benchtime)
-		}
-		args = append(args, gb.pkg)
-		cmd := exec.CommandContext(ctx, "go", args...)
-		cmd.Dir = c.root
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			return nil, fmt.Errorf("go %s: %w\n%s%s", strings.Join(args, " "), err, out, stderr.Bytes())
-		}
-		parsed, err := parseBenchOutput(out)
-		if err != nil {
-			return nil, fmt.Errorf("go test %s: %w", gb.pkg, err)
-		}
-		for name, s := range parsed {
-			all[name] = s.stat()
-		}
+	for name, s := range collected {
+		all[name] = s.stat()
 	}
 	for _, name := range required {
 		if _, err := all.get(name); err != nil {

@@ -174,7 +174,9 @@ func (r *report) markdown() string {
 
 	// Go benchmarks.
 	w("## Go benchmarks\n\n")
-	w("`go test -run '^$' -bench <names> -benchmem -count %d` in pkg/verify, pkg/receipt and infra/bench; medians of the %d runs, with\n", fullSeed.n, fullSeed.n)
+	w("Each package's test binary (`go test -c`) runs `-test.bench <names> -test.benchmem -test.count 1` in pkg/verify, pkg/receipt\n")
+	w("and infra/bench, in %d interleaved rounds (every package once per round, so that a drifting machine moves both sides of a\n", fullSeed.n)
+	w("ratio alike); medians of the %d runs, with\n", fullSeed.n)
 	w("the fastest and slowest run beside them.\n\n")
 	w("| benchmark | what | median | fastest – slowest | B/op | allocs/op |\n|---|---|---|---|---|---|\n")
 	names := make([]string, 0, len(r.bench))
