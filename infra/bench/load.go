@@ -38,6 +38,10 @@ type loadRun struct {
 	// busyClosed and busyOpen are the machine's CPU busy share in each phase, in percent, or -1
 	// when loadgen could not read it.
 	busyClosed, busyOpen float64
+	// srvClosed and srvOpen are the server's CPU per request (µs), genClosed and genOpen the load
+	// generator's, and paidP50 and paidP99 the paid requests' latency in the open loop (ms); -1
+	// where loadgen did not print them.
+	srvClosed, srvOpen, genClosed, genOpen, paidP50, paidP99 float64
 }
 
 // runLoad runs loadgen's realistic mix at every connection count, then the seed invoice alone at
@@ -106,15 +110,27 @@ func loadgen(ctx context.Context, c config, gen string, conns int, mix, paid str
 var (
 	openRate = regexp.MustCompile(`\(([0-9.]+)/s\)`)
 	cpuBusy  = regexp.MustCompile(`CPU busy[^:]*: ([0-9.]+)% in the closed\s+loop, ([0-9.]+)% in the open loop`)
+	srvCPU   = regexp.MustCompile(`Server process CPU[^:]*: ([0-9.]+) µs per\s+request in the closed\s+loop[^,]*, ([0-9.]+) µs per\s+request in the open\s+loop`)
+	genCPU   = regexp.MustCompile(`Load generator CPU[^:]*: ([0-9.]+) µs per\s+request in the closed\s+loop, ([0-9.]+) µs in the open`)
+	paidLat  = regexp.MustCompile(`Paid requests alone[^:]*: p50 [0-9.]+ ms, p99 [0-9.]+ ms in the closed\s+loop; p50 ([0-9.]+) ms, p99 ([0-9.]+) ms in the\s+open\s+loop`)
 )
+
+// pair reads the two numbers re captures in md into a and b, or leaves them at -1.
+func pair(re *regexp.Regexp, md string, a, b *float64) {
+	*a, *b = -1, -1
+	if m := re.FindStringSubmatch(md); m != nil {
+		*a, _ = strconv.ParseFloat(m[1], 64)
+		*b, _ = strconv.ParseFloat(m[2], 64)
+	}
+}
 
 // parseLoadTable reads the two rows of loadgen's Markdown table.
 func parseLoadTable(md string) (loadRun, error) {
-	r := loadRun{busyClosed: -1, busyOpen: -1}
-	if m := cpuBusy.FindStringSubmatch(md); m != nil {
-		r.busyClosed, _ = strconv.ParseFloat(m[1], 64)
-		r.busyOpen, _ = strconv.ParseFloat(m[2], 64)
-	}
+	var r loadRun
+	pair(cpuBusy, md, &r.busyClosed, &r.busyOpen)
+	pair(srvCPU, md, &r.srvClosed, &r.srvOpen)
+	pair(genCPU, md, &r.genClosed, &r.genOpen)
+	pair(paidLat, md, &r.paidP50, &r.paidP99)
 	var closed, open bool
 	for _, line := range strings.Split(md, "\n") {
 		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")

@@ -238,9 +238,10 @@ func (r *report) markdown() string {
 	w("## Local server under load\n\n")
 	w("infra/loadgen starts `bin/verifier serve` on loopback (embedded bbolt store, a stub facilitator for\n")
 	w("the paid share) and drives it over keep-alive connections from the same machine, so the load\n")
-	w("generator shares the %d cores with the server. Each run: 2 s warm-up, %s closed loop (as fast as\n", r.machine.nproc, r.phase)
-	w("answers come) for the maximum, then the same length open loop at half that rate for the latency a\n")
-	w("client sees. Realistic mix: 10%% paid, 5%% fresh schemas, otherwise a pool of 20 repeated schemas,\n")
+	w("generator shares the %d cores with the server; its HTTP/1.1 client and stub facilitator are its own\n", r.machine.nproc)
+	w("minimal ones, to leave the server as much of them as it can. Each run: 2 s warm-up, %s closed loop\n", r.phase)
+	w("(as fast as answers come) for the maximum, then the same length open loop at half that rate for the\n")
+	w("latency a client sees, each request's counted from when it was due to be sent. Realistic mix: 10%% paid, 5%% fresh schemas, otherwise a pool of 20 repeated schemas,\n")
 	w("1–200 line items (mostly small), a third failing a rule. Seed mix (`-mix seed`, no payments): the\n")
 	w("seed invoice alone under fresh task and agent ids, the upper bound for small documents.\n\n")
 	w("*CPU busy* is the whole machine's (server and load generator together, from /proc/stat) during\n")
@@ -264,6 +265,23 @@ func (r *report) markdown() string {
 			thousands(l.rate), l.open.p50, l.open.p90, l.open.p99, l.open.max, percent(l.busyOpen), l.open.errors)
 	}
 	w("\n")
+	w("Per run: the CPU each request cost the server and the load generator (from /proc/<pid>/stat, so\n")
+	w("other processes do not count), and the paid requests' latency in the open loop. A paid request\n")
+	w("waits for two facilitator round trips and for its payment's reservation to be on disk, so the\n")
+	w("paid share sets the open loop's p99.\n\n")
+	w("| mix | connections | server CPU per request: closed / open loop | load generator CPU per request: closed / open | paid requests, open loop: p50 | p99 |\n|---|---|---|---|---|---|\n")
+	for _, l := range r.load {
+		mix := l.mix
+		if l.tmpfs {
+			mix += ", store in memory (diagnostic)"
+		}
+		paid := "– | –"
+		if l.paidP50 >= 0 {
+			paid = fmt.Sprintf("%.2f ms | %.2f ms", l.paidP50, l.paidP99)
+		}
+		w("| %s | %d | %s / %s | %s / %s | %s |\n", mix, l.conns, micros(l.srvClosed), micros(l.srvOpen), micros(l.genClosed), micros(l.genOpen), paid)
+	}
+	w("\n")
 
 	r.lambdaSection(w)
 	w("## Reproduce\n\n")
@@ -276,6 +294,13 @@ func (r *report) markdown() string {
 	w("above is large, other work ran on the same cores, which shows as spread between runs and in the\n")
 	w("load numbers.\n")
 	return b.String()
+}
+
+func micros(v float64) string {
+	if v < 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f µs", v)
 }
 
 func percent(v float64) string {
