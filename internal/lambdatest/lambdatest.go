@@ -75,11 +75,7 @@ func RIEPath(root string) string {
 // the flags the deployed binaries use except the target architecture, and returns its path.
 func Build(ctx context.Context, root, group, dir string) (string, error) {
 	out := filepath.Join(dir, "bootstrap")
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
-		goTool = "go"
-	}
-	cmd := exec.CommandContext(ctx, goTool, "build", "-trimpath", "-buildvcs=false", "-tags", BuildTags,
+	cmd := exec.CommandContext(ctx, goTool(), "build", "-trimpath", "-buildvcs=false", "-tags", BuildTags,
 		"-ldflags", "-s -w", "-o", out, "./functions/"+group)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
@@ -87,6 +83,38 @@ func Build(ctx context.Context, root, group, dir string) (string, error) {
 		return "", fmt.Errorf("build functions/%s: %w\n%s", group, err, msg)
 	}
 	return out, nil
+}
+
+// goTool is the go command of the toolchain running this program, or go from PATH.
+func goTool() string {
+	g := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(g); err != nil {
+		return "go"
+	}
+	return g
+}
+
+// FunctionDeps lists, for each function group under root/functions, the import paths its Lambda
+// binary links (go list -deps for linux with BuildTags), so that tests can say what a function
+// may carry: every linked package is cold-start time.
+func FunctionDeps(root string) (map[string][]string, error) {
+	groups, _ := filepath.Glob(filepath.Join(root, "functions", "*"))
+	if len(groups) < 2 {
+		return nil, fmt.Errorf("functions/ holds %v", groups)
+	}
+	deps := make(map[string][]string, len(groups))
+	for _, dir := range groups {
+		group := filepath.Base(dir)
+		cmd := exec.Command(goTool(), "list", "-deps", "-tags", BuildTags, "-f", "{{.ImportPath}}", "./functions/"+group)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GOOS=linux", "CGO_ENABLED=0")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return nil, fmt.Errorf("go list functions/%s: %w\n%s", group, err, out)
+		}
+		deps[group] = strings.Fields(string(out))
+	}
+	return deps, nil
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.

@@ -1,10 +1,6 @@
 package app
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -24,25 +20,13 @@ func TestFunctionsLinkNoSDKServiceClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
-		goTool = "go"
-	}
-	groups, _ := filepath.Glob(filepath.Join(root, "functions", "*"))
-	if len(groups) < 2 {
-		t.Fatalf("functions/ holds %v", groups)
+	deps, err := lambdatest.FunctionDeps(root)
+	if err != nil {
+		t.Fatal(err)
 	}
 	forbidden := []string{"github.com/aws/aws-sdk-go-v2/service/", "github.com/aws/aws-sdk-go-v2/config"}
-	for _, dir := range groups {
-		group := filepath.Base(dir)
-		cmd := exec.Command(goTool, "list", "-deps", "-tags", lambdatest.BuildTags, "-f", "{{.ImportPath}}", "./functions/"+group)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "GOOS=linux", "CGO_ENABLED=0")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("go list functions/%s: %v\n%s", group, err, out)
-		}
-		for _, pkg := range strings.Fields(string(out)) {
+	for group, pkgs := range deps {
+		for _, pkg := range pkgs {
 			for _, f := range forbidden {
 				if strings.HasPrefix(pkg, f) {
 					t.Errorf("functions/%s links %s", group, pkg)

@@ -9,15 +9,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/agent-output-verifier/verifier/internal/lambdatest"
 	"github.com/agent-output-verifier/verifier/internal/testproc"
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
@@ -515,25 +512,13 @@ func TestOnlyTheWellKnownFunctionLinksDiscovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
-		goTool = "go"
-	}
 	const pkg = "github.com/agent-output-verifier/verifier/pkg/discovery"
-	groups, _ := filepath.Glob(filepath.Join(root, "functions", "*"))
-	if len(groups) < 2 {
-		t.Fatalf("functions/ holds %v", groups)
+	deps, err := lambdatest.FunctionDeps(root)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, dir := range groups {
-		group := filepath.Base(dir)
-		cmd := exec.Command(goTool, "list", "-deps", "-tags", "lambda.norpc", "-f", "{{.ImportPath}}", "./functions/"+group)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "GOOS=linux", "CGO_ENABLED=0")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("go list functions/%s: %v\n%s", group, err, out)
-		}
-		links := slices.Contains(strings.Split(string(out), "\n"), pkg)
+	for group, pkgs := range deps {
+		links := slices.Contains(pkgs, pkg)
 		if links != (group == "wellknown") {
 			t.Errorf("functions/%s links pkg/discovery: %v, want %v", group, links, group == "wellknown")
 		}

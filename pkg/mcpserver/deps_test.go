@@ -1,13 +1,11 @@
 package mcpserver
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/agent-output-verifier/verifier/internal/lambdatest"
 	"github.com/agent-output-verifier/verifier/internal/testproc"
 )
 
@@ -24,24 +22,12 @@ func TestOnlyTheMCPFunctionLinksTheSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
-		goTool = "go"
+	deps, err := lambdatest.FunctionDeps(root)
+	if err != nil {
+		t.Fatal(err)
 	}
-	groups, _ := filepath.Glob(filepath.Join(root, "functions", "*"))
-	if len(groups) < 2 {
-		t.Fatalf("functions/ holds %v", groups)
-	}
-	for _, dir := range groups {
-		group := filepath.Base(dir)
-		cmd := exec.Command(goTool, "list", "-deps", "-tags", "lambda.norpc", "-f", "{{.ImportPath}}", "./functions/"+group)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "GOOS=linux", "CGO_ENABLED=0")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("go list functions/%s: %v\n%s", group, err, out)
-		}
-		links := strings.Contains(string(out), sdkModule+"/")
+	for group, pkgs := range deps {
+		links := slices.ContainsFunc(pkgs, func(p string) bool { return strings.HasPrefix(p, sdkModule+"/") })
 		if links != (group == "mcp") {
 			t.Errorf("functions/%s links the MCP SDK: %v, want %v", group, links, group == "mcp")
 		}
