@@ -481,16 +481,22 @@ func (r *report) versionRows(w func(string, ...any)) {
 	}
 }
 
-// peersMarkdown is what -peers prints: the machine, the whole-job bar and the peer section.
-func (r *report) peersMarkdown() string {
-	var b strings.Builder
-	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
-	w("# The whole job against the peer stacks\n\n")
+// printedHeader opens what -peers and -lambda print: the title, the command and the machine's
+// first rows (the caller ends the table).
+func (r *report) printedHeader(w func(string, ...any), title string) {
+	w("# %s\n\n", title)
 	w("Printed by `%s` on %s (docs/PERFORMANCE.md is not written).\n\n", strings.Join(append([]string{"go run ./infra/bench"}, r.args...), " "), r.started.UTC().Format("2006-01-02 15:04 MST"))
 	w("| | |\n|---|---|\n")
 	w("| CPU | %s |\n", r.machine.cpu)
 	w("| cores | %d (`nproc`; Go sees %d) |\n", r.machine.nproc, r.machine.numCPU)
 	w("| Go | %s |\n", r.machine.goVersion)
+}
+
+// peersMarkdown is what -peers prints: the machine, the whole-job bar and the peer section.
+func (r *report) peersMarkdown() string {
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	r.printedHeader(w, "The whole job against the peer stacks")
 	r.versionRows(w)
 	w("| took | %s |\n\n", r.finished.Sub(r.started).Round(time.Second))
 	w("| SPEC §14 bar | target | measured | |\n|---|---|---|---|\n")
@@ -554,12 +560,7 @@ func (r *report) lambdaSection(w func(string, ...any)) {
 func (r *report) lambdaMarkdown() string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
-	w("# Lambda sizes and first invokes\n\n")
-	w("Printed by `%s` on %s (docs/PERFORMANCE.md is not written).\n\n", strings.Join(append([]string{"go run ./infra/bench"}, r.args...), " "), r.started.UTC().Format("2006-01-02 15:04 MST"))
-	w("| | |\n|---|---|\n")
-	w("| CPU | %s |\n", r.machine.cpu)
-	w("| cores | %d (`nproc`; Go sees %d) |\n", r.machine.nproc, r.machine.numCPU)
-	w("| Go | %s |\n", r.machine.goVersion)
+	r.printedHeader(w, "Lambda sizes and first invokes")
 	w("| took | %s |\n\n", r.finished.Sub(r.started).Round(time.Second))
 	r.lambdaSection(w)
 	return b.String()
