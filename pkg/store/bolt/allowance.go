@@ -177,7 +177,7 @@ func (s *Store) consume(c *counter, key []byte, limit int, expires time.Time) (b
 		c.loaded = false
 	}
 	if !c.loaded {
-		n, err := s.readCounter(key)
+		n, _, err := s.readCounter(key)
 		if err != nil {
 			return false, 0, fmt.Errorf("consume allowance: %w", err)
 		}
@@ -238,16 +238,21 @@ func (s *Store) startReservation(c *counter, key []byte, limit int, expires, now
 	}()
 }
 
-// readCounter is the live count on disk for key, 0 when there is none or it has expired.
-func (s *Store) readCounter(key []byte) (int, error) {
-	var used int
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		if n, exp, ok := decodeCounter(tx.Bucket(bucketAllowance).Get(key)); ok && !storekey.Expired(exp, s.now()) {
+// readCounter is the live count on disk for key: 0 when there is none or it has expired, which
+// expired reports.
+func (s *Store) readCounter(key []byte) (used int, expired bool, err error) {
+	err = s.db.View(func(tx *bbolt.Tx) error {
+		n, exp, ok := decodeCounter(tx.Bucket(bucketAllowance).Get(key))
+		switch {
+		case !ok:
+		case storekey.Expired(exp, s.now()):
+			expired = true
+		default:
 			used = n
 		}
 		return nil
 	})
-	return used, err
+	return used, expired, err
 }
 
 // AllowanceUsed implements store.Store: the count in memory when the store holds one, which is
@@ -275,19 +280,7 @@ func (s *Store) AllowanceUsed(ctx context.Context, client, day string) (int, err
 			return used, nil
 		}
 	}
-	var used int
-	var expired bool
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		n, exp, ok := decodeCounter(tx.Bucket(bucketAllowance).Get(key))
-		switch {
-		case !ok:
-		case storekey.Expired(exp, s.now()):
-			expired = true
-		default:
-			used = n
-		}
-		return nil
-	})
+	used, expired, err := s.readCounter(key)
 	if err != nil {
 		return 0, fmt.Errorf("read allowance: %w", err)
 	}

@@ -26,7 +26,7 @@ func openAt(t *testing.T, path string, clk *clock) *Store {
 // onDisk is the allowance counter as committed, read past the store's memory.
 func onDisk(t *testing.T, s *Store, client string) int {
 	t.Helper()
-	n, err := s.readCounter(allowanceKey(client, leaseDay))
+	n, _, err := s.readCounter(allowanceKey(client, leaseDay))
 	if err != nil {
 		t.Fatalf("read counter: %v", err)
 	}
