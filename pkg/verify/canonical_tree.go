@@ -25,6 +25,9 @@ func appendCanonicalTree(dst []byte, v any) ([]byte, error) {
 	case string:
 		return appendQuoted(dst, v)
 	case json.Number:
+		if smallInteger(string(v)) {
+			return append(dst, v...), nil
+		}
 		f, err := strconv.ParseFloat(string(v), 64)
 		if err != nil {
 			return dst, err
@@ -66,6 +69,26 @@ func appendCanonicalTree(dst []byte, v any) ([]byte, error) {
 		return append(dst, '}'), nil
 	}
 	return dst, errNotCanonical
+}
+
+// smallInteger tells whether lit is an integer literal of at most 15 digits without a leading
+// zero, or "0". Such a number is exactly a double (below 2^53) and ECMAScript writes it back digit
+// for digit, so it is its own canonical form and within every limit of the decoder: most numbers
+// sent are such, and they skip parsing.
+func smallInteger(lit string) bool {
+	s := lit
+	if len(s) > 0 && s[0] == '-' {
+		s = s[1:] // "-0" is not one: its canonical form is 0
+	}
+	if len(s) == 0 || len(s) > 15 || s[0] == '0' && lit != "0" {
+		return false
+	}
+	for i := range len(s) {
+		if !isDecimalDigit(s[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // appendQuoted appends s as a JSON string with minimal escaping (RFC 8785's).

@@ -3,6 +3,7 @@ package verify
 import (
 	"bytes"
 	"slices"
+	"strconv"
 	"testing"
 	"unicode/utf16"
 
@@ -17,7 +18,7 @@ import (
 var canonicalTreeSeeds = []string{
 	`0`, `-0`, `-0.0`, `1`, `-1`, `10.25`, `1e21`, `1e20`, `123456789012345678901`, `1e-6`, `1e-7`,
 	`0.000001`, `0.0000001`, `1.5e-7`, `5e-324`, `1.7976931348623157e308`, `-1.7976931348623157e308`,
-	`9007199254740993`, `0.1`, `1E2`, `1e+2`, `100e-2`, `333333333.33333329`, `1e23`, `4.35`,
+	`9007199254740993`, `999999999999999`, `-999999999999999`, `1000000000000000`, `-7`, `0.1`, `1E2`, `1e+2`, `100e-2`, `333333333.33333329`, `1e23`, `4.35`,
 	`"a\u0000\u001f\"\\/\b\f\n\r\t\u007f\u2028é😀"`, `"\ud83d\ude00"`,
 	`{"\ue000":1,"😀":2,"a":3,"":4,"aa":5,"A":6,"é":7}`,
 	`{"b":[{"z":null,"y":true,"x":false}],"a":{"d":[],"c":{}}}`,
@@ -32,6 +33,23 @@ func TestCanonicalTree(t *testing.T) {
 		checkCanonicalTree(t, body)
 	}
 	checkCanonicalTree(t, seedFile(t, "invoice-draft.request.json"))
+}
+
+// A literal smallInteger lets through unparsed is exactly what parsing and writing it would give.
+func TestSmallInteger(t *testing.T) {
+	for _, lit := range []string{"0", "-0", "7", "-7", "10", "999999999999999", "-999999999999999",
+		"1000000000000000", "9007199254740993", "01", "-", "", "1.0", "1e2", "0.5", "-01", "1a"} {
+		f, err := strconv.ParseFloat(lit, 64)
+		exact := err == nil && string(appendES6Number(nil, f)) == lit
+		if got := smallInteger(lit); got && !exact {
+			t.Errorf("smallInteger(%q) = true, but its canonical form is %s", lit, appendES6Number(nil, f))
+		}
+	}
+	for _, lit := range []string{"0", "7", "-7", "999999999999999", "-123456789012345"} {
+		if !smallInteger(lit) {
+			t.Errorf("smallInteger(%q) = false", lit)
+		}
+	}
 }
 
 // FuzzCanonicalTree holds the canonical form written from a decoded tree to the general

@@ -2,11 +2,13 @@ package verify
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -50,17 +52,101 @@ func isTreeLimit(err error) bool {
 type treeBuilder struct {
 	dec      *jsontext.Decoder
 	maxDepth int
-	base     int // depth of the value's container in the whole body
+	base     int    // depth of the value's container in the whole body
+	src      string // the decoder's whole input, when the tree's strings may share it (see text)
 }
 
 // decodeTree parses raw (already known to be valid JSON) into a tree. base is the nesting depth
 // at which raw sits inside the request body, so the limit applies to the body as a whole.
+// The tree's strings are copies: the schema's tree may be kept by the schema cache.
 func decodeTree(raw []byte, maxDepth, base int) (any, error) {
-	b := treeBuilder{dec: jsontext.NewDecoder(bytes.NewBuffer(raw)), maxDepth: maxDepth, base: base}
+	d := getDecoder(raw)
+	defer d.put()
+	b := treeBuilder{dec: &d.dec, maxDepth: maxDepth, base: base}
 	return b.value()
 }
 
+// pooledDecoder is a decoder with the buffer it reads from. A new decoder allocates itself and
+// grows its token and name stacks again, a measurable share of decoding a small request, so
+// decoders are pooled and Reset. Nothing the callers return refers into a decoder: strings are
+// copied out of it or cut from the caller's own input (see treeBuilder.text), and raw values are
+// sliced from that input too (see readRaw).
+type pooledDecoder struct {
+	dec jsontext.Decoder
+	in  bytes.Buffer
+}
+
+var decoderPool = sync.Pool{New: func() any { return new(pooledDecoder) }}
+
+// getDecoder returns a pooled decoder reading src (parsed in place) with opts; put it back when done.
+func getDecoder(src []byte, opts ...jsontext.Options) *pooledDecoder {
+	d := decoderPool.Get().(*pooledDecoder)
+	d.in = *bytes.NewBuffer(src)
+	d.dec.Reset(&d.in, opts...)
+	return d
+}
+
+// put returns d to the pool after dropping its input, so that the pool does not keep a request's
+// bytes alive.
+func (d *pooledDecoder) put() {
+	d.in = bytes.Buffer{}
+	d.dec.Reset(&d.in)
+	decoderPool.Put(d)
+}
+
+// errNotName is what the tree builder would report if the decoder accepted a non-string where
+// a member name belongs; it never does.
+var errNotName = errors.New("object member name is not a string")
+
+// text reads the next string (a member name too) or number and returns its text: unquoted for a
+// string, the literal for a number. Where the text is written in the input as is (no escapes)
+// and src is set, it is a substring of src, which saves an allocation per string and number;
+// otherwise a copy.
+func (b *treeBuilder) text() (string, error) {
+	v, err := b.dec.ReadValue()
+	if err != nil {
+		return "", err
+	}
+	quoted := v[0] == '"'
+	if bytes.IndexByte(v, '\\') >= 0 { // only a string can hold a backslash
+		u, err := jsontext.AppendUnquote(nil, v)
+		return string(u), err
+	}
+	if b.src != "" {
+		// v is the last value read, so it ends at the decoder's offset in its input.
+		end := int(b.dec.InputOffset())
+		if quoted {
+			return b.src[end-len(v)+1 : end-1], nil
+		}
+		return b.src[end-len(v) : end], nil
+	}
+	if quoted {
+		return string(v[1 : len(v)-1]), nil
+	}
+	return string(v), nil
+}
+
 func (b *treeBuilder) value() (any, error) {
+	switch b.dec.PeekKind() {
+	case '"':
+		return b.text()
+	case '0':
+		lit, err := b.text()
+		if err != nil {
+			return nil, err
+		}
+		if smallInteger(lit) {
+			return json.Number(lit), nil
+		}
+		if _, err := strconv.ParseFloat(lit, 64); err != nil {
+			return nil, errNumberRange
+		}
+		// Literals such as 1e-1999999 parse as 0 but cost exact arithmetic dearly: refuse them.
+		if p, ok := splitNumber(lit); !ok || p.check() != nil {
+			return nil, errNumberSize
+		}
+		return json.Number(lit), nil
+	}
 	tok, err := b.dec.ReadToken()
 	if err != nil {
 		return nil, err
@@ -72,29 +158,21 @@ func (b *treeBuilder) value() (any, error) {
 		return true, nil
 	case 'f':
 		return false, nil
-	case '"':
-		return tok.String(), nil
-	case '0':
-		lit := tok.String()
-		if _, err := strconv.ParseFloat(lit, 64); err != nil {
-			return nil, errNumberRange
-		}
-		// Literals such as 1e-1999999 parse as 0 but cost exact arithmetic dearly: refuse them.
-		if p, ok := splitNumber(lit); !ok || p.check() != nil {
-			return nil, errNumberSize
-		}
-		return json.Number(lit), nil
 	case '{':
 		if b.base+b.dec.StackDepth() > b.maxDepth {
 			return nil, errDepth
 		}
 		obj := make(map[string]any)
 		for b.dec.PeekKind() != '}' {
-			name, err := b.dec.ReadToken()
+			if b.dec.PeekKind() != '"' {
+				// Not a name: ReadToken reports the error (ReadValue would read a whole value here).
+				_, err := b.dec.ReadToken()
+				return nil, cmp.Or(err, errNotName)
+			}
+			key, err := b.text()
 			if err != nil {
 				return nil, err
 			}
-			key := name.String() // the token is void once the decoder moves on
 			if _, dup := obj[key]; dup {
 				return nil, errDuplicateName
 			}

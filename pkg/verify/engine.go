@@ -127,7 +127,8 @@ func (e *Engine) Finish(req *Request, sch *Schema, env Envelope, a Attester) ([]
 	return out, rep, nil
 }
 
-// canonPool holds the buffers Finish writes a report's two forms in.
+// canonPool holds the buffers Finish writes a report's two forms in, and those Request.hash
+// writes the pieces it only hashes in.
 var canonPool = sync.Pool{New: func() any { return new([]byte) }}
 
 // putPooled returns a buffer to canonPool unless it grew too large to keep.

@@ -159,7 +159,8 @@ func TestRatioAndCaps(t *testing.T) {
 		t.Errorf("ratio 0/0 = %v, want 1", got.Ratio)
 	}
 	list := make([]int, 120)
-	kept, total, omitted := capped(list)
+	var n [2]int
+	kept, total, omitted := capped(list, &n)
 	if len(kept) != ListCap || *total != 120 || *omitted != 70 {
 		t.Errorf("capped: %d kept, total %d, omitted %d", len(kept), *total, *omitted)
 	}

@@ -3,8 +3,6 @@ package verify
 import (
 	"slices"
 
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
@@ -16,58 +14,67 @@ var (
 )
 
 // hash computes the four receipt hashes of SPEC §5 from the decoded trees of the body's members
-// (absent members are missing from raw and trees). Each caller-supplied subtree is canonicalized once,
-// from its tree; the request's canonical form is assembled from those pieces in RFC 8785 key order
-// instead of being canonicalized again.
-func (r *Request) hash(raw map[string]jsontext.Value, trees map[string]any) error {
-	canon := func(name string) ([]byte, error) {
-		// The canonical form is about as long as the member was sent.
-		b, err := appendCanonicalTree(make([]byte, 0, len(raw[name])+8), trees[name])
-		if err != nil {
-			return nil, canonError(name)
-		}
-		return b, nil
+// (absent members are nil). Each caller-supplied subtree is canonicalized once, from its tree; the
+// request's canonical form is assembled from those pieces in RFC 8785 key order instead of being
+// canonicalized again.
+//
+// The pieces only hashed (the output, and the bounds and rules as sent) are written into one pooled
+// scratch buffer, in the order their errors take precedence, and copied from it into the request's
+// canonical form, which is the one buffer the request keeps. The scratch buffer is safe to reuse
+// once hash returns: digests are strings of their own, and the canonical form is a new buffer.
+func (r *Request) hash(ms *requestMembers) error {
+	scratchp := canonPool.Get().(*[]byte)
+	s := (*scratchp)[:0]
+	defer func() {
+		*scratchp = s
+		putPooled(scratchp)
+	}()
+
+	var err error
+	if s, err = appendCanonicalTree(s, ms.trees[fieldOutput]); err != nil {
+		return canonError("submitted_output")
 	}
-	output, err := canon("submitted_output")
-	if err != nil {
-		return err
-	}
+	outputEnd := len(s)
 	var schema []byte
 	if r.compiled != nil {
 		schema = r.compiled.canonical
-	} else if schema, err = canon("expected_schema"); err != nil {
-		return err
+	} else {
+		// The engine's cache keeps the schema's canonical form, so it gets a buffer of its own,
+		// about as long as the member was sent.
+		if schema, err = appendCanonicalTree(make([]byte, 0, len(ms.raw[fieldSchema])+8), ms.trees[fieldSchema]); err != nil {
+			return canonError("expected_schema")
+		}
 	}
-	bounds, err := canon("bounds")
-	if err != nil {
-		return err
+	// rules_hash covers {"bounds":<bounds as sent>,"rules":<rules as sent>}.
+	s = append(s, `{"bounds":`...)
+	boundsStart := len(s)
+	if s, err = appendCanonicalTree(s, ms.trees[fieldBounds]); err != nil {
+		return canonError("bounds")
 	}
-	rules, err := canon("rules")
-	if err != nil {
-		return err
+	s = append(s, `,"rules":`...)
+	rulesStart := len(s)
+	if s, err = appendCanonicalTree(s, ms.trees[fieldRules]); err != nil {
+		return canonError("rules")
 	}
-
-	buf := make([]byte, 0, len(bounds)+len(rules)+24)
-	buf = append(buf, `{"bounds":`...)
-	buf = append(buf, bounds...)
-	buf = append(buf, `,"rules":`...)
-	buf = append(buf, rules...)
-	buf = append(buf, '}')
+	s = append(s, '}')
+	output, rulesDoc := s[:outputEnd], s[outputEnd:]
 	r.Hashes.Output = receipt.Digest(output)
 	if r.compiled != nil {
 		r.Hashes.Schema = r.compiled.hash
 	} else {
 		r.Hashes.Schema = receipt.Digest(schema)
 	}
-	r.Hashes.Rules = receipt.Digest(buf)
+	r.Hashes.Rules = receipt.Digest(rulesDoc)
 
-	full := make([]byte, 0, len(output)+len(schema)+2*len(rules)+2*len(bounds)+256)
+	// The bounds and rules are written twice, with their defaults filled in.
+	boundsLen, rulesLen := rulesStart-len(`,"rules":`)-boundsStart, len(s)-1-rulesStart
+	full := make([]byte, 0, len(output)+len(schema)+2*rulesLen+2*boundsLen+256)
 	full = append(full, `{"agent_id":`...)
-	if full, err = appendCanonicalTree(full, trees["agent_id"]); err != nil {
+	if full, err = appendCanonicalTree(full, ms.trees[fieldAgentID]); err != nil {
 		return canonError("agent_id")
 	}
 	full = append(full, `,"bounds":`...)
-	if full, err = appendBounds(full, trees["bounds"]); err != nil {
+	if full, err = appendBounds(full, ms.trees[fieldBounds]); err != nil {
 		return canonError("bounds")
 	}
 	full = append(full, `,"enforce_rules":`...)
@@ -75,7 +82,7 @@ func (r *Request) hash(raw map[string]jsontext.Value, trees map[string]any) erro
 	full = append(full, `,"expected_schema":`...)
 	full = append(full, schema...)
 	full = append(full, `,"rules":`...)
-	if full, err = appendRules(full, trees["rules"]); err != nil {
+	if full, err = appendRules(full, ms.trees[fieldRules]); err != nil {
 		return canonError("rules")
 	}
 	full = append(full, `,"strict_content_check":`...)
@@ -83,7 +90,7 @@ func (r *Request) hash(raw map[string]jsontext.Value, trees map[string]any) erro
 	full = append(full, `,"submitted_output":`...)
 	full = append(full, output...)
 	full = append(full, `,"task_id":`...)
-	if full, err = appendCanonicalTree(full, trees["task_id"]); err != nil {
+	if full, err = appendCanonicalTree(full, ms.trees[fieldTaskID]); err != nil {
 		return canonError("task_id")
 	}
 	full = append(full, '}')

@@ -48,7 +48,8 @@ func ParsePath(s string) (Path, error) {
 	if !utf8.ValidString(s) {
 		return Path{}, errors.New("is not valid UTF-8")
 	}
-	p := Path{Raw: s}
+	// Every step starts at the beginning, after a '.' or at a '[', so this many are room for all.
+	p := Path{Raw: s, Steps: make([]Step, 0, 1+strings.Count(s, ".")+strings.Count(s, "["))}
 	i := 0
 	needKey := true // at the start or after '.', a key (or a leading bracket) comes next
 	for i < len(s) {

@@ -120,6 +120,11 @@ type Report struct {
 	Verify VerifyInfo `json:"verify"`
 
 	overall Ratio // kept for the history even when the compact shape omits it
+
+	// What the pointer fields above point to lives here, in the report itself, so that shaping
+	// a report costs one allocation instead of one per count and ratio.
+	counts [4][2]int // total and omitted of errors, errors_detail, flags and hints
+	ratios [3]Ratio  // schema_compliance, integrity_checks and overall
 }
 
 // OverallRatio is the share of all checks that passed, whatever the response shape.
@@ -175,7 +180,7 @@ type Envelope struct {
 
 // buildReport shapes findings into the response of SPEC §4.6.
 func buildReport(req *Request, f Findings, env Envelope) *Report {
-	var outs []outcome
+	outs := make([]outcome, 0, len(f.Schema.Failures)+len(f.Rules.Failures)+len(f.Bounds.Failures)+len(f.Content.Failures)+len(f.Info))
 	add := func(t Tally, source string, blocking bool, nonBlockingSeverity string) {
 		for _, x := range t.Failures {
 			sev := "error"
@@ -198,9 +203,13 @@ func buildReport(req *Request, f Findings, env Envelope) *Report {
 		EnforceRules: req.EnforceRules, StrictContentCheck: req.StrictContentCheck, Verify: env.Verify,
 	}
 	blocking := []string{}
+	nBlocking := 0
 	for _, o := range outs {
-		if o.blocking && !contains(blocking, o.Check) {
-			blocking = append(blocking, o.Check)
+		if o.blocking {
+			nBlocking++
+			if !contains(blocking, o.Check) {
+				blocking = append(blocking, o.Check)
+			}
 		}
 	}
 	rep.Result = "pass"
@@ -210,10 +219,12 @@ func buildReport(req *Request, f Findings, env Envelope) *Report {
 		rep.NextActions = failActions
 	}
 	rep.Summary = Summary{Result: rep.Result, BlockingChecks: blocking}
-	integrity := Tally{}
-	integrity.Add(f.Rules)
-	integrity.Add(f.Bounds)
-	integrity.Add(f.Content)
+	// Only the counts: the failures are in outs already.
+	var integrity Tally
+	for _, t := range []*Tally{&f.Rules, &f.Bounds, &f.Content} {
+		integrity.Total += t.Total
+		integrity.Passed += t.Passed
+	}
 	schema := ratioOf(f.Schema.Passed, f.Schema.Total)
 	integ := ratioOf(integrity.Passed, integrity.Total)
 	rep.overall = ratioOf(f.Schema.Passed+integrity.Passed, f.Schema.Total+integrity.Total)
@@ -222,11 +233,12 @@ func buildReport(req *Request, f Findings, env Envelope) *Report {
 	}
 
 	rep.RequestHash = req.Hashes.Request
+	// Each list is allocated once, with room for all it will hold.
 	var (
-		errs    []string
-		details []ErrorDetail
-		flags   []Flag
-		hints   []Hint
+		errs    = make([]string, 0, nBlocking)
+		details = make([]ErrorDetail, 0, nBlocking)
+		flags   = make([]Flag, 0, len(outs))
+		hints   = make([]Hint, 0, len(outs))
 		later   []Hint
 	)
 	for _, o := range outs {
@@ -245,13 +257,13 @@ func buildReport(req *Request, f Findings, env Envelope) *Report {
 	}
 	hints = append(hints, later...)
 
-	rep.Errors, rep.ErrorsTotal, rep.ErrorsOmitted = capped(errs)
-	rep.ErrorsDetail, rep.ErrorsDetailTotal, rep.ErrorsDetailOmitted = capped(details)
-	rep.Flags, rep.FlagsTotal, rep.FlagsOmitted = capped(flags)
-	rep.Hints, rep.HintsTotal, rep.HintsOmitted = capped(hints)
+	rep.Errors, rep.ErrorsTotal, rep.ErrorsOmitted = capped(errs, &rep.counts[0])
+	rep.ErrorsDetail, rep.ErrorsDetailTotal, rep.ErrorsDetailOmitted = capped(details, &rep.counts[1])
+	rep.Flags, rep.FlagsTotal, rep.FlagsOmitted = capped(flags, &rep.counts[2])
+	rep.Hints, rep.HintsTotal, rep.HintsOmitted = capped(hints, &rep.counts[3])
 
-	overall := rep.overall
-	rep.SchemaCompliance, rep.IntegrityChecks, rep.Overall = &schema, &integ, &overall
+	rep.ratios = [3]Ratio{schema, integ, rep.overall}
+	rep.SchemaCompliance, rep.IntegrityChecks, rep.Overall = &rep.ratios[0], &rep.ratios[1], &rep.ratios[2]
 	return rep
 }
 
@@ -272,19 +284,18 @@ func fieldOrRoot(field string) string {
 	return field
 }
 
-// capped keeps the first ListCap entries of a list and says how many there were and how many
-// were left out. The list is never null: an empty list is written as [].
-func capped[T any](list []T) ([]T, *int, *int) {
-	total := len(list)
-	omitted := 0
-	if total > ListCap {
-		omitted = total - ListCap
+// capped keeps the first ListCap entries of a list and says, in n, how many there were and how
+// many were left out. The list is never null: an empty list is written as [].
+func capped[T any](list []T, n *[2]int) ([]T, *int, *int) {
+	n[0], n[1] = len(list), 0
+	if len(list) > ListCap {
+		n[1] = len(list) - ListCap
 		list = list[:ListCap]
 	}
 	if list == nil {
 		list = []T{}
 	}
-	return list, &total, &omitted
+	return list, &n[0], &n[1]
 }
 
 func contains(list []string, s string) bool {

@@ -56,6 +56,29 @@ type Request struct {
 var requestFields = []string{"task_id", "agent_id", "expected_schema", "submitted_output",
 	"strict_content_check", "bounds", "rules", "enforce_rules", "detail"}
 
+// Indexes of the members in requestFields: a request's members are held in arrays indexed by
+// field rather than in maps by name, which cost three maps per request.
+const (
+	fieldTaskID = iota
+	fieldAgentID
+	fieldSchema
+	fieldOutput
+	fieldStrict
+	fieldBounds
+	fieldRules
+	fieldEnforce
+	fieldDetail
+	numFields
+)
+
+// requestMembers are the members of one request by field index: each as sent, and its tree
+// where one was built. An absent member is nil in both.
+type requestMembers struct {
+	raw   [numFields]jsontext.Value
+	trees [numFields]any
+	seen  [numFields]bool
+}
+
 var ruleFields = []string{"type", "field", "equals_field", "equals", "other_field", "value",
 	"in_field", "values", "tolerance", "if_present"}
 
@@ -71,6 +94,7 @@ func (p *problems) add(field, problem, fix string) {
 // members reads one JSON object's members as raw values, in order, rejecting duplicate names.
 type member struct {
 	name    string
+	field   int // index in requestFields, or -1 for an unknown member
 	raw     jsontext.Value
 	tree    any   // the value's tree, for the members readObject builds one for
 	treeErr error // the tree broke a limit (depth, number range or size)
@@ -96,17 +120,16 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias) *Schema) (*R
 	if !utf8.Valid(body) {
 		return nil, apperr.Field("body", "contains invalid UTF-8", "Encode the body as UTF-8.")
 	}
-	members, err := readObject(body, lim.MaxDepth)
+	var room [numFields]member // the members of a request without unknown ones, without allocating
+	members, err := readObject(body, lim.MaxDepth, room[:0])
 	if err != nil {
 		return nil, err
 	}
 
 	var (
-		req   = &Request{Detail: DetailFull}
-		bad   problems
-		raw   = make(map[string]jsontext.Value, len(members))
-		trees = make(map[string]any, len(members))
-		seen  = make(map[string]bool, len(members))
+		req = &Request{Detail: DetailFull}
+		bad problems
+		ms  requestMembers
 	)
 	treeProblem := func(name string, err error) {
 		switch {
@@ -121,35 +144,35 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias) *Schema) (*R
 		}
 	}
 	for _, m := range members {
-		if !slices.Contains(requestFields, m.name) {
+		if m.field < 0 {
 			bad.add(safeName(m.name), "is not a known field", "Remove it; the fields are "+strings.Join(requestFields, ", ")+".")
 			continue
 		}
-		seen[m.name] = true
-		raw[m.name] = m.raw
+		ms.seen[m.field] = true
+		ms.raw[m.field] = m.raw
 		switch {
 		case m.treeErr != nil:
 			treeProblem(m.name, m.treeErr)
-		case m.name != "expected_schema":
-			trees[m.name] = m.tree
+		case m.field != fieldSchema:
+			ms.trees[m.field] = m.tree
 		}
 	}
-	for _, name := range []string{"task_id", "expected_schema", "submitted_output"} {
-		if !seen[name] {
-			bad.add(name, "is required", "Add "+name+".")
+	for _, f := range []int{fieldTaskID, fieldSchema, fieldOutput} {
+		if !ms.seen[f] {
+			bad.add(requestFields[f], "is required", "Add "+requestFields[f]+".")
 		}
 	}
 	// The schema's tree is built only when the engine's cache does not know its bytes.
-	if v, ok := raw["expected_schema"]; ok {
+	if v := ms.raw[fieldSchema]; ms.seen[fieldSchema] {
 		if known != nil {
-			req.alias = aliasOf(v, bytes.Equal(raw["strict_content_check"], litTrue))
+			req.alias = aliasOf(v, bytes.Equal(ms.raw[fieldStrict], litTrue))
 			req.compiled = known(req.alias)
 		}
 		if req.compiled == nil {
 			if t, err := decodeTree(v, lim.MaxDepth, 1); err != nil {
 				treeProblem("expected_schema", err)
 			} else {
-				trees["expected_schema"] = t
+				ms.trees[fieldSchema] = t
 			}
 		}
 	}
@@ -157,15 +180,18 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias) *Schema) (*R
 		return nil, apperr.Invalid(bad...)
 	}
 
-	if v, ok := trees["task_id"]; ok {
-		req.TaskID, _ = idField(&bad, "task_id", v, false)
-	}
-	if v, ok := trees["agent_id"]; ok {
+	// From here on every required member is present with its tree (the schema's unless the
+	// cache knew it), and an absent optional member's tree is nil.
+	// The ids are copied out of the body (see readObject): a store may keep them.
+	req.TaskID, _ = idField(&bad, "task_id", ms.trees[fieldTaskID], false)
+	req.TaskID = strings.Clone(req.TaskID)
+	if v := ms.trees[fieldAgentID]; ms.seen[fieldAgentID] {
 		if id, ok := idField(&bad, "agent_id", v, true); ok && v != nil {
+			id = strings.Clone(id)
 			req.AgentID = &id
 		}
 	}
-	if v, ok := trees["expected_schema"]; ok && req.compiled == nil {
+	if v := ms.trees[fieldSchema]; req.compiled == nil {
 		switch v.(type) {
 		case map[string]any, bool:
 			req.Schema = v
@@ -173,10 +199,10 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias) *Schema) (*R
 			bad.add("expected_schema", "must be a JSON Schema (an object or a boolean)", "Send a JSON Schema object.")
 		}
 	}
-	req.Output = trees["submitted_output"]
-	req.StrictContentCheck = boolField(&bad, "strict_content_check", trees["strict_content_check"])
-	req.EnforceRules = boolField(&bad, "enforce_rules", trees["enforce_rules"])
-	if v, ok := trees["detail"]; ok && v != nil {
+	req.Output = ms.trees[fieldOutput]
+	req.StrictContentCheck = boolField(&bad, "strict_content_check", ms.trees[fieldStrict])
+	req.EnforceRules = boolField(&bad, "enforce_rules", ms.trees[fieldEnforce])
+	if v := ms.trees[fieldDetail]; v != nil {
 		switch v {
 		case "full":
 		case "compact":
@@ -185,18 +211,18 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias) *Schema) (*R
 			bad.add("detail", "is not one of the allowed values", "Use 'full' or 'compact'.")
 		}
 	}
-	req.Rules = decodeRules(&bad, trees["rules"], lim)
-	req.Bounds = decodeBounds(&bad, raw["bounds"], trees["bounds"], lim)
+	req.Rules = decodeRules(&bad, ms.trees[fieldRules], lim)
+	req.Bounds = decodeBounds(&bad, ms.raw[fieldBounds], ms.trees[fieldBounds], lim)
 	if len(bad) > 0 {
 		return nil, apperr.Invalid(bad...)
 	}
-	if err := req.hash(raw, trees); err != nil {
+	if err := req.hash(&ms); err != nil {
 		return nil, err
 	}
 	return req, nil
 }
 
-// readObject splits the body into its top-level members, validating the whole body's syntax,
+// readObject splits the body into its top-level members, appended to out, validating the whole body's syntax,
 // UTF-8 and member-name uniqueness at every depth. In the same pass it builds the tree of every
 // member but expected_schema (which the engine may know by its bytes) and unknown ones; a member
 // whose tree breaks a limit carries the error in treeErr, and reading goes on with the next.
@@ -206,9 +232,11 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias) *Schema) (*R
 // already holds, readObject checks the top level itself, and the two members read without a tree
 // are an unknown member (refused in any case) and expected_schema, which is either decoded into a
 // tree by decodeTree (with the decoder's checks) or known to the cache by these exact bytes.
-func readObject(body []byte, maxDepth int) ([]member, error) {
+func readObject(body []byte, maxDepth int, out []member) ([]member, error) {
 	// A bytes.Buffer is parsed in place, without the copy a reader would need.
-	dec := jsontext.NewDecoder(bytes.NewBuffer(body), jsontext.AllowDuplicateNames(true))
+	d := getDecoder(body, jsontext.AllowDuplicateNames(true))
+	defer d.put()
+	dec := &d.dec
 	fail := func(err error) error {
 		return apperr.Field("body", syntaxProblem(err, dec.InputOffset()), "Send one well-formed JSON object, UTF-8, without duplicate member names.")
 	}
@@ -219,7 +247,10 @@ func readObject(body []byte, maxDepth int) ([]member, error) {
 	if tok.Kind() != '{' {
 		return nil, apperr.Field("body", "is not a JSON object", "Send a JSON object with task_id, expected_schema and submitted_output.")
 	}
-	out := make([]member, 0, len(requestFields))
+	// The trees' strings and numbers are cut from one copy of the body instead of each being
+	// copied on its own. They live as long as the request, except the ids a store may keep
+	// for good, which decodeRequest copies so that they do not pin the whole body.
+	src := string(body)
 	for dec.PeekKind() != '}' {
 		name, err := dec.ReadToken()
 		if err != nil {
@@ -228,7 +259,7 @@ func readObject(body []byte, maxDepth int) ([]member, error) {
 		key := name.String() // the token is void once the decoder moves on
 		for _, m := range out {
 			if m.name == key {
-				if slices.Contains(requestFields, key) {
+				if m.field >= 0 {
 					return nil, apperr.Field(key, "appears more than once", "Send each field once.")
 				}
 				return nil, fail(errDuplicateName)
@@ -237,8 +268,8 @@ func readObject(body []byte, maxDepth int) ([]member, error) {
 		syntax := func(err error) error {
 			return apperr.Field(safeName(key), syntaxProblem(err, dec.InputOffset()), "Send well-formed JSON without duplicate member names.")
 		}
-		m := member{name: key}
-		if key == "expected_schema" || !slices.Contains(requestFields, key) {
+		m := member{name: key, field: slices.Index(requestFields, key)}
+		if m.field == fieldSchema || m.field < 0 {
 			if m.raw, err = readRaw(dec, body); err != nil {
 				return nil, syntax(err)
 			}
@@ -246,7 +277,7 @@ func readObject(body []byte, maxDepth int) ([]member, error) {
 			continue
 		}
 		start := dec.InputOffset()
-		b := treeBuilder{dec: dec, maxDepth: maxDepth}
+		b := treeBuilder{dec: dec, maxDepth: maxDepth, src: src}
 		if m.tree, m.treeErr = b.value(); m.treeErr != nil {
 			if !isTreeLimit(m.treeErr) {
 				return nil, syntax(m.treeErr)
@@ -371,7 +402,7 @@ func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule,
 	}
 	if obj["field"] == nil {
 		bad.add(at+".field", "is required", "Give the path of the value(s) to check, e.g. 'line_items[].line_total'.")
-	} else if p, ok := pathField(bad, at+".field", obj["field"], lim); ok {
+	} else if p, ok := pathField(bad, at, ".field", obj["field"], lim); ok {
 		r.Field = p
 	}
 	// Operands: every operand member that is set must belong to the type, and exactly one must be.
@@ -405,7 +436,7 @@ func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule,
 		if obj[k] == nil {
 			continue
 		}
-		if p, ok := pathField(bad, at+"."+k, obj[k], lim); ok {
+		if p, ok := pathField(bad, at+".", k, obj[k], lim); ok {
 			switch k {
 			case "equals_field":
 				r.EqualsField = &p
@@ -474,21 +505,26 @@ func operandFix(t RuleType) string {
 	return "A unique rule takes no operand; remove it."
 }
 
-func defaultTolerance() *big.Rat { return new(big.Rat).Set(defaultToleranceRat) }
+// defaultTolerance is the tolerance of a rule that sets none. Every such rule shares the one
+// value: nothing modifies a rule's tolerance after decoding (the evaluator only reads it), and a
+// copy per rule cost three allocations.
+func defaultTolerance() *big.Rat { return defaultToleranceRat }
 
-func pathField(bad *problems, at string, v any, lim Limits) (Path, bool) {
+// pathField reads a path member; a problem is filed under at+member, a name that is built only
+// when there is a problem to file.
+func pathField(bad *problems, at, member string, v any, lim Limits) (Path, bool) {
 	s, ok := v.(string)
 	if !ok {
-		bad.add(at, "must be a string path", "Write a path such as 'items[].price'.")
+		bad.add(at+member, "must be a string path", "Write a path such as 'items[].price'.")
 		return Path{}, false
 	}
 	if len(s) > lim.MaxPathLen {
-		bad.add(at, fmt.Sprintf("is longer than %d bytes", lim.MaxPathLen), "Shorten the path.")
+		bad.add(at+member, fmt.Sprintf("is longer than %d bytes", lim.MaxPathLen), "Shorten the path.")
 		return Path{}, false
 	}
 	p, err := ParsePath(s)
 	if err != nil {
-		bad.add(at, "is not a valid path: it "+err.Error(), "Write a path such as 'a.b', 'items[].price', 'items[0].id' or '[\"key.with.dots\"]'.")
+		bad.add(at+member, "is not a valid path: it "+err.Error(), "Write a path such as 'a.b', 'items[].price', 'items[0].id' or '[\"key.with.dots\"]'.")
 		return Path{}, false
 	}
 	return p, true
@@ -512,7 +548,7 @@ func decodeBounds(bad *problems, raw jsontext.Value, v any, lim Limits) []Bound 
 	bounds := make([]Bound, 0, len(obj))
 	for _, path := range memberOrder(raw) {
 		at := "bounds[" + strconvQuote(safeName(path)) + "]"
-		p, ok := pathField(bad, at, path, lim)
+		p, ok := pathField(bad, at, "", path, lim)
 		spec, isObj := obj[path].(map[string]any)
 		if !isObj {
 			bad.add(at, "must be an object with min and/or max", "Send {\"min\": 0, \"max\": 100}.")
@@ -565,7 +601,9 @@ func decodeBounds(bad *problems, raw jsontext.Value, v any, lim Limits) []Bound 
 
 // memberOrder lists an object's member names in the order they appear in raw.
 func memberOrder(raw jsontext.Value) []string {
-	dec := jsontext.NewDecoder(bytes.NewBuffer(raw))
+	d := getDecoder(raw)
+	defer d.put()
+	dec := &d.dec
 	if _, err := dec.ReadToken(); err != nil {
 		return nil
 	}
