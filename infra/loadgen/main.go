@@ -53,15 +53,16 @@ func main() {
 	freshShare := flag.Float64("fresh", 0.05, "share of requests with a schema never seen before")
 	out := flag.String("out", "", "also write the report (Markdown) to this file")
 	dataParent := flag.String("data-parent", "", "where the server's fresh data directory is made (default: the system's temporary directory)")
+	openRate := flag.Float64("open-rate", 0, "the open loop's rate in requests/s (default: half the closed loop's throughput); for comparing two builds at one rate")
 	mix := flag.String("mix", "realistic", "request mix: realistic (generated invoices of 1–200 items) or seed (the seed invoice only; -fresh does not apply)")
 	flag.Parse()
-	if err := run(*bin, *duration, *conns, *paidShare, *freshShare, *mix, *out, *dataParent); err != nil {
+	if err := run(*bin, *duration, *conns, *paidShare, *freshShare, *openRate, *mix, *out, *dataParent); err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, duration time.Duration, conns int, paidShare, freshShare float64, mix, out, dataParent string) error {
+func run(bin string, duration time.Duration, conns int, paidShare, freshShare, openRate float64, mix, out, dataParent string) error {
 	var seed map[string]any
 	switch mix {
 	case "realistic":
@@ -108,7 +109,10 @@ facilitator).`, paidShare*100)
 	cpu0, srv0, gen0 := readCPU(), processCPU(pid), processCPU(self)
 	max := closedLoop(client, gen, conns, duration)
 	cpu1, srv1, gen1 := readCPU(), processCPU(pid), processCPU(self)
-	rate := max.throughput() / 2
+	rate, rateText := max.throughput()/2, "half that rate"
+	if openRate > 0 {
+		rate, rateText = openRate, "a set rate"
+	}
 	half := openLoop(client, gen, rate, duration)
 	cpu2, srv2, gen2 := readCPU(), processCPU(pid), processCPU(self)
 
@@ -119,10 +123,10 @@ Mix: %s
 | phase | requests | errors | throughput | p50 | p90 | p99 | max |
 |---|---|---|---|---|---|---|---|
 | closed loop, %d connections | %d | %d | %.0f/s | %s | %s | %s | %s |
-| open loop at half that rate (%.0f/s) | %d | %d | %.0f/s | %s | %s | %s | %s |
+| open loop at %s (%.0f/s) | %d | %d | %.0f/s | %s | %s | %s | %s |
 `, mixText, conns,
 		max.n, max.errors, max.throughput(), ms(max.pct(50)), ms(max.pct(90)), ms(max.pct(99)), ms(max.pct(100)),
-		rate, half.n, half.errors, half.throughput(), ms(half.pct(50)), ms(half.pct(90)), ms(half.pct(99)), ms(half.pct(100)))
+		rateText, rate, half.n, half.errors, half.throughput(), ms(half.pct(50)), ms(half.pct(90)), ms(half.pct(99)), ms(half.pct(100)))
 	if closedBusy, ok := cpu0.busyUntil(cpu1); ok {
 		openBusy, _ := cpu1.busyUntil(cpu2)
 		report += fmt.Sprintf(`
