@@ -88,7 +88,11 @@ func checkNumberRange(raw []byte) error {
 // Digest is the hash every receipt field carries: lowercase hex SHA-256 of canonical bytes.
 func Digest(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
-	return hex.EncodeToString(sum[:])
+	// Encoded on the stack: hex.EncodeToString allocates twice, and every verification makes
+	// three or four digests.
+	var buf [2 * sha256.Size]byte
+	hex.Encode(buf[:], sum[:])
+	return string(buf[:])
 }
 
 // Hashes are the four receipt hashes of SPEC §5, each a Digest. They tie a receipt to the exact

@@ -45,6 +45,10 @@ func (e *Engine) Decode(body []byte) (*Request, *Schema, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// The schema's bytes as sent are part of the caller's body, needed only to alias the schema
+	// here: the request must not keep the body.
+	raw := req.aliasRaw
+	req.aliasRaw = nil
 	if req.compiled != nil {
 		return req, req.compiled, nil
 	}
@@ -62,7 +66,7 @@ func (e *Engine) Decode(body []byte) (*Request, *Schema, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	e.cache.alias(key, req.alias)
+	e.cache.alias(key, req.alias, raw)
 	return req, sch, nil
 }
 
@@ -110,14 +114,12 @@ func (e *Engine) Finish(req *Request, sch *Schema, env Envelope, a Attester) ([]
 	wirep, canonp := canonPool.Get().(*[]byte), canonPool.Get().(*[]byte)
 	defer putPooled(wirep)
 	defer putPooled(canonp)
-	wire, err := rep.wireJSON((*wirep)[:0])
-	*wirep = wire
+	wire, canon, err, canonErr := rep.bothJSON((*wirep)[:0], (*canonp)[:0])
+	*wirep, *canonp = wire, canon
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode report: %w", err)
 	}
-	canon, err := rep.canonicalJSON((*canonp)[:0])
-	*canonp = canon
-	if err != nil {
+	if canonErr != nil {
 		canon = nil // the signer canonicalizes the wire form itself
 	}
 	out, err := a.AttestCanonical(receipt.ContextVerify, wire, canon, rep.VerifiedAt)

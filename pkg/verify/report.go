@@ -139,8 +139,32 @@ func (r *Report) Passed() bool { return r.Result == "pass" }
 
 // FormatTime renders t as verified_at is written: RFC 3339 UTC with microseconds and "+00:00".
 func FormatTime(t time.Time) string {
-	var buf [32]byte
-	return string(t.UTC().AppendFormat(buf[:0], "2006-01-02T15:04:05.000000+00:00"))
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		var buf [40]byte
+		return string(t.AppendFormat(buf[:0], "2006-01-02T15:04:05.000000+00:00"))
+	}
+	// Written digit by digit: interpreting the layout was a tenth of shaping a report. The
+	// test holds this to the layout for years 0 to 9999; others take the layout.
+	hour, minute, second := t.Clock()
+	buf := [32]byte{4: '-', 7: '-', 10: 'T', 13: ':', 16: ':', 19: '.', 26: '+', 27: '0', 28: '0', 29: ':', 30: '0', 31: '0'}
+	putDigits(buf[0:4], year)
+	putDigits(buf[5:7], int(month))
+	putDigits(buf[8:10], day)
+	putDigits(buf[11:13], hour)
+	putDigits(buf[14:16], minute)
+	putDigits(buf[17:19], second)
+	putDigits(buf[20:26], t.Nanosecond()/1000)
+	return string(buf[:])
+}
+
+// putDigits writes v, zero-padded, into all of dst.
+func putDigits(dst []byte, v int) {
+	for i := len(dst) - 1; i >= 0; i-- {
+		dst[i] = byte('0' + v%10)
+		v /= 10
+	}
 }
 
 // failure sources and how each is named in errors and hints.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // errNotCanonical means the report holds a value this encoder does not write canonically itself
@@ -14,259 +16,386 @@ import (
 var errNotCanonical = errors.New("report value outside the canonical encoder's range")
 
 // wireJSON is the report's wire form: the members in the order of the struct (SPEC §4.6's), with
-// the omissions its json tags ask for. The report is written by hand, from one table of members
-// per object (below), because the general encoder's reflection was a measurable share of a
-// verification; the tests hold this form equal to json.Marshal for every report shape.
+// the omissions its json tags ask for. The report is written by hand because the general
+// encoder's reflection was a measurable share of a verification; the tests hold this form equal
+// to json.Marshal for every report shape.
 func (r *Report) wireJSON(dst []byte) ([]byte, error) {
 	c := jsonWriter{b: dst}
-	writeObject(&c, r, reportFields)
+	c.report(r)
 	return c.b, c.err
 }
 
-// canonicalJSON is the report's RFC 8785 form, written from the same tables with every object's
+// canonicalJSON is the report's RFC 8785 form, written by the same code with every object's
 // members in UTF-16 order (all names are ASCII, so byte order). It saves the signer re-reading
 // and re-ordering the wire form; the tests hold it equal to receipt.Canonicalize(JSON()) for every
 // report shape, and fuzzing does for arbitrary requests.
 func (r *Report) canonicalJSON(dst []byte) ([]byte, error) {
 	c := jsonWriter{b: dst, canonical: true}
-	writeObject(&c, r, reportFields)
+	c.report(r)
 	return c.b, c.err
 }
 
-// field is one member of an object of type T: its name and how its value is written. put writes
-// the name too, or nothing when the member is omitted.
-type field[T any] struct {
-	name string
-	put  func(c *jsonWriter, name string, v *T)
+// bothJSON appends the wire form to wire and the canonical form to canon, as wireJSON and
+// canonicalJSON do. Both forms hold the same strings, so when writing the first found every one
+// of them plain (see plainASCII), the second writes them without looking at them again: that
+// look was a third of writing the second form. canonErr is canonicalJSON's error.
+func (r *Report) bothJSON(wire, canon []byte) (w, c []byte, err, canonErr error) {
+	cw := jsonWriter{b: wire}
+	cw.report(r)
+	cc := jsonWriter{b: canon, canonical: true, knownPlain: !cw.escaped}
+	cc.report(r)
+	return cw.b, cc.b, cw.err, cc.err
 }
 
-// fields are an object's members in wire order (the struct's) and in canonical order.
-type fields[T any] struct{ wire, canonical []field[T] }
-
-func newFields[T any](wire ...field[T]) fields[T] {
-	canonical := make([]field[T], len(wire))
-	for i, j := range canonicalOrder(len(wire), func(i int) string { return wire[i].name }) {
-		canonical[i] = wire[j]
-	}
-	return fields[T]{wire: wire, canonical: canonical}
+// members are the member names of one object type, each written as it starts a member (quoted,
+// with its colon), and the two orders to write them in: the struct's and RFC 8785's.
+//
+// Each type's writer below loops over one of the orders and switches on the index, with the
+// member's value written in the case for its index; so both forms come from one piece of code per
+// type, without the indirect calls per member that a table of functions costs (those were about
+// half of writing a report).
+type members struct {
+	names           []string
+	wire, canonical []uint8
 }
 
-// canonicalOrder is the order of n member names in RFC 8785, as indexes. It sorts indexes rather
-// than each object's fields so that one sort serves every type: a sort per field type cost the
-// binaries about 200 KB.
-func canonicalOrder(n int, name func(int) string) []int {
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
+func newMembers(names ...string) *members {
+	m := &members{names: make([]string, len(names)), wire: make([]uint8, len(names)), canonical: make([]uint8, len(names))}
+	for i, n := range names {
+		m.names[i] = `"` + n + `":`
+		m.wire[i], m.canonical[i] = uint8(i), uint8(i)
 	}
-	slices.SortFunc(order, func(a, b int) int { return utf16Less(name(a), name(b)) })
-	return order
+	slices.SortFunc(m.canonical, func(a, b uint8) int { return utf16Less(names[a], names[b]) })
+	return m
 }
 
-func writeObject[T any](c *jsonWriter, v *T, m fields[T]) {
-	list := m.wire
-	if c.canonical {
-		list = m.canonical
-	}
+// The report's member names, in the order of each struct with its json tags' names; the
+// indexes the writers switch on are positions in these lists. The tests hold the wire form to
+// json.Marshal, which reads the tags.
+var (
+	summaryMembers     = newMembers("result", "blocking_checks")
+	actionMembers      = newMembers("action", "using", "for")
+	errorDetailMembers = newMembers("check", "path", "expected", "found", "message")
+	flagMembers        = newMembers("check", "field", "severity", "detail")
+	hintMembers        = newMembers("source", "check", "path", "expected", "found")
+	ratioMembers       = newMembers("ratio", "passed", "total")
+	verifyInfoMembers  = newMembers("public_key_url", "key_version", "canonicalization", "hash_algorithm", "service", "mcp")
+	reportMembers      = newMembers("summary", "next_actions", "result", "verification_id", "task_id", "agent_id",
+		"output_hash", "schema_hash", "rules_hash", "request_hash", "verified_at", "verifier_version",
+		"enforce_rules", "strict_content_check",
+		"errors", "errors_total", "errors_omitted", "errors_detail", "errors_detail_total", "errors_detail_omitted",
+		"flags", "flags_total", "flags_omitted", "hints", "hints_total", "hints_omitted",
+		"schema_compliance", "integrity_checks", "overall", "verify")
+)
+
+func (c *jsonWriter) report(r *Report) {
+	m := reportMembers
 	c.open('{')
-	for _, f := range list {
-		f.put(c, f.name, v)
+	for _, i := range c.order(m) {
+		n := m.names[i]
+		switch i {
+		case 0:
+			c.name(n)
+			c.summary(&r.Summary)
+		case 1:
+			c.name(n)
+			c.open('[')
+			for j := range r.NextActions {
+				c.elem()
+				c.action(&r.NextActions[j])
+			}
+			c.close(']')
+		case 2:
+			c.strMember(n, r.Result)
+		case 3:
+			c.strMember(n, r.VerificationID)
+		case 4:
+			c.strMember(n, r.TaskID)
+		case 5:
+			c.name(n)
+			if r.AgentID == nil {
+				c.b = append(c.b, "null"...)
+			} else {
+				c.str(*r.AgentID)
+			}
+		case 6:
+			c.strMember(n, r.OutputHash)
+		case 7:
+			c.strMember(n, r.SchemaHash)
+		case 8:
+			c.strMember(n, r.RulesHash)
+		case 9:
+			if r.RequestHash != "" {
+				c.strMember(n, r.RequestHash)
+			}
+		case 10:
+			c.strMember(n, r.VerifiedAt)
+		case 11:
+			c.strMember(n, r.VerifierVersion)
+		case 12:
+			c.boolMember(n, r.EnforceRules)
+		case 13:
+			c.boolMember(n, r.StrictContentCheck)
+		case 14:
+			if r.Errors != nil {
+				c.strList(n, r.Errors)
+			}
+		case 15:
+			c.countMember(n, r.ErrorsTotal)
+		case 16:
+			c.countMember(n, r.ErrorsOmitted)
+		case 17:
+			if r.ErrorsDetail != nil {
+				c.name(n)
+				c.open('[')
+				for j := range r.ErrorsDetail {
+					c.elem()
+					c.errorDetail(&r.ErrorsDetail[j])
+				}
+				c.close(']')
+			}
+		case 18:
+			c.countMember(n, r.ErrorsDetailTotal)
+		case 19:
+			c.countMember(n, r.ErrorsDetailOmitted)
+		case 20:
+			if r.Flags != nil {
+				c.name(n)
+				c.open('[')
+				for j := range r.Flags {
+					c.elem()
+					c.flag(&r.Flags[j])
+				}
+				c.close(']')
+			}
+		case 21:
+			c.countMember(n, r.FlagsTotal)
+		case 22:
+			c.countMember(n, r.FlagsOmitted)
+		case 23:
+			if r.Hints != nil {
+				c.name(n)
+				c.open('[')
+				for j := range r.Hints {
+					c.elem()
+					c.hint(&r.Hints[j])
+				}
+				c.close(']')
+			}
+		case 24:
+			c.countMember(n, r.HintsTotal)
+		case 25:
+			c.countMember(n, r.HintsOmitted)
+		case 26:
+			c.ratioMember(n, r.SchemaCompliance)
+		case 27:
+			c.ratioMember(n, r.IntegrityChecks)
+		case 28:
+			c.ratioMember(n, r.Overall)
+		case 29:
+			c.name(n)
+			c.verifyInfo(&r.Verify)
+		}
 	}
 	c.close('}')
 }
 
-// The member kinds the report uses, each with the omission rule of its json tag.
-
-func str[T any](get func(*T) string) func(*jsonWriter, string, *T) {
-	return func(c *jsonWriter, n string, v *T) { c.name(n); c.str(get(v)) }
-}
-
-// omitEmptyStr is a string member left out when empty.
-func omitEmptyStr[T any](get func(*T) string) func(*jsonWriter, string, *T) {
-	return func(c *jsonWriter, n string, v *T) {
-		if s := get(v); s != "" {
-			c.name(n)
-			c.str(s)
+func (c *jsonWriter) summary(s *Summary) {
+	m := summaryMembers
+	c.open('{')
+	for _, i := range c.order(m) {
+		switch i {
+		case 0:
+			c.strMember(m.names[i], s.Result)
+		case 1:
+			c.strList(m.names[i], s.BlockingChecks) // nil is []
 		}
 	}
+	c.close('}')
 }
 
-// nullableStr is a string member written as null when nil.
-func nullableStr[T any](get func(*T) *string) func(*jsonWriter, string, *T) {
-	return func(c *jsonWriter, n string, v *T) {
-		c.name(n)
-		if s := get(v); s == nil {
-			c.b = append(c.b, "null"...)
-		} else {
-			c.str(*s)
+func (c *jsonWriter) action(a *Action) {
+	m := actionMembers
+	c.open('{')
+	for _, i := range c.order(m) {
+		switch i {
+		case 0:
+			c.strMember(m.names[i], a.Action)
+		case 1:
+			if a.Using != "" {
+				c.strMember(m.names[i], a.Using)
+			}
+		case 2:
+			if a.For != "" {
+				c.strMember(m.names[i], a.For)
+			}
 		}
 	}
+	c.close('}')
 }
 
-func boolean[T any](get func(*T) bool) func(*jsonWriter, string, *T) {
-	return func(c *jsonWriter, n string, v *T) { c.name(n); c.b = strconv.AppendBool(c.b, get(v)) }
+func (c *jsonWriter) errorDetail(d *ErrorDetail) {
+	m := errorDetailMembers
+	c.open('{')
+	for _, i := range c.order(m) {
+		var s string
+		switch i {
+		case 0:
+			s = d.Check
+		case 1:
+			s = d.Path
+		case 2:
+			s = d.Expected
+		case 3:
+			s = d.Found
+		case 4:
+			s = d.Message
+		}
+		c.strMember(m.names[i], s)
+	}
+	c.close('}')
 }
 
-func integer[T any](get func(*T) int) func(*jsonWriter, string, *T) {
-	return func(c *jsonWriter, n string, v *T) { c.name(n); c.b = strconv.AppendInt(c.b, int64(get(v)), 10) }
+func (c *jsonWriter) flag(f *Flag) {
+	m := flagMembers
+	c.open('{')
+	for _, i := range c.order(m) {
+		var s string
+		switch i {
+		case 0:
+			s = f.Check
+		case 1:
+			s = f.Field
+		case 2:
+			s = f.Severity
+		case 3:
+			s = f.Detail
+		}
+		c.strMember(m.names[i], s)
+	}
+	c.close('}')
 }
 
-// omitNilInt is an integer member left out when nil.
-func omitNilInt[T any](get func(*T) *int) func(*jsonWriter, string, *T) {
-	return func(c *jsonWriter, n string, v *T) {
-		if i := get(v); i != nil {
-			c.name(n)
-			c.b = strconv.AppendInt(c.b, int64(*i), 10)
+func (c *jsonWriter) hint(h *Hint) {
+	m := hintMembers
+	c.open('{')
+	for _, i := range c.order(m) {
+		var s string
+		switch i {
+		case 0:
+			s = h.Source
+		case 1:
+			s = h.Check
+		case 2:
+			s = h.Path
+		case 3:
+			s = h.Expected
+		case 4:
+			s = h.Found
+		}
+		c.strMember(m.names[i], s)
+	}
+	c.close('}')
+}
+
+func (c *jsonWriter) verifyInfo(v *VerifyInfo) {
+	m := verifyInfoMembers
+	c.open('{')
+	for _, i := range c.order(m) {
+		var s string
+		switch i {
+		case 0:
+			s = v.PublicKeyURL
+		case 1:
+			s = v.KeyVersion
+		case 2:
+			s = v.Canonicalization
+		case 3:
+			s = v.HashAlgorithm
+		case 4:
+			s = v.Service
+		case 5:
+			s = v.MCP
+		}
+		c.strMember(m.names[i], s)
+	}
+	c.close('}')
+}
+
+// ratioMember writes a ratio object, or nothing when r is nil.
+func (c *jsonWriter) ratioMember(n string, r *Ratio) {
+	if r == nil {
+		return
+	}
+	m := ratioMembers
+	c.name(n)
+	c.open('{')
+	for _, i := range c.order(m) {
+		c.name(m.names[i])
+		switch i {
+		case 0:
+			c.ratio(r.Ratio)
+		case 1:
+			c.b = strconv.AppendInt(c.b, int64(r.Passed), 10)
+		case 2:
+			c.b = strconv.AppendInt(c.b, int64(r.Total), 10)
 		}
 	}
+	c.close('}')
 }
 
-// ratioNumber is a ratio in [0, 1] with at most 6 decimals. RFC 8785 (and Go's JSON encoder)
-// write numbers as ECMAScript does: the shortest round-trip digits, in plain decimal notation from
+// ratio writes a ratio in [0, 1] with at most 6 decimals. RFC 8785 (and Go's JSON encoder) write
+// numbers as ECMAScript does: the shortest round-trip digits, in plain decimal notation from
 // 1e-6 up to 1e21. Ratios always take this form; anything else is refused and the caller goes the
 // general way.
-func ratioNumber[T any](get func(*T) float64) func(*jsonWriter, string, *T) {
-	return func(c *jsonWriter, n string, v *T) {
-		f := get(v)
-		if a := math.Abs(f); f != 0 && (a < 1e-6 || a >= 1e21) || math.IsNaN(f) || math.Signbit(f) {
-			c.err = errNotCanonical
+//
+// A ratio is k/10^6 for a whole k (ratioOf rounds it so), and then its shortest digits are those
+// of k/10^6 itself: the float is the double nearest that decimal (division rounds correctly), and
+// any other decimal of at most 7 significant digits lies at least 10^-6 away, far beyond the
+// float's precision. So such a ratio is written from k with integer arithmetic, which costs a
+// fraction of the general shortest-digits search; anything else takes that search.
+func (c *jsonWriter) ratio(f float64) {
+	if k := math.Round(f * 1e6); k >= 0 && k <= 1e6 && k/1e6 == f {
+		n := int(k)
+		c.b = append(c.b, byte('0'+n/1_000_000))
+		if frac := n % 1_000_000; frac != 0 {
+			digits := [7]byte{'.'}
+			for j := 6; j > 0; j-- {
+				digits[j] = byte('0' + frac%10)
+				frac /= 10
+			}
+			end := 7
+			for digits[end-1] == '0' {
+				end--
+			}
+			c.b = append(c.b, digits[:end]...)
 		}
-		c.name(n)
-		c.b = strconv.AppendFloat(c.b, f, 'f', -1, 64)
+		return
 	}
-}
-
-// stringList is an array of strings; omitNil leaves it out when nil, and otherwise nil is [].
-func stringList[T any](get func(*T) []string, omitNil bool) func(*jsonWriter, string, *T) {
-	return func(c *jsonWriter, n string, v *T) {
-		list := get(v)
-		if list == nil && omitNil {
-			return
-		}
-		c.name(n)
-		c.open('[')
-		for _, s := range list {
-			c.elem()
-			c.str(s)
-		}
-		c.close(']')
+	if a := math.Abs(f); f != 0 && (a < 1e-6 || a >= 1e21) || math.IsNaN(f) || math.Signbit(f) {
+		c.err = errNotCanonical
 	}
+	c.b = strconv.AppendFloat(c.b, f, 'f', -1, 64)
 }
-
-// object is a nested object, left out when get returns nil.
-func object[T, U any](get func(*T) *U, m fields[U]) func(*jsonWriter, string, *T) {
-	return func(c *jsonWriter, n string, v *T) {
-		if u := get(v); u != nil {
-			c.name(n)
-			writeObject(c, u, m)
-		}
-	}
-}
-
-// objectList is an array of objects; omitNil leaves it out when nil, and otherwise nil is [].
-func objectList[T, U any](get func(*T) []U, m fields[U], omitNil bool) func(*jsonWriter, string, *T) {
-	return func(c *jsonWriter, n string, v *T) {
-		list := get(v)
-		if list == nil && omitNil {
-			return
-		}
-		c.name(n)
-		c.open('[')
-		for i := range list {
-			c.elem()
-			writeObject(c, &list[i], m)
-		}
-		c.close(']')
-	}
-}
-
-// The report's tables: each object's members in the order of its struct, with its json tags'
-// names and omissions; the tests hold the wire form to json.Marshal, which reads the tags.
-var (
-	summaryFields = newFields(
-		field[Summary]{"result", str(func(s *Summary) string { return s.Result })},
-		field[Summary]{"blocking_checks", stringList(func(s *Summary) []string { return s.BlockingChecks }, false)},
-	)
-	actionFields = newFields(
-		field[Action]{"action", str(func(a *Action) string { return a.Action })},
-		field[Action]{"using", omitEmptyStr(func(a *Action) string { return a.Using })},
-		field[Action]{"for", omitEmptyStr(func(a *Action) string { return a.For })},
-	)
-	errorDetailFields = newFields(
-		field[ErrorDetail]{"check", str(func(d *ErrorDetail) string { return d.Check })},
-		field[ErrorDetail]{"path", str(func(d *ErrorDetail) string { return d.Path })},
-		field[ErrorDetail]{"expected", str(func(d *ErrorDetail) string { return d.Expected })},
-		field[ErrorDetail]{"found", str(func(d *ErrorDetail) string { return d.Found })},
-		field[ErrorDetail]{"message", str(func(d *ErrorDetail) string { return d.Message })},
-	)
-	flagFields = newFields(
-		field[Flag]{"check", str(func(f *Flag) string { return f.Check })},
-		field[Flag]{"field", str(func(f *Flag) string { return f.Field })},
-		field[Flag]{"severity", str(func(f *Flag) string { return f.Severity })},
-		field[Flag]{"detail", str(func(f *Flag) string { return f.Detail })},
-	)
-	hintFields = newFields(
-		field[Hint]{"source", str(func(h *Hint) string { return h.Source })},
-		field[Hint]{"check", str(func(h *Hint) string { return h.Check })},
-		field[Hint]{"path", str(func(h *Hint) string { return h.Path })},
-		field[Hint]{"expected", str(func(h *Hint) string { return h.Expected })},
-		field[Hint]{"found", str(func(h *Hint) string { return h.Found })},
-	)
-	ratioFields = newFields(
-		field[Ratio]{"ratio", ratioNumber(func(r *Ratio) float64 { return r.Ratio })},
-		field[Ratio]{"passed", integer(func(r *Ratio) int { return r.Passed })},
-		field[Ratio]{"total", integer(func(r *Ratio) int { return r.Total })},
-	)
-	verifyInfoFields = newFields(
-		field[VerifyInfo]{"public_key_url", str(func(v *VerifyInfo) string { return v.PublicKeyURL })},
-		field[VerifyInfo]{"key_version", str(func(v *VerifyInfo) string { return v.KeyVersion })},
-		field[VerifyInfo]{"canonicalization", str(func(v *VerifyInfo) string { return v.Canonicalization })},
-		field[VerifyInfo]{"hash_algorithm", str(func(v *VerifyInfo) string { return v.HashAlgorithm })},
-		field[VerifyInfo]{"service", str(func(v *VerifyInfo) string { return v.Service })},
-		field[VerifyInfo]{"mcp", str(func(v *VerifyInfo) string { return v.MCP })},
-	)
-	reportFields = newFields(
-		field[Report]{"summary", object(func(r *Report) *Summary { return &r.Summary }, summaryFields)},
-		field[Report]{"next_actions", objectList(func(r *Report) []Action { return r.NextActions }, actionFields, false)},
-		field[Report]{"result", str(func(r *Report) string { return r.Result })},
-		field[Report]{"verification_id", str(func(r *Report) string { return r.VerificationID })},
-		field[Report]{"task_id", str(func(r *Report) string { return r.TaskID })},
-		field[Report]{"agent_id", nullableStr(func(r *Report) *string { return r.AgentID })},
-		field[Report]{"output_hash", str(func(r *Report) string { return r.OutputHash })},
-		field[Report]{"schema_hash", str(func(r *Report) string { return r.SchemaHash })},
-		field[Report]{"rules_hash", str(func(r *Report) string { return r.RulesHash })},
-		field[Report]{"request_hash", omitEmptyStr(func(r *Report) string { return r.RequestHash })},
-		field[Report]{"verified_at", str(func(r *Report) string { return r.VerifiedAt })},
-		field[Report]{"verifier_version", str(func(r *Report) string { return r.VerifierVersion })},
-		field[Report]{"enforce_rules", boolean(func(r *Report) bool { return r.EnforceRules })},
-		field[Report]{"strict_content_check", boolean(func(r *Report) bool { return r.StrictContentCheck })},
-		field[Report]{"errors", stringList(func(r *Report) []string { return r.Errors }, true)},
-		field[Report]{"errors_total", omitNilInt(func(r *Report) *int { return r.ErrorsTotal })},
-		field[Report]{"errors_omitted", omitNilInt(func(r *Report) *int { return r.ErrorsOmitted })},
-		field[Report]{"errors_detail", objectList(func(r *Report) []ErrorDetail { return r.ErrorsDetail }, errorDetailFields, true)},
-		field[Report]{"errors_detail_total", omitNilInt(func(r *Report) *int { return r.ErrorsDetailTotal })},
-		field[Report]{"errors_detail_omitted", omitNilInt(func(r *Report) *int { return r.ErrorsDetailOmitted })},
-		field[Report]{"flags", objectList(func(r *Report) []Flag { return r.Flags }, flagFields, true)},
-		field[Report]{"flags_total", omitNilInt(func(r *Report) *int { return r.FlagsTotal })},
-		field[Report]{"flags_omitted", omitNilInt(func(r *Report) *int { return r.FlagsOmitted })},
-		field[Report]{"hints", objectList(func(r *Report) []Hint { return r.Hints }, hintFields, true)},
-		field[Report]{"hints_total", omitNilInt(func(r *Report) *int { return r.HintsTotal })},
-		field[Report]{"hints_omitted", omitNilInt(func(r *Report) *int { return r.HintsOmitted })},
-		field[Report]{"schema_compliance", object(func(r *Report) *Ratio { return r.SchemaCompliance }, ratioFields)},
-		field[Report]{"integrity_checks", object(func(r *Report) *Ratio { return r.IntegrityChecks }, ratioFields)},
-		field[Report]{"overall", object(func(r *Report) *Ratio { return r.Overall }, ratioFields)},
-		field[Report]{"verify", object(func(r *Report) *VerifyInfo { return &r.Verify }, verifyInfoFields)},
-	)
-)
 
 // jsonWriter appends JSON with minimal string escaping and no whitespace (RFC 8785's writing, when
 // members come in sorted order), remembering the first error. first is true right after an
 // opening bracket, where the next member or element takes no comma.
 type jsonWriter struct {
-	b         []byte
-	canonical bool // objects' members in canonical order
-	first     bool
-	err       error
+	b          []byte
+	canonical  bool // objects' members in canonical order
+	first      bool
+	knownPlain bool // every string is known to be plain ASCII (see bothJSON)
+	escaped    bool // a string was not plain ASCII
+	err        error
+}
+
+// order is the order to write m's members in.
+func (c *jsonWriter) order(m *members) []uint8 {
+	if c.canonical {
+		return m.canonical
+	}
+	return m.wire
 }
 
 func (c *jsonWriter) open(bracket byte)  { c.b = append(c.b, bracket); c.first = true }
@@ -280,17 +409,51 @@ func (c *jsonWriter) elem() {
 	c.first = false
 }
 
-// name starts an object member; n needs no escaping.
+// name starts an object member; n is its name already quoted, with the colon (see members).
 func (c *jsonWriter) name(n string) {
 	c.elem()
-	c.b = append(c.b, '"')
 	c.b = append(c.b, n...)
-	c.b = append(c.b, '"', ':')
+}
+
+func (c *jsonWriter) strMember(n, s string) {
+	c.name(n)
+	c.str(s)
+}
+
+func (c *jsonWriter) boolMember(n string, v bool) {
+	c.name(n)
+	c.b = strconv.AppendBool(c.b, v)
+}
+
+// countMember is an integer member left out when nil.
+func (c *jsonWriter) countMember(n string, v *int) {
+	if v != nil {
+		c.name(n)
+		c.b = strconv.AppendInt(c.b, int64(*v), 10)
+	}
+}
+
+// strList is an array of strings; nil is written as [].
+func (c *jsonWriter) strList(n string, list []string) {
+	c.name(n)
+	c.open('[')
+	for _, s := range list {
+		c.elem()
+		c.str(s)
+	}
+	c.close(']')
 }
 
 func (c *jsonWriter) str(s string) {
+	if c.knownPlain || plainASCII(s) {
+		c.b = append(c.b, '"')
+		c.b = append(c.b, s...)
+		c.b = append(c.b, '"')
+		return
+	}
+	c.escaped = true
 	var err error
-	if c.b, err = appendQuoted(c.b, s); err != nil && c.err == nil {
+	if c.b, err = jsontext.AppendQuote(c.b, s); err != nil && c.err == nil {
 		c.err = errNotCanonical
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -43,6 +45,11 @@ func assertCanonicalReport(t testing.TB, rep *Report) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("canonical forms differ\nencoder:        %s\ncanonicalizer:  %s", got, want)
+	}
+	// Finish writes both forms in one call, which skips looking at the strings a second time.
+	bothWire, bothCanon, err, canonErr := rep.bothJSON(nil, nil)
+	if err != nil || canonErr != nil || !bytes.Equal(bothWire, wire) || !bytes.Equal(bothCanon, want) {
+		t.Fatalf("bothJSON differs (%v, %v)\nwire:      %s\ncanonical: %s", err, canonErr, bothWire, bothCanon)
 	}
 }
 
@@ -195,5 +202,30 @@ func TestPlainASCII(t *testing.T) {
 	}
 	if plain < 10000 {
 		t.Errorf("only %d plain strings drawn", plain)
+	}
+}
+
+// The ratio writer's integer path writes every ratio ratioOf can give as the shortest-digits
+// search does, and anything else goes that way too.
+func TestRatioDigits(t *testing.T) {
+	check := func(f float64) {
+		t.Helper()
+		c := jsonWriter{}
+		c.ratio(f)
+		inRange := f == 0 || f >= 1e-6 && f < 1e21
+		if want := strconv.AppendFloat(nil, f, 'f', -1, 64); !bytes.Equal(c.b, want) || (c.err == nil) != inRange {
+			t.Fatalf("ratio %v written %s (%v), want %s", f, c.b, c.err, want)
+		}
+	}
+	for k := range 1_000_001 {
+		check(float64(k) / 1e6)
+	}
+	for total := 1; total <= 400; total++ {
+		for passed := 0; passed <= total; passed++ {
+			check(ratioOf(passed, total).Ratio)
+		}
+	}
+	for _, f := range []float64{0.1 + 0.2, 0.9999995, 1e-7 * 3, math.Nextafter(0.5, 1), math.Nextafter(0.875, 0)} {
+		check(f)
 	}
 }

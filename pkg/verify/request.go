@@ -48,6 +48,7 @@ type Request struct {
 	Canonical []byte
 
 	alias           schemaAlias // expected_schema as sent, for the engine's cache
+	aliasRaw        []byte      // expected_schema as sent (part of the body)
 	schemaCanonical []byte      // expected_schema's canonical form
 	compiled        *Schema     // the compiled schema, when the cache knew it by its alias
 }
@@ -110,7 +111,7 @@ func DecodeRequest(body []byte, lim Limits) (*Request, error) {
 
 // decodeRequest is DecodeRequest with the engine's cache: when known returns the compiled schema
 // for the expected_schema's exact bytes, that member is neither decoded nor canonicalized again.
-func decodeRequest(body []byte, lim Limits, known func(schemaAlias) *Schema) (*Request, error) {
+func decodeRequest(body []byte, lim Limits, known func(schemaAlias, []byte) *Schema) (*Request, error) {
 	if int64(len(body)) > lim.MaxBody {
 		return nil, apperr.TooLarge(lim.MaxBody)
 	}
@@ -165,8 +166,8 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias) *Schema) (*R
 	// The schema's tree is built only when the engine's cache does not know its bytes.
 	if v := ms.raw[fieldSchema]; ms.seen[fieldSchema] {
 		if known != nil {
-			req.alias = aliasOf(v, bytes.Equal(ms.raw[fieldStrict], litTrue))
-			req.compiled = known(req.alias)
+			req.alias, req.aliasRaw = aliasOf(v, bytes.Equal(ms.raw[fieldStrict], litTrue)), v
+			req.compiled = known(req.alias, v)
 		}
 		if req.compiled == nil {
 			if t, err := decodeTree(v, lim.MaxDepth, 1); err != nil {
@@ -256,19 +257,27 @@ func readObject(body []byte, maxDepth int, out []member) ([]member, error) {
 		if err != nil {
 			return nil, fail(err)
 		}
-		key := name.String() // the token is void once the decoder moves on
+		// The token is void once the decoder moves on. key does not outlive this iteration, so
+		// its bytes stay on the stack; the member keeps the field's own name, and copies only
+		// an unknown one.
+		key := name.String()
 		for _, m := range out {
 			if m.name == key {
 				if m.field >= 0 {
-					return nil, apperr.Field(key, "appears more than once", "Send each field once.")
+					return nil, apperr.Field(m.name, "appears more than once", "Send each field once.")
 				}
 				return nil, fail(errDuplicateName)
 			}
 		}
-		syntax := func(err error) error {
-			return apperr.Field(safeName(key), syntaxProblem(err, dec.InputOffset()), "Send well-formed JSON without duplicate member names.")
+		m := member{field: slices.Index(requestFields, key)}
+		if m.field >= 0 {
+			m.name = requestFields[m.field]
+		} else {
+			m.name = strings.Clone(key)
 		}
-		m := member{name: key, field: slices.Index(requestFields, key)}
+		syntax := func(err error) error {
+			return apperr.Field(safeName(m.name), syntaxProblem(err, dec.InputOffset()), "Send well-formed JSON without duplicate member names.")
+		}
 		if m.field == fieldSchema || m.field < 0 {
 			if m.raw, err = readRaw(dec, body); err != nil {
 				return nil, syntax(err)

@@ -1,8 +1,12 @@
 package verify
 
 import (
+	"bytes"
 	"container/list"
 	"crypto/sha256"
+	"encoding/binary"
+	"hash/maphash"
+	"slices"
 	"sync"
 )
 
@@ -13,9 +17,9 @@ import (
 // result. Compile errors are not cached: they are the caller's to fix, and caching them would let
 // one bad schema evict good ones.
 //
-// An entry can also be found by the exact bytes a request sent (an alias: the SHA-256 of the raw
-// expected_schema with the strict flag), so that a repeated schema is neither decoded nor
-// canonicalized again: the entry holds its canonical form and schema_hash.
+// An entry can also be found by the exact bytes a request sent (an alias of the raw
+// expected_schema with the strict flag, see aliasOf), so that a repeated schema is neither decoded
+// nor canonicalized again: the entry holds its canonical form and schema_hash.
 type SchemaCache struct {
 	mu       sync.Mutex
 	size     int
@@ -25,9 +29,10 @@ type SchemaCache struct {
 	inflight map[string]*schCacheCall
 }
 
-// schemaAlias names a cached schema by the bytes it was sent as; see alias.
+// schemaAlias names a cached schema by the bytes it was sent as; see aliasOf.
 type schemaAlias struct {
 	digest [sha256.Size]byte
+	short  bool // digest holds a maphash of the bytes, which the entry keeps to compare
 	strict bool
 }
 
@@ -35,31 +40,64 @@ type schemaAlias struct {
 // a caller sending endless variants of one schema cannot grow an entry.
 const maxAliases = 4
 
+// maxShortAlias is the longest schema aliased by a fast hash of its bytes plus the bytes
+// themselves. Keeping the bytes is what makes a fast, non-cryptographic hash safe (a lookup
+// compares them exactly, so a collision can only miss, never match the wrong schema), and this
+// bound is what keeps them cheap: at most SchemaCacheSize × maxAliases × 16 KiB (16 MiB) in the
+// worst case, far less for the schemas agents send, which are a few KiB. A longer schema is
+// aliased by its SHA-256 alone, as collision-resistant as schema_hash itself; at that length
+// its hashing is a small share of decoding the rest of such a request.
+const maxShortAlias = 16 << 10
+
+// aliasSeed keys the fast alias hash; a per-process random seed keeps callers from choosing
+// colliding schemas (which would only cost cache misses anyway).
+var aliasSeed = maphash.MakeSeed()
+
 type schCacheEntry struct {
 	key     string
 	schema  *Schema
-	aliases []schemaAlias
+	aliases []aliasRecord
 }
 
-// aliasOf is the alias of a schema sent as raw (the expected_schema member exactly as received).
+// aliasRecord is one alias of an entry with, for a short alias, the bytes it stands for.
+type aliasRecord struct {
+	alias schemaAlias
+	raw   []byte
+}
+
+// aliasOf is the alias of a schema sent as raw (the expected_schema member exactly as received):
+// the SHA-256 of the bytes took a tenth of decoding a small request, so a short schema gets a
+// maphash instead, and its bytes are compared on lookup (see maxShortAlias).
 func aliasOf(raw []byte, strict bool) schemaAlias {
-	return schemaAlias{digest: sha256.Sum256(raw), strict: strict}
+	a := schemaAlias{strict: strict}
+	if len(raw) <= maxShortAlias {
+		a.short = true
+		binary.LittleEndian.PutUint64(a.digest[:], maphash.Bytes(aliasSeed, raw))
+	} else {
+		a.digest = sha256.Sum256(raw)
+	}
+	return a
 }
 
-// known returns the schema an alias was attached to, or nil.
-func (c *SchemaCache) known(a schemaAlias) *Schema {
+// known returns the schema that raw, whose alias is a, was attached to, or nil.
+func (c *SchemaCache) known(a schemaAlias, raw []byte) *Schema {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.aliases[a]
 	if !ok {
 		return nil
 	}
+	e := el.Value.(*schCacheEntry)
+	if a.short && !slices.ContainsFunc(e.aliases, func(r aliasRecord) bool { return r.alias == a && bytes.Equal(r.raw, raw) }) {
+		return nil // another schema's bytes with the same fast hash
+	}
 	c.order.MoveToFront(el)
-	return el.Value.(*schCacheEntry).schema
+	return e.schema
 }
 
-// alias attaches a to the entry cached under key, if it is still there and has room.
-func (c *SchemaCache) alias(key string, a schemaAlias) {
+// alias attaches a, the alias of raw, to the entry cached under key, if it is still there and
+// has room.
+func (c *SchemaCache) alias(key string, a schemaAlias, raw []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.entries[key]
@@ -70,7 +108,11 @@ func (c *SchemaCache) alias(key string, a schemaAlias) {
 	if len(e.aliases) >= maxAliases {
 		return
 	}
-	e.aliases = append(e.aliases, a)
+	rec := aliasRecord{alias: a}
+	if a.short {
+		rec.raw = bytes.Clone(raw) // raw is the caller's request body
+	}
+	e.aliases = append(e.aliases, rec)
 	c.aliases[a] = el
 }
 
@@ -129,7 +171,7 @@ func (c *SchemaCache) Get(key string, compile func() (*Schema, error)) (*Schema,
 			e := oldest.Value.(*schCacheEntry)
 			delete(c.entries, e.key)
 			for _, a := range e.aliases {
-				delete(c.aliases, a)
+				delete(c.aliases, a.alias)
 			}
 		}
 	}

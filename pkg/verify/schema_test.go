@@ -2,6 +2,7 @@ package verify
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -452,10 +453,10 @@ func TestSchemaCacheAliases(t *testing.T) {
 	}
 	spellings := []string{`true`, ` true`, `true `, `  true`, `   true`}
 	for _, sp := range spellings {
-		c.alias("a", aliasOf([]byte(sp), false))
+		c.alias("a", aliasOf([]byte(sp), false), []byte(sp))
 	}
 	for i, sp := range spellings {
-		got := c.known(aliasOf([]byte(sp), false))
+		got := c.known(aliasOf([]byte(sp), false), []byte(sp))
 		if i < maxAliases && got != first {
 			t.Errorf("spelling %d (%q) not known", i, sp)
 		}
@@ -463,17 +464,26 @@ func TestSchemaCacheAliases(t *testing.T) {
 			t.Errorf("spelling %d (%q) known past the bound of %d", i, sp, maxAliases)
 		}
 	}
-	if c.known(aliasOf([]byte(`true`), true)) != nil {
+	if c.known(aliasOf([]byte(`true`), true), []byte(`true`)) != nil {
 		t.Error("the strict alias of the same bytes is known")
 	}
-	c.alias("missing", aliasOf([]byte(`false`), false))
-	if c.known(aliasOf([]byte(`false`), false)) != nil {
+	// A fast hash can collide: what decides is the bytes, so other bytes under the same alias
+	// are not known, and a long schema's alias is its SHA-256.
+	if c.known(aliasOf([]byte(`true`), false), []byte(`false`)) != nil {
+		t.Error("other bytes under a known alias are known")
+	}
+	long := []byte(`{"description":"` + strings.Repeat("x", maxShortAlias) + `"}`)
+	if a := aliasOf(long, false); a.short || a.digest != sha256.Sum256(long) {
+		t.Errorf("a schema of %d bytes aliased by a fast hash", len(long))
+	}
+	c.alias("missing", aliasOf([]byte(`false`), false), []byte(`false`))
+	if c.known(aliasOf([]byte(`false`), false), []byte(`false`)) != nil {
 		t.Error("an alias attached to no entry is known")
 	}
 	if _, err := c.Get("b", compile); err != nil { // evicts a
 		t.Fatal(err)
 	}
-	if c.known(aliasOf([]byte(`true`), false)) != nil || len(c.aliases) != 0 {
+	if c.known(aliasOf([]byte(`true`), false), []byte(`true`)) != nil || len(c.aliases) != 0 {
 		t.Errorf("aliases of an evicted entry remain: %d", len(c.aliases))
 	}
 }
