@@ -243,9 +243,10 @@ func schemaArticle(t string) string {
 	return "a " + t
 }
 
-// schemaFindRegexFailure finds a failed "regex" format in a meta-schema validation tree. For
-// patternProperties the failure sits under a propertyNames error whose own location is the
-// object holding the pattern.
+// schemaFindRegexFailure finds a failed "regex" format in a meta-schema validation tree, the one
+// at the first location in schemaLocLess's order when there are several. For patternProperties
+// the failure sits under a propertyNames error whose own location is the object holding the
+// pattern.
 func schemaFindRegexFailure(e *jsonschema.ValidationError, nameAt []string, inName bool) ([]string, any, bool) {
 	if f, ok := e.ErrorKind.(*kind.Format); ok && f.Want == "regex" {
 		if inName {
@@ -256,16 +257,30 @@ func schemaFindRegexFailure(e *jsonschema.ValidationError, nameAt []string, inNa
 	if _, ok := e.ErrorKind.(*kind.PropertyNames); ok {
 		nameAt, inName = e.InstanceLocation, true
 	}
+	var (
+		bestAt  []string
+		bestGot any
+		bestIn  bool
+	)
 	for _, c := range e.Causes {
-		if at, got, in := schemaFindRegexFailure(c, nameAt, inName); at != nil {
-			return at, got, in
+		at, got, in := schemaFindRegexFailure(c, nameAt, inName)
+		if at == nil {
+			continue
+		}
+		// Two patterns under one name object share its location: the pattern text decides.
+		gs, _ := got.(string)
+		bs, _ := bestGot.(string)
+		if bestAt == nil || schemaLocLess(at, bestAt) || !schemaLocLess(bestAt, at) && gs < bs {
+			bestAt, bestGot, bestIn = at, got, in
 		}
 	}
-	return nil, nil, false
+	return bestAt, bestGot, bestIn
 }
 
 // schemaDeepestLeaf picks the leaf error with the longest instance location (the most precise
-// place), the first one in the tree's order on ties.
+// place); among those, the first in schemaLocLess's order, then by the meta-schema keyword that
+// failed. The library builds its error tree in map order, so the tree's own order would let
+// identical requests get different answers.
 func schemaDeepestLeaf(e *jsonschema.ValidationError) *jsonschema.ValidationError {
 	if len(e.Causes) == 0 {
 		return e
@@ -273,12 +288,21 @@ func schemaDeepestLeaf(e *jsonschema.ValidationError) *jsonschema.ValidationErro
 	var best *jsonschema.ValidationError
 	for _, c := range e.Causes {
 		l := schemaDeepestLeaf(c)
-		if best == nil || len(l.InstanceLocation) > len(best.InstanceLocation) {
+		switch {
+		case best == nil, len(l.InstanceLocation) > len(best.InstanceLocation):
+			best = l
+		case len(l.InstanceLocation) < len(best.InstanceLocation):
+		case schemaLocLess(l.InstanceLocation, best.InstanceLocation),
+			!schemaLocLess(best.InstanceLocation, l.InstanceLocation) &&
+				slices.Compare(l.ErrorKind.KeywordPath(), best.ErrorKind.KeywordPath()) < 0:
 			best = l
 		}
 	}
 	return best
 }
+
+// schemaLocLess orders instance locations token by token.
+func schemaLocLess(a, b []string) bool { return slices.Compare(a, b) < 0 }
 
 // schemaRE2Problem names the construct that keeps RE2 from compiling pattern, as a phrase that
 // follows "it". Only the offending construct's own few characters are ever shown.
