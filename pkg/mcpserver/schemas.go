@@ -95,12 +95,3 @@ const recordInputSchemaJSON = `{
     "agent_id": {"type": "string", "minLength": 1, "maxLength": 200, "description": "The agent whose record to return, as named in its verifications' agent_id."}
   }
 }`
-
-// mustEncode is the JSON text of a schema the engine hands out decoded.
-func mustEncode(schema map[string]any) json.RawMessage {
-	b, err := json.Marshal(schema)
-	if err != nil {
-		panic("mcpserver: schema cannot be encoded: " + err.Error())
-	}
-	return b
-}

@@ -62,6 +62,11 @@ const exampleRequestJSON = `{
 // RequestSchema returns a fresh copy of the request body's JSON Schema.
 func RequestSchema() map[string]any { return mustDecode(requestSchemaJSON) }
 
+// RequestSchemaJSON returns the request body's JSON Schema as written, for callers that hand it
+// on as JSON: decoding it only to encode it again cost the MCP function's cold start most of a
+// millisecond.
+func RequestSchemaJSON() []byte { return []byte(requestSchemaJSON) }
+
 // ExampleRequest returns a fresh copy of a passing example request.
 func ExampleRequest() map[string]any { return mustDecode(exampleRequestJSON) }
 

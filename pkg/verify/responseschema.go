@@ -86,3 +86,7 @@ const responseSchemaJSON = `{
 
 // ResponseSchema returns a fresh copy of the verification answer's JSON Schema.
 func ResponseSchema() map[string]any { return mustDecode(responseSchemaJSON) }
+
+// ResponseSchemaJSON returns the verification answer's JSON Schema as written, for callers that
+// hand it on as JSON (see RequestSchemaJSON).
+func ResponseSchemaJSON() []byte { return []byte(responseSchemaJSON) }

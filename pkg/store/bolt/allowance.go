@@ -220,7 +220,7 @@ func (s *Store) startReservation(c *counter, key []byte, limit int, expires, now
 	c.reserving = true
 	go func() {
 		err := s.writes.update(func(tx *bbolt.Tx) error {
-			return tx.Bucket(bucketAllowance).Put(key, encodeCounter(target, expires.Unix()))
+			return putIn(tx, bucketAllowance, key, encodeCounter(target, expires.Unix()))
 		})
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -242,7 +242,7 @@ func (s *Store) startReservation(c *counter, key []byte, limit int, expires, now
 // expired reports.
 func (s *Store) readCounter(key []byte) (used int, expired bool, err error) {
 	err = s.db.View(func(tx *bbolt.Tx) error {
-		n, exp, ok := decodeCounter(tx.Bucket(bucketAllowance).Get(key))
+		n, exp, ok := decodeCounter(getIn(tx, bucketAllowance, key))
 		switch {
 		case !ok:
 		case storekey.Expired(exp, s.now()):
@@ -321,9 +321,8 @@ func (s *Store) settleCounters() error {
 		}
 	}()
 	err := s.db.Update(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketAllowance)
 		for i, c := range held {
-			if err := b.Put([]byte(keys[i]), encodeCounter(c.used, c.expires)); err != nil {
+			if err := putIn(tx, bucketAllowance, []byte(keys[i]), encodeCounter(c.used, c.expires)); err != nil {
 				return err
 			}
 		}

@@ -135,7 +135,9 @@ func count(t *testing.T, s *Store, bucket []byte) int {
 	t.Helper()
 	n := 0
 	if err := s.db.View(func(tx *bbolt.Tx) error {
-		n = tx.Bucket(bucket).Stats().KeyN
+		if b := tx.Bucket(bucket); b != nil { // created by the first write to it
+			n = b.Stats().KeyN
+		}
 		return nil
 	}); err != nil {
 		t.Fatalf("count %s: %v", bucket, err)
@@ -228,5 +230,122 @@ func TestLegacyAggregateLayout(t *testing.T) {
 		if _, _, err := decodeAggregate(bad); err == nil {
 			t.Errorf("decodeAggregate(%q) accepted a damaged record", bad)
 		}
+	}
+}
+
+// txid is the id of the file's last committed write transaction, which every commit counts up.
+func txid(t *testing.T, db *bbolt.DB) int {
+	t.Helper()
+	var id int
+	if err := db.View(func(tx *bbolt.Tx) error { id = tx.ID(); return nil }); err != nil {
+		t.Fatalf("read transaction: %v", err)
+	}
+	return id
+}
+
+// Opening a fresh file, or reopening one with nothing expired, commits nothing: each commit
+// syncs the file, which was most of Open's time on a Lambda cold start.
+func TestOpenCommitsNothing(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+
+	// What bbolt itself leaves in a file it has just created.
+	raw, err := bbolt.Open(filepath.Join(dir, "raw.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := txid(t, raw)
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	path := filepath.Join(dir, FileName)
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if got := txid(t, s.db); got != fresh {
+		t.Errorf("Open of a fresh file committed %d write transactions, want none", got-fresh)
+	}
+	// Reads of the buckets nothing was written to yet find them empty.
+	if used, err := s.AllowanceUsed(ctx, "client", "2025-03-01"); err != nil || used != 0 {
+		t.Errorf("AllowanceUsed of a fresh store = %d, %v; want 0, nil", used, err)
+	}
+	if live, err := s.PaymentReserved(ctx, "nonce"); err != nil || live {
+		t.Errorf("PaymentReserved of a fresh store = %v, %v; want false, nil", live, err)
+	}
+	if page, next, err := s.History(ctx, "agent", 10, ""); err != nil || len(page) != 0 || next != "" {
+		t.Errorf("History of a fresh store = %d records, %q, %v; want none", len(page), next, err)
+	}
+	if _, ok, err := s.AgentAggregate(ctx, "agent"); err != nil || ok {
+		t.Errorf("AgentAggregate of a fresh store = %v, %v; want not found", ok, err)
+	}
+	if got := txid(t, s.db); got != fresh {
+		t.Errorf("reads of a fresh store committed %d write transactions, want none", got-fresh)
+	}
+
+	exp := time.Now().Add(time.Hour)
+	if g, _, err := s.ConsumeAllowance(ctx, "client", "2025-03-01", 5, exp); err != nil || !g {
+		t.Fatalf("ConsumeAllowance = %v, %v; want a grant", g, err)
+	}
+	if err := s.ReservePayment(ctx, "nonce", exp); err != nil {
+		t.Fatalf("ReservePayment: %v", err)
+	}
+	if err := s.RecordVerification(ctx, store.Verification{AgentID: "agent", VerificationID: "v1", Result: "pass", VerifiedAt: time.Now()}); err != nil {
+		t.Fatalf("RecordVerification: %v", err)
+	}
+	// One call reserved one: Close has no count to write back.
+	written := txid(t, s.db)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	s, err = Open(path)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if got := txid(t, s.db); got != written {
+		t.Errorf("reopening a file with nothing expired committed %d write transactions, want none", got-written)
+	}
+	if a, p := count(t, s, bucketAllowance), count(t, s, bucketPayments); a != 1 || p != 1 {
+		t.Errorf("after reopening: %d counters and %d reservations, want 1 and 1", a, p)
+	}
+}
+
+// An expired item is swept at Open even when it is the only thing in the file that changes, and
+// a file whose buckets are partly missing (a payment reserved, no counter ever written) is swept
+// all the same.
+func TestOpenSweepsExpired(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), FileName)
+	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+	s, err := Open(path, WithClock(clk.Now))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if err := s.ReservePayment(ctx, "soon", clk.Now().Add(time.Minute)); err != nil {
+		t.Fatalf("ReservePayment: %v", err)
+	}
+	if err := s.ReservePayment(ctx, "later", clk.Now().Add(time.Hour)); err != nil {
+		t.Fatalf("ReservePayment: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	clk.Set(clk.Now().Add(30 * time.Minute))
+	s, err = Open(path, WithClock(clk.Now))
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if n := count(t, s, bucketPayments); n != 1 {
+		t.Errorf("after the sweep: %d reservations, want 1 (the live one)", n)
+	}
+	if live, err := s.PaymentReserved(ctx, "later"); err != nil || !live {
+		t.Errorf("PaymentReserved of the live reservation = %v, %v; want true, nil", live, err)
+	}
+	if n := count(t, s, bucketAllowance); n != 0 {
+		t.Errorf("%d counters in a file that never had one", n)
 	}
 }
