@@ -62,6 +62,24 @@ func TestPaidVerificationOnLocalChain(t *testing.T) {
 	}
 	moved(t, price, price)
 
+	// A store that has lost the payment's reservation (the local server records it on disk just
+	// after answering, so a crash can lose the last few): the chain still refuses the spent
+	// authorization, so the replay is neither delivered nor charged. A second server with a fresh
+	// store stands for the restarted one.
+	forgetful := startServer(t, map[string]string{
+		"VERIFIER_FREE_CALLS_PER_DAY": "0",
+		"X402_FACILITATOR_URL":        chain.Facilitator,
+		"X402_PAY_TO_EVM":             chain.Payee,
+		"X402_NETWORKS":               x402test.Network,
+	})
+	resp, m = post(t, forgetful.URL+"/verify/schema", body, httpapi.HeaderPaymentSignature, res.PaymentSignature)
+	if resp.StatusCode != 402 || m["result"] != nil || m["charged"] != false ||
+		(m["code"] != "payment_verification_failed" && m["code"] != "payment_settlement_failed") {
+		t.Fatalf("replay to a store without the reservation: %d %v", resp.StatusCode, m)
+	}
+	t.Logf("replay to a store without the reservation: %v", m["code"])
+	moved(t, price, price)
+
 	// Payments for the wrong amount, asset, payee or network are refused.
 	for _, tamper := range [][2]string{{"amount", "10000"}, {"asset", "0x036CbD53842c5426634e7929541eC2318f3dCF7e"},
 		{"payTo", "0x000000000000000000000000000000000000dEaD"}, {"network", "eip155:84532"}} {

@@ -26,7 +26,10 @@ type Store interface {
 	// AllowanceUsed reads how many calls client used on day (0 if none), for the 402 body's live state.
 	AllowanceUsed(ctx context.Context, client, day string) (int, error)
 	// ReservePayment records a payment id (EVM authorization nonce / Solana tx) once; a second
-	// reservation of the same id returns ErrPaymentReplayed. expires bounds how long the record is kept.
+	// reservation of the same id returns ErrPaymentReplayed. expires bounds how long the record is
+	// kept. The decision is final when it returns; a store may make the record durable a moment
+	// later (the embedded store does: see its ReservePayment), since the chain refuses a settled
+	// payment's replay whatever the store remembers.
 	ReservePayment(ctx context.Context, id string, expires time.Time) error
 	// PaymentReserved tells whether a live reservation of id exists. It lets a replay be refused
 	// as such before the facilitator is asked; ReservePayment stays the one that decides.

@@ -28,6 +28,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -59,8 +60,16 @@ type Store struct {
 	db       *bbolt.DB
 	writes   *groupCommit  // the API's writes, grouped into shared commits
 	counters counters      // today's free allowances, counted in memory (allowance.go)
+	payments payments      // payment reservations decided but not yet on disk (ReservePayment)
 	linger   time.Duration // WithHistoryLinger
 	now      func() time.Time
+}
+
+// payments are the reservations ReservePayment has granted whose write has not committed yet.
+type payments struct {
+	mu      sync.Mutex       // taken by every reservation: it decides between two uses of one payment
+	pending map[string]int64 // payment id → expiry (epoch seconds)
+	writing sync.WaitGroup   // reservation writes not yet committed, for Close
 }
 
 var _ store.Store = (*Store)(nil)
@@ -260,8 +269,21 @@ func checkAllowanceArgs(client, day string) error {
 	return storekey.CheckDay(day)
 }
 
-// ReservePayment implements store.Store in one write transaction; an expired reservation of the
-// same id is overwritten.
+// ReservePayment implements store.Store. The decision is made in memory at once: under the lock
+// every reservation takes, an id already reserved (on disk, or granted and not yet written) is a
+// replay, and any other is granted. The local server is the only process that opens the file
+// (bbolt locks it), so that lock decides between any two uses of one payment, as the conditional
+// write does on DynamoDB.
+//
+// The reservation is then written with the next commit of the history (WithHistoryLinger) rather
+// than in a commit of its own that the paid request waits for: those commits were a third of the
+// server's commits and most of a paid request's time under load. A crash can therefore lose the
+// reservations of the last moments (at most the linger and one commit). That costs no safety: a
+// payment whose reservation was lost was either never settled, and using it again is its first
+// use, or settled, and then the chain refuses its spent authorization (EVM nonce) or transaction
+// (Solana) on verification or settlement, so a replay is neither delivered nor charged
+// (internal/e2e TestPaidVerificationOnLocalChain replays a settled payment to a store without
+// its reservation). Close waits until every reservation is on disk.
 func (s *Store) ReservePayment(ctx context.Context, id string, expires time.Time) error {
 	if err := storekey.CheckID("payment id", id); err != nil {
 		return fmt.Errorf("reserve payment: %w", err)
@@ -269,19 +291,38 @@ func (s *Store) ReservePayment(ctx context.Context, id string, expires time.Time
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("reserve payment %s: %w", id, err)
 	}
-	err := s.writes.update(func(tx *bbolt.Tx) error {
-		if exp, ok := decodeExpiry(getIn(tx, bucketPayments, []byte(id))); ok && !storekey.Expired(exp, s.now()) {
-			return store.ErrPaymentReplayed
-		}
-		return putIn(tx, bucketPayments, []byte(id), encodeExpiry(expires.Unix()))
-	})
+	p := &s.payments
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	live, err := s.paymentLive(id)
 	if err != nil {
 		return fmt.Errorf("reserve payment %s: %w", id, err)
 	}
+	if live {
+		return fmt.Errorf("reserve payment %s: %w", id, store.ErrPaymentReplayed)
+	}
+	if p.pending == nil {
+		p.pending = make(map[string]int64)
+	}
+	p.pending[id] = expires.Unix()
+	p.writing.Add(1)
+	go func() {
+		defer p.writing.Done()
+		err := s.writes.updateDeferred(func(tx *bbolt.Tx) error {
+			return putIn(tx, bucketPayments, []byte(id), encodeExpiry(expires.Unix()))
+		})
+		if err != nil {
+			return // it stays pending: refused as a replay for as long as this process runs
+		}
+		p.mu.Lock()
+		delete(p.pending, id) // on disk now, where paymentLive finds it
+		p.mu.Unlock()
+	}()
 	return nil
 }
 
-// PaymentReserved implements store.Store.
+// PaymentReserved implements store.Store: a reservation counts from when ReservePayment granted
+// it, on disk or not yet.
 func (s *Store) PaymentReserved(ctx context.Context, id string) (bool, error) {
 	if err := storekey.CheckID("payment id", id); err != nil {
 		return false, fmt.Errorf("read payment: %w", err)
@@ -289,16 +330,29 @@ func (s *Store) PaymentReserved(ctx context.Context, id string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("read payment %s: %w", id, err)
 	}
-	var live bool
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		exp, ok := decodeExpiry(getIn(tx, bucketPayments, []byte(id)))
-		live = ok && !storekey.Expired(exp, s.now())
-		return nil
-	})
+	s.payments.mu.Lock()
+	defer s.payments.mu.Unlock()
+	live, err := s.paymentLive(id)
 	if err != nil {
 		return false, fmt.Errorf("read payment %s: %w", id, err)
 	}
 	return live, nil
+}
+
+// paymentLive reports whether id holds an unexpired reservation, granted or on disk. The caller
+// holds s.payments.mu, so a reservation leaving pending is already on disk.
+func (s *Store) paymentLive(id string) (bool, error) {
+	now := s.now()
+	if exp, ok := s.payments.pending[id]; ok && !storekey.Expired(exp, now) {
+		return true, nil
+	}
+	var live bool
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		exp, ok := decodeExpiry(getIn(tx, bucketPayments, []byte(id)))
+		live = ok && !storekey.Expired(exp, now)
+		return nil
+	})
+	return live, err
 }
 
 // record is a verification as stored in its agent's bucket; the agent is the bucket's name.
@@ -537,6 +591,8 @@ func (s *Store) Ping(ctx context.Context) error {
 // Close implements store.Store. It first writes back the exact allowance counts (allowance.go);
 // if that fails, the reservations on disk stand, which never grants more than the allowance.
 func (s *Store) Close() error {
+	s.writes.flush()
+	s.payments.writing.Wait()
 	settleErr := s.settleCounters()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close bolt store: %w", err)

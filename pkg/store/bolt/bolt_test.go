@@ -294,7 +294,9 @@ func TestOpenCommitsNothing(t *testing.T) {
 	if err := s.RecordVerification(ctx, store.Verification{AgentID: "agent", VerificationID: "v1", Result: "pass", VerifiedAt: time.Now()}); err != nil {
 		t.Fatalf("RecordVerification: %v", err)
 	}
-	// One call reserved one: Close has no count to write back.
+	// One call reserved one: Close has no count to write back. The payment's reservation reaches
+	// the disk in the background (ReservePayment): let it.
+	s.payments.writing.Wait()
 	written := txid(t, s.db)
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -347,5 +349,97 @@ func TestOpenSweepsExpired(t *testing.T) {
 	}
 	if n := count(t, s, bucketAllowance); n != 0 {
 		t.Errorf("%d counters in a file that never had one", n)
+	}
+}
+
+// A payment's reservation is decided at once, even while its write waits for the history's next
+// commit: a second use is a replay from the start, exactly one of concurrent uses wins, and Close
+// puts the reservation on disk without waiting out the linger.
+func TestReservePaymentDecidesAtOnce(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), FileName)
+	s, err := Open(path, WithHistoryLinger(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := time.Now().Add(time.Hour)
+	within := func(what string, f func()) {
+		t.Helper()
+		done := make(chan struct{})
+		go func() { f(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s waited for the linger", what)
+		}
+	}
+	within("ReservePayment", func() {
+		if err := s.ReservePayment(ctx, "nonce", exp); err != nil {
+			t.Errorf("ReservePayment: %v", err)
+		}
+	})
+	if live, err := s.PaymentReserved(ctx, "nonce"); err != nil || !live {
+		t.Errorf("PaymentReserved before the write committed = %v, %v; want true", live, err)
+	}
+	if err := s.ReservePayment(ctx, "nonce", exp); !errors.Is(err, store.ErrPaymentReplayed) {
+		t.Errorf("second ReservePayment = %v, want ErrPaymentReplayed", err)
+	}
+	var wins sync.WaitGroup
+	var mu sync.Mutex
+	won := 0
+	for range 20 {
+		wins.Add(1)
+		go func() {
+			defer wins.Done()
+			if err := s.ReservePayment(ctx, "race", exp); err == nil {
+				mu.Lock()
+				won++
+				mu.Unlock()
+			} else if !errors.Is(err, store.ErrPaymentReplayed) {
+				t.Errorf("ReservePayment: %v", err)
+			}
+		}()
+	}
+	within("20 reservations", wins.Wait)
+	if won != 1 {
+		t.Errorf("%d of 20 concurrent uses of one payment won, want 1", won)
+	}
+	within("Close", func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	s, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	for _, id := range []string{"nonce", "race"} {
+		if live, err := s.PaymentReserved(ctx, id); err != nil || !live {
+			t.Errorf("after Close and Open, PaymentReserved(%s) = %v, %v; want true", id, live, err)
+		}
+	}
+}
+
+// What a crash can lose: a reservation whose write had not committed. ReservePayment's comment
+// says why that costs no safety (the chain refuses a settled payment's replay).
+func TestReservationLostInCrash(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), FileName)
+	s, err := Open(path, WithHistoryLinger(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReservePayment(ctx, "nonce", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, s)
+	s, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if live, err := s.PaymentReserved(ctx, "nonce"); err != nil || live {
+		t.Errorf("PaymentReserved after a crash before the write = %v, %v; want false", live, err)
 	}
 }

@@ -32,6 +32,7 @@ type groupCommit struct {
 	deferred []*groupWrite // deferrable writes (only with a linger)
 	since    time.Time     // when the oldest deferred write arrived
 	running  bool          // a committer goroutine is draining the queues
+	flushing bool          // the store is closing: deferred writes wait for nobody
 	kick     chan struct{} // wakes a committer waiting for company (buffered 1)
 }
 
@@ -81,6 +82,15 @@ func (g *groupCommit) write(fn func(*bbolt.Tx) error, deferrable bool) error {
 	return <-w.done
 }
 
+// flush makes every deferred write due at once, now and from now on: a closing store waits for
+// its writes, not for the linger.
+func (g *groupCommit) flush() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.flushing = true
+	g.wake()
+}
+
 // wake ends a committer's wait for company, if it is waiting.
 func (g *groupCommit) wake() {
 	select {
@@ -118,7 +128,7 @@ func (g *groupCommit) take(now time.Time) (batch []*groupWrite, wait time.Durati
 	if len(g.deferred) > 0 {
 		wait = g.linger - now.Sub(g.since)
 	}
-	due := len(g.deferred) > 0 && (wait <= 0 || len(g.deferred) >= maxDeferred)
+	due := len(g.deferred) > 0 && (wait <= 0 || len(g.deferred) >= maxDeferred || g.flushing)
 	if len(g.urgent) == 0 && !due {
 		return nil, max(wait, 0)
 	}
