@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
@@ -72,30 +73,35 @@ func (s *Service) withDeadline(ctx context.Context, f func() error) error {
 // phaseWorkers is how many goroutines stay ready to run the engine's phases for withDeadline.
 // Each keeps the stack it has grown: a new goroutine per phase started small and copied its stack
 // at every doubling on the way down the decoder and the schema walker, about 5% of the local
-// server's CPU under load. When all are busy, a phase gets a goroutine of its own, as before.
+// server's CPU under load. They are started as phases find none idle, not all at once: a Lambda
+// function runs one phase at a time, and starting all of them cost its first request about a
+// millisecond. Past phaseWorkers, a phase gets a goroutine of its own.
 const phaseWorkers = 64
 
 var (
-	phases     = make(chan func())
-	phasesOnce sync.Once
+	phases       = make(chan func())
+	phaseStarted atomic.Int32 // workers started
 )
 
-// runPhase runs f on an idle phase worker, or on a new goroutine when none is idle.
+// runPhase runs f on an idle phase worker, on a new one while there are fewer than
+// phaseWorkers, or else on a goroutine of its own.
 func runPhase(f func()) {
-	phasesOnce.Do(func() {
-		for range phaseWorkers {
-			go func() {
-				for f := range phases {
-					f()
-				}
-			}()
-		}
-	})
 	select {
 	case phases <- f:
+		return
 	default:
-		go f()
 	}
+	if phaseStarted.Add(1) > phaseWorkers {
+		phaseStarted.Add(-1)
+		go f()
+		return
+	}
+	go func() {
+		f()
+		for f := range phases {
+			f()
+		}
+	}()
 }
 
 // Decode validates a request body and compiles its schema within the deadline. Its errors are
