@@ -267,8 +267,8 @@ func (r *report) markdown() string {
 	w("\n")
 	w("Per run: the CPU each request cost the server and the load generator (from /proc/<pid>/stat, so\n")
 	w("other processes do not count), and the paid requests' latency in the open loop. A paid request\n")
-	w("waits for two facilitator round trips and for its payment's reservation to be on disk, so the\n")
-	w("paid share sets the open loop's p99.\n\n")
+	w("waits for two facilitator round trips (its reservation is decided in memory and written with the\n")
+	w("history's next commit), so the paid share sets the open loop's p99.\n\n")
 	w("| mix | connections | server CPU per request: closed / open loop | load generator CPU per request: closed / open | paid requests, open loop: p50 | p99 |\n|---|---|---|---|---|---|\n")
 	for _, l := range r.load {
 		mix := l.mix
