@@ -59,11 +59,7 @@ func TestSurvivesRestart(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 
-	s, err = Open(path)
-	if err != nil {
-		t.Fatalf("reopen: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s = reopen(t, path)
 	if got, err := s.AllowanceUsed(ctx, "client", "2025-03-01"); err != nil || got != 1 {
 		t.Errorf("AllowanceUsed after restart = %d, %v; want 1, nil", got, err)
 	}
@@ -118,17 +114,25 @@ func TestExpiry(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 	clk.Set(midnight.Add(2 * time.Hour))
-	s, err = Open(path, WithClock(clk.Now))
-	if err != nil {
-		t.Fatalf("reopen: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s = reopen(t, path, WithClock(clk.Now))
 	if a, p := count(t, s, bucketAllowance), count(t, s, bucketPayments); a != 0 || p != 0 {
 		t.Errorf("after the sweep: %d counters and %d reservations left, want none", a, p)
 	}
 	if err := s.ReservePayment(ctx, "nonce", midnight.Add(3*time.Hour)); err != nil {
 		t.Errorf("ReservePayment of an expired nonce = %v, want nil", err)
 	}
+}
+
+// reopen opens the store at path again, as a restarted server would, and closes it when the test
+// ends.
+func reopen(t *testing.T, path string, opts ...Option) *Store {
+	t.Helper()
+	s, err := Open(path, opts...)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }
 
 func count(t *testing.T, s *Store, bucket []byte) int {
@@ -301,11 +305,7 @@ func TestOpenCommitsNothing(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	s, err = Open(path)
-	if err != nil {
-		t.Fatalf("reopen: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s = reopen(t, path)
 	if got := txid(t, s.db); got != written {
 		t.Errorf("reopening a file with nothing expired committed %d write transactions, want none", got-written)
 	}
@@ -336,11 +336,7 @@ func TestOpenSweepsExpired(t *testing.T) {
 	}
 
 	clk.Set(clk.Now().Add(30 * time.Minute))
-	s, err = Open(path, WithClock(clk.Now))
-	if err != nil {
-		t.Fatalf("reopen: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s = reopen(t, path, WithClock(clk.Now))
 	if n := count(t, s, bucketPayments); n != 1 {
 		t.Errorf("after the sweep: %d reservations, want 1 (the live one)", n)
 	}
@@ -409,11 +405,7 @@ func TestReservePaymentDecidesAtOnce(t *testing.T) {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	s, err = Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s = reopen(t, path)
 	for _, id := range []string{"nonce", "race"} {
 		if live, err := s.PaymentReserved(ctx, id); err != nil || !live {
 			t.Errorf("after Close and Open, PaymentReserved(%s) = %v, %v; want true", id, live, err)
@@ -434,11 +426,7 @@ func TestReservationLostInCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	crash(t, s)
-	s, err = Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s = reopen(t, path)
 	if live, err := s.PaymentReserved(ctx, "nonce"); err != nil || live {
 		t.Errorf("PaymentReserved after a crash before the write = %v, %v; want false", live, err)
 	}
