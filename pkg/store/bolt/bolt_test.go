@@ -78,10 +78,7 @@ func TestExpiry(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), FileName)
 	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
-	s, err := Open(path, WithClock(clk.Now))
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
+	s := openAt(t, path, clk)
 	midnight := time.Date(2025, 3, 2, 0, 0, 0, 0, time.UTC)
 	for range 2 {
 		if g, _, err := s.ConsumeAllowance(ctx, "client", "2025-03-01", 2, midnight); err != nil || !g {
@@ -321,10 +318,7 @@ func TestOpenSweepsExpired(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), FileName)
 	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
-	s, err := Open(path, WithClock(clk.Now))
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
+	s := openAt(t, path, clk)
 	if err := s.ReservePayment(ctx, "soon", clk.Now().Add(time.Minute)); err != nil {
 		t.Fatalf("ReservePayment: %v", err)
 	}
