@@ -1,12 +1,14 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
@@ -136,7 +138,30 @@ func (s *Service) PaymentRequiredFor(ctx context.Context, resourceURL, descripti
 // paymentRequired builds the x402 PaymentRequired for a verify route at path.
 func (s *Service) paymentRequired(ctx context.Context, path, message string) (x402.PaymentRequired, error) {
 	return s.PaymentRequiredFor(ctx, s.BaseURL+path, verifyDescription, s.Pricing.PriceVerify, message,
-		map[string]any{"bazaar": x402.BazaarExtension(http.MethodPost, verify.ExampleRequest(), verify.RequestSchema())})
+		map[string]any{"bazaar": verifyBazaar()})
+}
+
+// The bazaar extensions of the 402 answers are the same in every answer of a route, so each is
+// encoded once, into the bytes encoding/json writes for it (keys sorted, HTML characters left as
+// they are, as in the PAYMENT-REQUIRED header): decoding the request schema and example and
+// encoding the maps again was most of the cost of every 402.
+var (
+	verifyBazaar = sync.OnceValue(func() json.RawMessage {
+		return encodeExtension(x402.BazaarExtension(http.MethodPost, verify.ExampleRequest(), verify.RequestSchema()))
+	})
+	scoreBazaar = sync.OnceValue(func() json.RawMessage {
+		return encodeExtension(x402.BazaarExtension(http.MethodGet, nil, nil))
+	})
+)
+
+func encodeExtension(ext map[string]any) json.RawMessage {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(ext); err != nil {
+		panic("httpapi: a bazaar extension cannot be encoded: " + err.Error())
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 // FreeTrial is the live free allowance state of the client with key client (see CallerID).

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -76,7 +77,7 @@ type payEnv struct {
 	now   atomic.Pointer[time.Time]
 }
 
-func newPayEnv(t *testing.T, st store.Store, limit int, payer *fakePayer) *payEnv {
+func newPayEnv(t testing.TB, st store.Store, limit int, payer *fakePayer) *payEnv {
 	t.Helper()
 	e := &payEnv{st: st, payer: payer}
 	start := time.Date(2026, 11, 30, 23, 59, 0, 0, time.UTC)
@@ -102,7 +103,7 @@ func newPayEnv(t *testing.T, st store.Store, limit int, payer *fakePayer) *payEn
 	return e
 }
 
-func openBolt(t *testing.T) store.Store {
+func openBolt(t testing.TB) store.Store {
 	t.Helper()
 	st, err := bolt.Open(filepath.Join(t.TempDir(), "v.db"))
 	if err != nil {
@@ -112,7 +113,7 @@ func openBolt(t *testing.T) store.Store {
 	return st
 }
 
-func openDynalite(t *testing.T) store.Store {
+func openDynalite(t testing.TB) store.Store {
 	t.Helper()
 	client := dynalitetest.Client(dynalitetest.Start(t))
 	table := dynalitetest.TableName(t)
@@ -134,7 +135,7 @@ func post(t *testing.T, url, body string, hdr ...string) (*http.Response, map[st
 
 // 100 concurrent free calls from one client with an allowance of 40: exactly 40 answers.
 func TestAllowanceUnderConcurrency(t *testing.T) {
-	for name, open := range map[string]func(*testing.T) store.Store{"bolt": openBolt, "dynalite": openDynalite} {
+	for name, open := range map[string]func(testing.TB) store.Store{"bolt": openBolt, "dynalite": openDynalite} {
 		t.Run(name, func(t *testing.T) {
 			e := newPayEnv(t, open(t), 40, &fakePayer{})
 			var ok, paid, other atomic.Int32
@@ -212,6 +213,54 @@ func TestAllowanceEdges(t *testing.T) {
 	for _, k := range []string{"available", "via", "transport", "url", "tool", "calls_per_client_per_day", "remaining_calls_today", "resets_at", "client", "rest_free", "message", "code"} {
 		if _, ok := ft[k]; !ok {
 			t.Errorf("free_trial lacks %s", k)
+		}
+	}
+}
+
+// The bazaar extensions, encoded once, put exactly the bytes in the PAYMENT-REQUIRED header and in
+// the body that encoding the extension maps on every answer put there.
+func TestBazaarExtensionsEncodedOnce(t *testing.T) {
+	e := newPayEnv(t, openBolt(t), 0, &fakePayer{})
+	ctx := context.Background()
+	verifyPR, err := e.svc.paymentRequired(ctx, "/verify/schema", "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scorePR, err := e.svc.ScorePaymentRequired(ctx, "seller-9", "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		got  x402.PaymentRequired
+		maps map[string]any
+	}{
+		"verify": {verifyPR, x402.BazaarExtension(http.MethodPost, verify.ExampleRequest(), verify.RequestSchema())},
+		"score":  {scorePR, x402.BazaarExtension(http.MethodGet, nil, nil)},
+	} {
+		want := c.got
+		want.Extensions = map[string]any{"bazaar": c.maps}
+		gotHdr, err1 := x402.EncodeHeader(c.got)
+		wantHdr, err2 := x402.EncodeHeader(want)
+		if err1 != nil || err2 != nil || gotHdr != wantHdr {
+			t.Errorf("%s: header differs (%v, %v):\n got %s\nwant %s", name, err1, err2, gotHdr, wantHdr)
+		}
+		gotBody, err1 := json.Marshal(map[string]any{"extensions": c.got.Extensions})
+		wantBody, err2 := json.Marshal(map[string]any{"extensions": want.Extensions})
+		if err1 != nil || err2 != nil || !bytes.Equal(gotBody, wantBody) {
+			t.Errorf("%s: body differs (%v, %v):\n got %s\nwant %s", name, err1, err2, gotBody, wantBody)
+		}
+	}
+}
+
+// BenchmarkPaymentRequired is one whole 402 answer of POST /verify/schema past the allowance.
+func BenchmarkPaymentRequired(b *testing.B) {
+	h := newPayEnv(b, openBolt(b), 0, &fakePayer{}).svc.Handler()
+	b.ReportAllocs()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/verify/schema", strings.NewReader(okBody)))
+		if w.Code != http.StatusPaymentRequired {
+			b.Fatal(w.Code, w.Body.String())
 		}
 	}
 }

@@ -153,7 +153,7 @@ func (s *Service) scoreDocument(rec agentRecord) ([]byte, error) {
 // <base>/score/<agent_id>, from the one price table behind every 402 answer.
 func (s *Service) ScorePaymentRequired(ctx context.Context, agentID, message string) (x402.PaymentRequired, error) {
 	return s.PaymentRequiredFor(ctx, s.BaseURL+scorePrefix+url.PathEscape(agentID), scoreDescription, s.Pricing.PriceScore, message,
-		map[string]any{"bazaar": x402.BazaarExtension(http.MethodGet, nil, nil)})
+		map[string]any{"bazaar": scoreBazaar()})
 }
 
 // writeScorePaymentRequired answers 402 for a score lookup: the PAYMENT-REQUIRED header and a body
