@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/agent-output-verifier/verifier/internal/lambdatest"
+	"github.com/agent-output-verifier/verifier/internal/testproc"
 )
 
 // config is what one run measures and where it writes.
@@ -97,7 +98,7 @@ func run(c config) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	root, err := lambdatest.ModuleRoot(".")
+	root, err := testproc.RepoRoot()
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/gowebpki/jcs"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/agent-output-verifier/verifier/internal/lambdatest"
+	"github.com/agent-output-verifier/verifier/internal/testproc"
 )
 
 // The naive Go composition of SPEC §14: the same whole job as the engine, done by putting the
@@ -420,7 +420,7 @@ func contains(list []string, s string) bool {
 // naiveDocuments are the documents the benchmarks measure, with the Go benchmark's name of each.
 func naiveDocuments(tb testing.TB) []benchDocument {
 	tb.Helper()
-	root, err := lambdatest.ModuleRoot(".")
+	root, err := testproc.RepoRoot()
 	if err != nil {
 		tb.Fatal(err)
 	}

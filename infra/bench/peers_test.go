@@ -12,14 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-output-verifier/verifier/internal/lambdatest"
+	"github.com/agent-output-verifier/verifier/internal/testproc"
 )
 
 // quickPeerConfig runs the peer scripts for a moment only: the tests check what they answer, not
 // how fast.
 func quickPeerConfig(t *testing.T) (config, []benchDocument) {
 	t.Helper()
-	root, err := lambdatest.ModuleRoot(".")
+	root, err := testproc.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agent-output-verifier/verifier/internal/testproc"
 	"github.com/agent-output-verifier/verifier/pkg/keys"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
@@ -46,25 +47,6 @@ const (
 // runtime API, the AWS JSON APIs, and any HTTPS facilitator. The Makefile's LAMBDA_TAGS must be
 // the same (infra/sam checks it), and the bench builds its hello baseline with them too.
 const BuildTags = "lambda.norpc,nethttpomithttp2"
-
-// ModuleRoot finds the directory holding go.mod, starting at dir and walking up, so tests and
-// commands work from any package directory.
-func ModuleRoot(dir string) (string, error) {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
 
 // RIEPath is where `make tools` installs the emulator.
 func RIEPath(root string) string {
@@ -117,16 +99,6 @@ func FunctionDeps(root string) (map[string][]string, error) {
 	return deps, nil
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // Emulator is one aws-lambda-rie process serving one function binary on 127.0.0.1. It accepts one
 // invocation at a time, as Lambda does for one execution environment.
 type Emulator struct {
@@ -134,7 +106,7 @@ type Emulator struct {
 	Addr      string
 	bootstrap string
 	cmd       *exec.Cmd
-	logs      *lockedBuffer
+	logs      *testproc.TailBuffer
 	done      chan struct{}
 	stopOnce  sync.Once
 	stopErr   error
@@ -144,18 +116,18 @@ type Emulator struct {
 // nothing of the caller's environment is passed on, so no real AWS credentials or profile can
 // reach the function. Both of the emulator's listeners are on 127.0.0.1. The caller must Stop it.
 func Start(ctx context.Context, rie, bootstrap string, env []string) (*Emulator, error) {
-	invokePort, err := FreePort()
+	invokePort, err := testproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	runtimePort, err := FreePort()
+	runtimePort, err := testproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
 	e := &Emulator{
 		Addr:      net.JoinHostPort("127.0.0.1", strconv.Itoa(invokePort)),
 		bootstrap: bootstrap,
-		logs:      &lockedBuffer{},
+		logs:      &testproc.TailBuffer{}, // unbounded: tests read all of it
 		done:      make(chan struct{}),
 	}
 	e.cmd = exec.Command(rie,
@@ -166,7 +138,7 @@ func Start(ctx context.Context, rie, bootstrap string, env []string) (*Emulator,
 	e.cmd.Env = env
 	e.cmd.Stdout, e.cmd.Stderr = e.logs, e.logs
 	// Its own process group, so Stop can end the emulator and anything it left behind together.
-	e.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	testproc.SetProcessGroup(e.cmd)
 	if err := e.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", rie, err)
 	}
@@ -235,11 +207,11 @@ func (e *Emulator) Logs() string { return e.logs.String() }
 func (e *Emulator) Stop() error {
 	e.stopOnce.Do(func() {
 		pgid := e.cmd.Process.Pid
-		syscall.Kill(-pgid, syscall.SIGTERM)
+		testproc.KillProcessGroup(pgid, false)
 		select {
 		case <-e.done:
 		case <-time.After(stopGrace):
-			syscall.Kill(-pgid, syscall.SIGKILL)
+			testproc.KillProcessGroup(pgid, true)
 			<-e.done
 		}
 		for _, pid := range pidsRunning(e.bootstrap) {
@@ -269,24 +241,6 @@ func pidsRunning(exe string) []int {
 		}
 	}
 	return pids
-}
-
-// lockedBuffer collects a process's output, which two pipes write concurrently.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // Env is the environment a function gets under the emulator: the given variables plus a region

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/agent-output-verifier/verifier/internal/lambdatest"
+	"github.com/agent-output-verifier/verifier/internal/testproc"
 	"github.com/agent-output-verifier/verifier/pkg/app"
 	"github.com/agent-output-verifier/verifier/pkg/config"
 	"github.com/agent-output-verifier/verifier/pkg/discovery"
@@ -178,7 +179,7 @@ var contexts = map[string]string{
 
 func root(t *testing.T) string {
 	t.Helper()
-	r, err := lambdatest.ModuleRoot(".")
+	r, err := testproc.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

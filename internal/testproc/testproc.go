@@ -42,8 +42,9 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// TailBuffer keeps the last Max bytes written to it, safe for a process's writer goroutine and
-// the test to share; chatty helpers (anvil logs every call) never grow it without bound.
+// TailBuffer keeps the last Max bytes written to it (all of them when Max is 0), safe for a
+// process's writer goroutines and the test to share; chatty helpers (anvil logs every call) get a
+// Max, so they never grow it without bound.
 type TailBuffer struct {
 	Max int
 	mu  sync.Mutex

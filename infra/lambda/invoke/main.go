@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/agent-output-verifier/verifier/internal/lambdatest"
+	"github.com/agent-output-verifier/verifier/internal/testproc"
 )
 
 // invokeTimeout bounds the whole run: a build, a cold start and one invocation.
@@ -50,7 +51,7 @@ func run(fn, eventPath, rie string, verbose bool, stdout, stderr io.Writer) erro
 	ctx, cancel := context.WithTimeout(ctx, invokeTimeout)
 	defer cancel()
 
-	root, err := lambdatest.ModuleRoot(".")
+	root, err := testproc.RepoRoot()
 	if err != nil {
 		return err
 	}
