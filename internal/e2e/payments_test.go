@@ -3,15 +3,14 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"math/big"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/agent-output-verifier/verifier/internal/testhttp"
 	"github.com/agent-output-verifier/verifier/internal/testserver"
 
 	"github.com/agent-output-verifier/verifier/infra/x402/x402test"
@@ -124,17 +123,7 @@ func TestPaidVerificationOnLocalChain(t *testing.T) {
 
 func post(t *testing.T, url string, body []byte, hdr ...string) (*http.Response, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := testhttp.Do(t, http.MethodPost, url, body, hdr...)
 	var m map[string]any
 	json.Unmarshal(b, &m)
 	return resp, m

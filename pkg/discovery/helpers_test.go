@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agent-output-verifier/verifier/internal/testhttp"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/store/bolt"
@@ -118,29 +119,10 @@ func newEnv(t *testing.T, opts ...option) *env {
 	return e
 }
 
-// get sends a request and returns the response with its body read.
+// do sends a request to path on the server and returns the answer with its body read.
 func (e *env) do(t *testing.T, method, path string, body []byte, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, e.base+path, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
+	return testhttp.Do(t, method, e.base+path, body, hdr...)
 }
 
 func (e *env) get(t *testing.T, path string, hdr ...string) (*http.Response, []byte) {

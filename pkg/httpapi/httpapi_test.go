@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/agent-output-verifier/verifier/internal/testhttp"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
@@ -67,27 +67,12 @@ func seed(t *testing.T, name string) []byte {
 	return b
 }
 
-func do(t *testing.T, method, url string, body []byte, hdr ...string) (*http.Response, []byte) {
-	t.Helper()
-	req, _ := http.NewRequest(method, url, bytes.NewReader(body))
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, b
-}
-
 func TestVerifyRoutesAreIdentical(t *testing.T) {
 	svc, srv := newTestService(t, nil, nil)
 	svc.NewID = func() string { return "11111111-1111-4111-8111-111111111111" }
 	var bodies [][]byte
 	for _, p := range VerifyPaths {
-		resp, b := do(t, "POST", srv.URL+p, seed(t, "invoice-draft.request.json"))
+		resp, b := testhttp.Do(t, "POST", srv.URL+p, seed(t, "invoice-draft.request.json"))
 		if resp.StatusCode != 200 {
 			t.Fatalf("%s: status %d: %s", p, resp.StatusCode, b)
 		}
@@ -122,7 +107,7 @@ func TestErrorsInEnvelope(t *testing.T) {
 		{"POST", "/verify/schema", bytes.Repeat([]byte("a"), 1<<20+1), 413, "payload_too_large", ""},
 	}
 	for _, c := range cases {
-		resp, b := do(t, c.method, srv.URL+c.path, c.body)
+		resp, b := testhttp.Do(t, c.method, srv.URL+c.path, c.body)
 		var e struct {
 			Code      string `json:"code"`
 			Status    int    `json:"status"`
@@ -151,7 +136,7 @@ func TestRecordingRules(t *testing.T) {
 		return []byte(`{"task_id":"t","agent_id":` + agent + `,"expected_schema":{"type":"number"},"submitted_output":1}`)
 	}
 	for _, a := range []string{`"seller-1"`, `"test-seller"`, `null`} {
-		if resp, b := do(t, "POST", srv.URL+"/verify/schema", body(a)); resp.StatusCode != 200 {
+		if resp, b := testhttp.Do(t, "POST", srv.URL+"/verify/schema", body(a)); resp.StatusCode != 200 {
 			t.Fatalf("agent %s: %d %s", a, resp.StatusCode, b)
 		}
 	}
@@ -163,7 +148,7 @@ func TestRecordingRules(t *testing.T) {
 	}
 	// A store outage never fails the answer.
 	rec.fail = io.ErrUnexpectedEOF
-	if resp, b := do(t, "POST", srv.URL+"/verify/schema", body(`"seller-1"`)); resp.StatusCode != 200 {
+	if resp, b := testhttp.Do(t, "POST", srv.URL+"/verify/schema", body(`"seller-1"`)); resp.StatusCode != 200 {
 		t.Fatalf("with the store down: %d %s", resp.StatusCode, b)
 	}
 }
@@ -173,8 +158,8 @@ func TestLogsCarryNoPayloadOrIP(t *testing.T) {
 	var mu sync.Mutex
 	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logs.Write(p) })
 	_, srv := newTestService(t, &memRecorder{fail: io.ErrUnexpectedEOF}, w)
-	do(t, "POST", srv.URL+"/verify/schema", []byte(`{"task_id":"t","agent_id":"a-secret-agent","expected_schema":{},"submitted_output":"PAYLOAD-CANARY"}`))
-	do(t, "GET", srv.URL+"/score/a-secret-agent", nil)
+	testhttp.Do(t, "POST", srv.URL+"/verify/schema", []byte(`{"task_id":"t","agent_id":"a-secret-agent","expected_schema":{},"submitted_output":"PAYLOAD-CANARY"}`))
+	testhttp.Do(t, "GET", srv.URL+"/score/a-secret-agent", nil)
 	mu.Lock()
 	defer mu.Unlock()
 	for _, bad := range []string{"PAYLOAD-CANARY", "127.0.0.1", "a-secret-agent"} {
@@ -219,20 +204,20 @@ func TestClientIP(t *testing.T) {
 
 func TestHealthIndexAndCard(t *testing.T) {
 	svc, srv := newTestService(t, &memRecorder{}, nil)
-	resp, b := do(t, "GET", srv.URL+"/health", nil)
+	resp, b := testhttp.Do(t, "GET", srv.URL+"/health", nil)
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `"key_version":"test-v1"`) {
 		t.Errorf("health: %d %s", resp.StatusCode, b)
 	}
-	resp, b = do(t, "GET", srv.URL+"/", nil, "Accept", "application/json")
+	resp, b = testhttp.Do(t, "GET", srv.URL+"/", nil, "Accept", "application/json")
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `"/verify/schema"`) {
 		t.Errorf("index json: %d %s", resp.StatusCode, b)
 	}
-	resp, b = do(t, "GET", srv.URL+"/", nil)
+	resp, b = testhttp.Do(t, "GET", srv.URL+"/", nil)
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(string(b), "<h1>Agent Output Verifier</h1>") {
 		t.Errorf("index html: %s", b)
 	}
 	for _, p := range []string{"/.well-known/agent-card.json", "/.well-known/agent.json"} {
-		resp, b = do(t, "GET", srv.URL+p, nil)
+		resp, b = testhttp.Do(t, "GET", srv.URL+p, nil)
 		keys, err := receipt.CardKeys(b)
 		if resp.StatusCode != 200 || err != nil || len(keys) != 1 || !keys[0].Key.Equal(svc.Keys.Current.Public().Key) {
 			t.Errorf("%s: %d %v %s", p, resp.StatusCode, err, b)
@@ -240,7 +225,7 @@ func TestHealthIndexAndCard(t *testing.T) {
 	}
 	// A failing store probe degrades health without leaking the cause.
 	svc.Store = &memRecorder{fail: io.ErrUnexpectedEOF}
-	resp, b = do(t, "GET", srv.URL+"/health", nil)
+	resp, b = testhttp.Do(t, "GET", srv.URL+"/health", nil)
 	if resp.StatusCode != 503 || strings.Contains(string(b), "EOF") {
 		t.Errorf("degraded health: %d %s", resp.StatusCode, b)
 	}
@@ -254,7 +239,7 @@ func TestBackgroundRecording(t *testing.T) {
 	stop := svc.StartRecording(2)
 	for i := range 50 {
 		body := fmt.Sprintf(`{"task_id":"t%d","agent_id":"seller-%d","expected_schema":{},"submitted_output":1}`, i, i%3)
-		if resp, b := do(t, "POST", srv.URL+"/verify/schema", []byte(body)); resp.StatusCode != 200 {
+		if resp, b := testhttp.Do(t, "POST", srv.URL+"/verify/schema", []byte(body)); resp.StatusCode != 200 {
 			t.Fatalf("%d %s", resp.StatusCode, b)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agent-output-verifier/verifier/internal/testhttp"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/bolt"
@@ -127,7 +128,7 @@ const okBody = `{"task_id":"t","agent_id":"seller-9","expected_schema":{"type":"
 
 func post(t *testing.T, url, body string, hdr ...string) (*http.Response, map[string]any) {
 	t.Helper()
-	resp, b := do(t, "POST", url, []byte(body), hdr...)
+	resp, b := testhttp.Do(t, "POST", url, []byte(body), hdr...)
 	var m map[string]any
 	json.Unmarshal(b, &m)
 	return resp, m

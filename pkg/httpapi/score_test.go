@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agent-output-verifier/verifier/internal/testhttp"
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/reputation"
@@ -90,7 +91,7 @@ func TestScoreRoute(t *testing.T) {
 
 	// Unknown and test- ids: a free, signed no_data answer; the facilitator is never asked.
 	for _, id := range []string{"seller-unknown", "test-seller", "test-"} {
-		resp, b := do(t, "GET", e.srv.URL+"/score/"+id, nil)
+		resp, b := testhttp.Do(t, "GET", e.srv.URL+"/score/"+id, nil)
 		m := decode(t, b)
 		if resp.StatusCode != 200 || m["score"] != nil || m["reason"] != "no_data" || m["agent_id"] != id || m["confidence"] != "low" || m["pass_rate"] != nil {
 			t.Fatalf("%s: %d %s", id, resp.StatusCode, b)
@@ -103,7 +104,7 @@ func TestScoreRoute(t *testing.T) {
 	}
 
 	// A known id costs PriceScore: 402 first, with the score's own resource URL.
-	resp, b := do(t, "GET", e.srv.URL+"/score/seller-s", nil)
+	resp, b := testhttp.Do(t, "GET", e.srv.URL+"/score/seller-s", nil)
 	pr, err := x402.DecodePaymentRequired(resp.Header.Get(HeaderPaymentRequired))
 	m := decode(t, b)
 	if resp.StatusCode != 402 || err != nil || m["code"] != "payment_required" || m["charged"] != false || m["score"] != nil {
@@ -117,7 +118,7 @@ func TestScoreRoute(t *testing.T) {
 	}
 
 	sig := paymentHeader(t, testRequirement, 41)
-	resp, b = do(t, "GET", e.srv.URL+"/score/seller-s", nil, HeaderPaymentSignature, sig)
+	resp, b = testhttp.Do(t, "GET", e.srv.URL+"/score/seller-s", nil, HeaderPaymentSignature, sig)
 	sr, err := x402.DecodeSettleResponse(resp.Header.Get(HeaderPaymentResponse))
 	if resp.StatusCode != 200 || err != nil || !sr.Success {
 		t.Fatalf("paid: %d %v %s", resp.StatusCode, err, b)
@@ -146,29 +147,29 @@ func TestScoreRoute(t *testing.T) {
 	}
 
 	// The same payment again is refused before the facilitator; nothing settles twice.
-	resp, b = do(t, "GET", e.srv.URL+"/score/seller-s", nil, HeaderPaymentSignature, sig)
+	resp, b = testhttp.Do(t, "GET", e.srv.URL+"/score/seller-s", nil, HeaderPaymentSignature, sig)
 	if m := decode(t, b); resp.StatusCode != 402 || m["code"] != "payment_replayed" || payer.settles.Load() != 1 {
 		t.Fatalf("replay: %d %s", resp.StatusCode, b)
 	}
-	if resp, b := do(t, "GET", e.srv.URL+"/score/seller-s", nil, HeaderPaymentSignature, "%%%"); resp.StatusCode != 402 || decode(t, b)["code"] != "payment_invalid" {
+	if resp, b := testhttp.Do(t, "GET", e.srv.URL+"/score/seller-s", nil, HeaderPaymentSignature, "%%%"); resp.StatusCode != 402 || decode(t, b)["code"] != "payment_invalid" {
 		t.Errorf("undecodable payment: %d %s", resp.StatusCode, b)
 	}
 	// A failed settlement delivers no score.
 	payer.settleOK = false
-	resp, b = do(t, "GET", e.srv.URL+"/score/seller-s", nil, HeaderPaymentSignature, paymentHeader(t, testRequirement, 42))
+	resp, b = testhttp.Do(t, "GET", e.srv.URL+"/score/seller-s", nil, HeaderPaymentSignature, paymentHeader(t, testRequirement, 42))
 	if m := decode(t, b); resp.StatusCode != 402 || m["code"] != "payment_settlement_failed" || m["score"] != nil {
 		t.Errorf("settlement failed: %d %s", resp.StatusCode, b)
 	}
 	// A payment for an unknown agent is not taken: the no_data answer is free.
 	payer.settleOK = true
 	settles := payer.settles.Load()
-	if resp, b := do(t, "GET", e.srv.URL+"/score/seller-unknown", nil, HeaderPaymentSignature, paymentHeader(t, testRequirement, 43)); resp.StatusCode != 200 || payer.settles.Load() != settles {
+	if resp, b := testhttp.Do(t, "GET", e.srv.URL+"/score/seller-unknown", nil, HeaderPaymentSignature, paymentHeader(t, testRequirement, 43)); resp.StatusCode != 200 || payer.settles.Load() != settles {
 		t.Errorf("paid lookup of an unknown agent: %d %s, settles %d→%d", resp.StatusCode, b, settles, payer.settles.Load())
 	}
 
 	// Without a payee the score is free (SPEC §8.6).
 	e.svc.Payer = nil
-	if resp, b := do(t, "GET", e.srv.URL+"/score/seller-s", nil); resp.StatusCode != 200 || decode(t, b)["score"] != 72.2 {
+	if resp, b := testhttp.Do(t, "GET", e.srv.URL+"/score/seller-s", nil); resp.StatusCode != 200 || decode(t, b)["score"] != 72.2 {
 		t.Errorf("free-only deployment: %d %s", resp.StatusCode, b)
 	}
 }
@@ -195,7 +196,7 @@ func TestScoreAPIForMCP(t *testing.T) {
 	}
 	// Over HTTP the same lookup answers the same document (but for the time it was computed at).
 	e.svc.Payer = nil
-	_, b := do(t, "GET", e.srv.URL+"/score/seller-m", nil)
+	_, b := testhttp.Do(t, "GET", e.srv.URL+"/score/seller-m", nil)
 	if !bytes.Equal(stripSignature(t, b), stripSignature(t, doc)) {
 		t.Errorf("HTTP and ScoreDocument differ:\n%s\n%s", b, doc)
 	}
@@ -284,7 +285,7 @@ func TestReputationRoute(t *testing.T) {
 		}
 	}
 
-	resp, b := do(t, "GET", e.srv.URL+"/reputation/seller-r?limit=3", nil)
+	resp, b := testhttp.Do(t, "GET", e.srv.URL+"/reputation/seller-r?limit=3", nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("reputation: %d %s", resp.StatusCode, b)
 	}
@@ -317,18 +318,18 @@ func TestReputationRoute(t *testing.T) {
 	if strings.Contains(string(b), "caller") {
 		t.Errorf("the history shows caller ids: %s", b)
 	}
-	resp, b = do(t, "GET", e.srv.URL+"/reputation/seller-r?limit=3&cursor="+*doc.NextCursor, nil)
+	resp, b = testhttp.Do(t, "GET", e.srv.URL+"/reputation/seller-r?limit=3&cursor="+*doc.NextCursor, nil)
 	var page2 ReputationDocument
 	if json.Unmarshal(b, &page2); resp.StatusCode != 200 || len(page2.History) != 1 || page2.NextCursor != nil || page2.History[0].TaskID != "job-1" {
 		t.Errorf("second page: %d %s", resp.StatusCode, b)
 	}
-	if _, b := do(t, "GET", e.srv.URL+"/reputation/seller-r", nil); len(decode(t, b)["history"].([]any)) != 4 {
+	if _, b := testhttp.Do(t, "GET", e.srv.URL+"/reputation/seller-r", nil); len(decode(t, b)["history"].([]any)) != 4 {
 		t.Errorf("default page: %s", b)
 	}
 
 	// Unknown and test- ids (never recorded): the same shape, empty, with reason no_data.
 	for _, id := range []string{"seller-unknown", "test-seller-r"} {
-		resp, b := do(t, "GET", e.srv.URL+"/reputation/"+id, nil)
+		resp, b := testhttp.Do(t, "GET", e.srv.URL+"/reputation/"+id, nil)
 		m := decode(t, b)
 		if resp.StatusCode != 200 || m["reason"] != "no_data" || len(m["history"].([]any)) != 0 || m["next_cursor"] != nil || m["first_seen"] != nil {
 			t.Errorf("%s: %d %s", id, resp.StatusCode, b)
@@ -342,7 +343,7 @@ func TestReputationRoute(t *testing.T) {
 		t.Error("a test- id was recorded")
 	}
 	// A percent-encoded id is one path segment, decoded.
-	if resp, b := do(t, "GET", e.srv.URL+"/reputation/a%2Fb%20c", nil); resp.StatusCode != 200 || decode(t, b)["agent_id"] != "a/b c" {
+	if resp, b := testhttp.Do(t, "GET", e.srv.URL+"/reputation/a%2Fb%20c", nil); resp.StatusCode != 200 || decode(t, b)["agent_id"] != "a/b c" {
 		t.Errorf("encoded id: %d %s", resp.StatusCode, b)
 	}
 }
@@ -371,7 +372,7 @@ func TestAgentRoutesRefuseBadInput(t *testing.T) {
 		{"/reputation/seller?cursor=" + strings.Repeat("A", 2000), "cursor"},
 	}
 	for _, c := range cases {
-		resp, b := do(t, "GET", e.srv.URL+c.path, nil)
+		resp, b := testhttp.Do(t, "GET", e.srv.URL+c.path, nil)
 		m := decode(t, b)
 		fields, _ := m["fields"].([]any)
 		if resp.StatusCode != 422 || m["code"] != "invalid_request" || len(fields) != 1 || fields[0].(map[string]any)["field"] != c.field {
@@ -382,18 +383,18 @@ func TestAgentRoutesRefuseBadInput(t *testing.T) {
 		}
 	}
 	// More path segments are no route; other methods are 405 with Allow.
-	if resp, _ := do(t, "GET", e.srv.URL+"/score/a/b", nil); resp.StatusCode != 404 {
+	if resp, _ := testhttp.Do(t, "GET", e.srv.URL+"/score/a/b", nil); resp.StatusCode != 404 {
 		t.Errorf("/score/a/b: %d, want 404", resp.StatusCode)
 	}
 	for _, p := range []string{"/score/x", "/reputation/x"} {
-		if resp, _ := do(t, "POST", e.srv.URL+p, nil); resp.StatusCode != 405 || resp.Header.Get("Allow") != "GET" {
+		if resp, _ := testhttp.Do(t, "POST", e.srv.URL+p, nil); resp.StatusCode != 405 || resp.Header.Get("Allow") != "GET" {
 			t.Errorf("POST %s: %d Allow %q", p, resp.StatusCode, resp.Header.Get("Allow"))
 		}
 	}
 	// The store down: a retryable 503, never a 200 without data.
 	e.svc.Reputation = failingReputation{}
 	for _, p := range []string{"/score/seller", "/reputation/seller"} {
-		if resp, b := do(t, "GET", e.srv.URL+p, nil); resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		if resp, b := testhttp.Do(t, "GET", e.srv.URL+p, nil); resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
 			t.Errorf("%s with the store down: %d %s", p, resp.StatusCode, b)
 		}
 	}
@@ -432,7 +433,7 @@ func TestScoreRequirementsHeader(t *testing.T) {
 	e.svc.Payer = priceRecorder{fakePayer: &fakePayer{}, asked: &asked}
 	e.svc.Reputation = e.st
 	recordN(t, e.st, "seller-p", 1, true, false, *e.now.Load())
-	resp, _ := do(t, "GET", e.srv.URL+"/score/seller-p", nil)
+	resp, _ := testhttp.Do(t, "GET", e.srv.URL+"/score/seller-p", nil)
 	raw, err := base64.StdEncoding.DecodeString(resp.Header.Get(HeaderPaymentRequired))
 	if resp.StatusCode != 402 || err != nil || !json.Valid(raw) {
 		t.Fatalf("402: %d %v", resp.StatusCode, err)

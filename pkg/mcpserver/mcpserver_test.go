@@ -20,6 +20,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/agent-output-verifier/verifier/internal/testhttp"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/store/bolt"
@@ -142,21 +143,10 @@ func (r result) meta(t *testing.T, key string) map[string]any {
 	return m
 }
 
-// post sends body to url with headers in pairs and returns the answer.
+// post sends body to url as JSON with headers in pairs and returns the answer.
 func post(t *testing.T, url string, body []byte, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, b
+	return testhttp.Do(t, http.MethodPost, url, body, hdr...)
 }
 
 var rpcID atomic.Int64
@@ -492,7 +482,7 @@ func TestVerificationRecord(t *testing.T) {
 	for _, id := range []string{"nobody-yet", "test-seller"} {
 		r := e.call(t, ToolRecord, args(id), nil)
 		conforms(t, tool, r)
-		resp, rest := do(t, http.MethodGet, e.url+"/score/"+id)
+		resp, rest := testhttp.Do(t, http.MethodGet, e.url+"/score/"+id, nil)
 		if r.IsError || resp.StatusCode != 200 || r.sc(t)["reason"] != "no_data" {
 			t.Fatalf("%s: %s / REST %d %s", id, r.StructuredContent, resp.StatusCode, rest)
 		}
@@ -526,14 +516,14 @@ func TestVerificationRecord(t *testing.T) {
 	if sr := r.meta(t, x402.MetaPaymentResponse); sr["success"] != true {
 		t.Errorf("settlement = %v", sr)
 	}
-	_, rest := do(t, http.MethodGet, e.url+"/score/seller-7", "PAYMENT-SIGNATURE", header(t, payment("10000", 10)))
+	_, rest := testhttp.Do(t, http.MethodGet, e.url+"/score/seller-7", nil, "PAYMENT-SIGNATURE", header(t, payment("10000", 10)))
 	if got, want := stable(t, r.StructuredContent), stable(t, rest); !reflect.DeepEqual(got, want) {
 		t.Errorf("MCP and REST scores differ:\nMCP  %s\nREST %s", r.StructuredContent, rest)
 	}
 
 	// Arguments are checked like the REST path, in the same words where the REST route has them.
 	long := strings.Repeat("a", 201)
-	_, restLong := do(t, http.MethodGet, e.url+"/score/"+long)
+	_, restLong := testhttp.Do(t, http.MethodGet, e.url+"/score/"+long, nil)
 	for name, c := range map[string]struct {
 		args  []byte
 		field string
@@ -561,21 +551,6 @@ func header(t *testing.T, p map[string]any) string {
 		t.Fatal(err)
 	}
 	return h
-}
-
-func do(t *testing.T, method, url string, hdr ...string) (*http.Response, []byte) {
-	t.Helper()
-	req, _ := http.NewRequest(method, url, nil)
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, b
 }
 
 // The transport pitfalls: clients that accept only one content type or none, methods the
