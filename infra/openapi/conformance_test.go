@@ -30,6 +30,7 @@ import (
 	"github.com/pb33f/libopenapi-validator/schema_validation"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 
+	"github.com/agent-output-verifier/verifier/internal/testhttp"
 	"github.com/agent-output-verifier/verifier/pkg/discovery"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
@@ -140,33 +141,10 @@ type exchange struct {
 
 func (d *deployment) send(t *testing.T, name, method, path string, body []byte, hdr ...string) exchange {
 	t.Helper()
-	req, err := http.NewRequest(method, d.base+path, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The validator reads both bodies again.
-	req, _ = http.NewRequest(method, d.base+path, bytes.NewReader(body))
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
+	resp, b := testhttp.Do(t, method, d.base+path, body, hdr...)
+	// The validator reads both bodies again, and the request exactly as it was sent.
+	req := resp.Request
+	req.Body = io.NopCloser(bytes.NewReader(body))
 	resp.Body = io.NopCloser(bytes.NewReader(b))
 	return exchange{name: name, req: req, resp: resp, body: b}
 }
