@@ -1,6 +1,7 @@
 package apperr
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 )
@@ -38,5 +39,22 @@ func TestPaymentCodes(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("payment codes %v, want %v", got, want)
+	}
+}
+
+// The envelope's schema lists exactly the codes there are, in Codes' order.
+func TestSchemaListsEveryCode(t *testing.T) {
+	var s struct {
+		Properties struct {
+			Code struct {
+				Enum []Code `json:"enum"`
+			} `json:"code"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal([]byte(SchemaJSON), &s); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.Properties.Code.Enum, Codes()) {
+		t.Errorf("the schema's code enum is %v, want %v", s.Properties.Code.Enum, Codes())
 	}
 }

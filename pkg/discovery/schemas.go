@@ -5,36 +5,17 @@ import (
 	"fmt"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/httpapi"
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
 )
 
 // The schemas of the OpenAPI document's components. The request and the verification answer come
-// from pkg/verify, the one source the decoder and the MCP tool use too; the error codes come from
-// pkg/apperr. The others describe this package's and pkg/httpapi's answers, and the conformance
-// test (infra/openapi) validates real answers of every route against them.
-
-// errorSchemaJSON is the §7 error envelope (apperr.Error's JSON); its code enum is filled in from
-// apperr.Codes().
-const errorSchemaJSON = `{
-  "type": "object",
-  "description": "The error envelope of every error but the 402 payment answers. code is stable; message is safe to show and never echoes the request.",
-  "required": ["code", "message", "status", "retryable", "charged", "next_actions"],
-  "properties": {
-    "code": {"type": "string", "description": "Stable machine code; see the description of this API for what each means."},
-    "message": {"type": "string"},
-    "status": {"type": "integer", "description": "The HTTP status (over MCP: the status the REST twin answers with)."},
-    "retryable": {"type": "boolean"},
-    "charged": {"type": "boolean", "const": false, "description": "Errors are never charged."},
-    "retry_after": {"type": "integer", "minimum": 1, "description": "Seconds to wait before retrying, when retryable (also the Retry-After header)."},
-    "limit": {"type": "integer", "description": "payload_too_large: the size limit in bytes."},
-    "next_actions": {"type": "array", "items": {"type": "object", "required": ["action"], "properties": {
-      "action": {"type": "string", "description": "fix_request_fields, fix_request, reduce_request_size, check_route, use_allowed_method, retry_later or pay_and_retry."},
-      "fields": {"type": "array", "items": {"type": "string"}}}}},
-    "fields": {"type": "array", "description": "invalid_request: each offending field, what is wrong with it and how to fix it.",
-      "items": {"type": "object", "required": ["field", "problem", "fix"], "properties": {
-        "field": {"type": "string"}, "problem": {"type": "string"}, "fix": {"type": "string"}}}}
-  }
-}`
+// from pkg/verify, the one source the decoder and the MCP tool use too; the error envelope from
+// pkg/apperr, the attestation from pkg/receipt and the score document from pkg/httpapi, which
+// the MCP tools' output schemas use too. The others describe this package's and pkg/httpapi's
+// answers, and the conformance test (infra/openapi) validates real answers of every route
+// against them.
 
 // requirementsSchemaJSON is one x402 v2 PaymentRequirements.
 const requirementsSchemaJSON = `{
@@ -70,59 +51,6 @@ const freeTrialSchemaJSON = `{
     "rest_free": {"type": "boolean"},
     "message": {"type": "string"},
     "code": {"type": "string", "const": "free_trial_exhausted"}
-  }
-}`
-
-// attestationSchemaJSON is the signature every signed answer carries (SPEC §6).
-const attestationSchemaJSON = `{
-  "type": "object",
-  "description": "Ed25519 over the RFC 8785 bytes of {context, algorithm, key_version, attested_at: timestamp, response: the answer without attestation}. The public key of key_version is in the agent card.",
-  "required": ["algorithm", "key_version", "timestamp", "signature"],
-  "properties": {
-    "algorithm": {"type": "string", "const": "Ed25519"},
-    "key_version": {"type": "string"},
-    "timestamp": {"type": "string"},
-    "signature": {"type": "string", "description": "Standard base64 of the 64-byte signature."}
-  }
-}`
-
-// verifyInfoSchemaJSON is the verify block of signed answers (verify.VerifyInfo).
-const verifyInfoSchemaJSON = `{
-  "type": "object",
-  "description": "Where the public key is and how the receipt is made.",
-  "required": ["public_key_url", "key_version", "canonicalization", "hash_algorithm", "service", "mcp"],
-  "properties": {
-    "public_key_url": {"type": "string"}, "key_version": {"type": "string"},
-    "canonicalization": {"type": "string", "const": "RFC 8785 (JCS)"}, "hash_algorithm": {"type": "string", "const": "SHA-256"},
-    "service": {"type": "string"}, "mcp": {"type": "string"}
-  }
-}`
-
-// scoreSchemaJSON is GET /score/{agent_id} (httpapi.ScoreDocumentBody with its attestation).
-const scoreSchemaJSON = `{
-  "type": "object",
-  "description": "An agent's trust score, signed with the trust-score context. score, the rates and the times are null, with reason no_data, for unknown and test- agents.",
-  "required": ["agent_id", "score", "confidence", "verifications", "last_30_days", "pass_rate", "mean_overall_ratio",
-    "first_seen", "last_seen", "distinct_tasks", "distinct_callers", "method", "computed_at", "verify", "attestation"],
-  "properties": {
-    "agent_id": {"type": "string"},
-    "score": {"type": ["number", "null"], "minimum": 0, "maximum": 100, "description": "100 x the lower bound of the 95% Wilson interval of the weighted pass rate (recent and paid verifications weigh more)."},
-    "reason": {"type": "string", "enum": ["no_data", "insufficient_data"], "description": "Why score is null: nothing recorded (or a test- id), or too little weight left to score."},
-    "confidence": {"type": "string", "enum": ["low", "medium", "high"], "description": "By effective verifications: low below 10, medium below 100, high from 100."},
-    "verifications": {"type": "object", "required": ["total", "passed", "failed", "paid"], "properties": {
-      "total": {"type": "integer"}, "passed": {"type": "integer"}, "failed": {"type": "integer"}, "paid": {"type": "integer"}}},
-    "last_30_days": {"type": "object", "required": ["total", "passed", "failed"], "properties": {
-      "total": {"type": "integer"}, "passed": {"type": "integer"}, "failed": {"type": "integer"}}},
-    "pass_rate": {"type": ["number", "null"]},
-    "mean_overall_ratio": {"type": ["number", "null"]},
-    "first_seen": {"type": ["string", "null"]},
-    "last_seen": {"type": ["string", "null"]},
-    "distinct_tasks": {"type": "integer"},
-    "distinct_callers": {"type": "integer"},
-    "method": {"type": "string", "description": "Versioned name of the score formula."},
-    "computed_at": {"type": "string"},
-    "verify": {"$ref": "#/components/schemas/VerifyInfo"},
-    "attestation": {"$ref": "#/components/schemas/Attestation"}
   }
 }`
 
@@ -255,18 +183,16 @@ const jsonRPCResponseSchemaJSON = `{
 
 // componentSchemas are the OpenAPI document's components.schemas, in the order they are shown.
 func componentSchemas() (object, error) {
-	errSchema, err := decodeSchema("Error", errorSchemaJSON)
+	errSchema, err := decodeSchema("Error", apperr.SchemaJSON)
 	if err != nil {
 		return nil, err
 	}
-	codes, paymentCodes := []string{}, []string{}
+	paymentCodes := []string{}
 	for _, c := range apperr.Codes() {
-		codes = append(codes, string(c))
 		if c.Payment() {
 			paymentCodes = append(paymentCodes, string(c))
 		}
 	}
-	errSchema["properties"].(map[string]any)["code"].(map[string]any)["enum"] = codes
 
 	out := object{}
 	out.set("VerifyRequest", withDescription(verify.RequestSchema(), "A verification request (SPEC §4.1). The service enforces exactly this schema; unknown fields are refused with 422."))
@@ -276,9 +202,9 @@ func componentSchemas() (object, error) {
 	for _, s := range []struct{ name, doc string }{
 		{"PaymentRequirements", requirementsSchemaJSON},
 		{"FreeTrial", freeTrialSchemaJSON},
-		{"Attestation", attestationSchemaJSON},
-		{"VerifyInfo", verifyInfoSchemaJSON},
-		{"ScoreDocument", scoreSchemaJSON},
+		{"Attestation", receipt.AttestationSchemaJSON},
+		{"VerifyInfo", verify.VerifyInfoSchemaJSON},
+		{"ScoreDocument", httpapi.ScoreSchemaJSON},
 		{"ReputationDocument", reputationSchemaJSON},
 		{"Health", healthSchemaJSON},
 		{"AgentCard", agentCardSchemaJSON},

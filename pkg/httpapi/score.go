@@ -43,6 +43,37 @@ type WindowCounts struct {
 	Failed int64 `json:"failed"`
 }
 
+// ScoreSchemaJSON is the JSON Schema of the score document with its attestation (GET
+// /score/{agent_id}, and the MCP tool get_verification_record's answer): the one description the
+// OpenAPI document and the tool's output schema share. Like the verification answer's
+// (pkg/verify), it uses only keywords that draft-07 and 2020-12 validators read alike.
+const ScoreSchemaJSON = `{
+  "type": "object",
+  "description": "An agent's trust score, signed with the trust-score context. score, the rates and the times are null, with reason no_data, for unknown and test- agents.",
+  "required": ["agent_id", "score", "confidence", "verifications", "last_30_days", "pass_rate", "mean_overall_ratio",
+    "first_seen", "last_seen", "distinct_tasks", "distinct_callers", "method", "computed_at", "verify", "attestation"],
+  "properties": {
+    "agent_id": {"type": "string"},
+    "score": {"type": ["number", "null"], "minimum": 0, "maximum": 100, "description": "100 x the lower bound of the 95% Wilson interval of the weighted pass rate (recent and paid verifications weigh more)."},
+    "reason": {"type": "string", "enum": ["no_data", "insufficient_data"], "description": "Why score is null: nothing recorded (or a test- id), or too little weight left to score."},
+    "confidence": {"type": "string", "enum": ["low", "medium", "high"], "description": "By effective verifications: low below 10, medium below 100, high from 100."},
+    "verifications": {"type": "object", "required": ["total", "passed", "failed", "paid"], "properties": {
+      "total": {"type": "integer"}, "passed": {"type": "integer"}, "failed": {"type": "integer"}, "paid": {"type": "integer"}}},
+    "last_30_days": {"type": "object", "required": ["total", "passed", "failed"], "properties": {
+      "total": {"type": "integer"}, "passed": {"type": "integer"}, "failed": {"type": "integer"}}},
+    "pass_rate": {"type": ["number", "null"]},
+    "mean_overall_ratio": {"type": ["number", "null"]},
+    "first_seen": {"type": ["string", "null"]},
+    "last_seen": {"type": ["string", "null"]},
+    "distinct_tasks": {"type": "integer"},
+    "distinct_callers": {"type": "integer"},
+    "method": {"type": "string", "description": "Versioned name of the score formula."},
+    "computed_at": {"type": "string"},
+    "verify": ` + verify.VerifyInfoSchemaJSON + `,
+    "attestation": ` + receipt.AttestationSchemaJSON + `
+  }
+}`
+
 // ScoreDocumentBody is GET /score/{agent_id} without its attestation, in wire order (SPEC §9).
 // Score is null exactly when Reason is set ("no_data": nothing recorded, or a test- id); the rates
 // and times are null then too.

@@ -64,7 +64,7 @@ func (s *Server) addTools(srv *mcp.Server) {
 			"agents and test- ids get a free signed answer with score null and reason no_data; a real score costs $" +
 			s.svc.Pricing.PriceScore + " in USDC via x402 (see the server's instructions).",
 		InputSchema:  json.RawMessage(recordInputSchemaJSON),
-		OutputSchema: outputSchema(json.RawMessage(scoreSchemaJSON)),
+		OutputSchema: outputSchema(json.RawMessage(httpapi.ScoreSchemaJSON)),
 		Annotations: &mcp.ToolAnnotations{
 			Title:          "Get an agent's verification record",
 			ReadOnlyHint:   true,

@@ -1,5 +1,7 @@
 package verify
 
+import "github.com/agent-output-verifier/verifier/pkg/receipt"
+
 // responseSchemaJSON is the JSON Schema of a verification answer, full or compact detail (the
 // shapes of testdata/seed/invoice-draft.response.json and invoice-final.response.json). The
 // documents that publish the answer's shape (the MCP tool's output schema, the OpenAPI document)
@@ -66,21 +68,22 @@ const responseSchemaJSON = `{
       "ratio": {"type": "number", "minimum": 0, "maximum": 1}, "passed": {"type": "integer"}, "total": {"type": "integer"}}},
     "overall": {"type": "object", "required": ["ratio", "passed", "total"], "properties": {
       "ratio": {"type": "number", "minimum": 0, "maximum": 1}, "passed": {"type": "integer"}, "total": {"type": "integer"}}},
-    "verify": {
-      "type": "object",
-      "required": ["public_key_url", "key_version", "canonicalization", "hash_algorithm", "service", "mcp"],
-      "properties": {
-        "public_key_url": {"type": "string"}, "key_version": {"type": "string"},
-        "canonicalization": {"const": "RFC 8785 (JCS)"}, "hash_algorithm": {"const": "SHA-256"},
-        "service": {"type": "string"}, "mcp": {"type": "string"}}
-    },
-    "attestation": {
-      "type": "object", "required": ["algorithm", "key_version", "timestamp", "signature"],
-      "description": "Ed25519 over the JCS bytes of {context, algorithm, key_version, attested_at, response}; the public key is in the agent card.",
-      "properties": {
-        "algorithm": {"const": "Ed25519"}, "key_version": {"type": "string"},
-        "timestamp": {"type": "string"}, "signature": {"type": "string"}}
-    }
+    "verify": ` + VerifyInfoSchemaJSON + `,
+    "attestation": ` + receipt.AttestationSchemaJSON + `
+  }
+}`
+
+// VerifyInfoSchemaJSON is the JSON Schema of the verify block of signed answers (VerifyInfo): the
+// one description the answers' schemas and the OpenAPI document share, as they share
+// receipt.AttestationSchemaJSON.
+const VerifyInfoSchemaJSON = `{
+  "type": "object",
+  "description": "Where the public key is and how the receipt is made.",
+  "required": ["public_key_url", "key_version", "canonicalization", "hash_algorithm", "service", "mcp"],
+  "properties": {
+    "public_key_url": {"type": "string"}, "key_version": {"type": "string"},
+    "canonicalization": {"type": "string", "const": "RFC 8785 (JCS)"}, "hash_algorithm": {"type": "string", "const": "SHA-256"},
+    "service": {"type": "string"}, "mcp": {"type": "string"}
   }
 }`
 
