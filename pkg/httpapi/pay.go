@@ -194,9 +194,9 @@ func (s *Service) FreeOnlyExhausted(message string) *apperr.Error {
 	return e
 }
 
-// writePaymentRequired answers 402 with the PAYMENT-REQUIRED header and a body that repeats it and
-// adds the caller's free allowance state and a machine code. In free-only mode (no payee), the
-// exhausted allowance is a 429 instead, since nothing could be paid.
+// writePaymentRequired answers 402 for a verify route: its PaymentRequired, with the caller's free
+// allowance state in the body. In free-only mode (no payee), the exhausted allowance is a 429
+// instead, since nothing could be paid.
 func (s *Service) writePaymentRequired(w http.ResponseWriter, r *http.Request, code apperr.Code, message string, ft map[string]any, settlement *x402.SettleResponse) {
 	if s.Payer == nil && code != apperr.PaymentRequired {
 		s.WriteError(w, r, s.FreeOnlyExhausted(message))
@@ -207,6 +207,13 @@ func (s *Service) writePaymentRequired(w http.ResponseWriter, r *http.Request, c
 		s.WriteError(w, r, err)
 		return
 	}
+	s.writePayment(w, r, pr, code, ft, settlement)
+}
+
+// writePayment answers 402 with pr in the PAYMENT-REQUIRED header and a body that repeats it with a
+// machine code and, on routes that have one (ft non-nil), the caller's free allowance; a failed
+// settlement goes back in PAYMENT-RESPONSE.
+func (s *Service) writePayment(w http.ResponseWriter, r *http.Request, pr x402.PaymentRequired, code apperr.Code, ft map[string]any, settlement *x402.SettleResponse) {
 	hdr, err := x402.EncodeHeader(pr)
 	if err != nil {
 		s.WriteError(w, r, err)
@@ -214,8 +221,10 @@ func (s *Service) writePaymentRequired(w http.ResponseWriter, r *http.Request, c
 	}
 	body := map[string]any{
 		"x402Version": pr.X402Version, "error": pr.Error, "resource": pr.Resource, "accepts": pr.Accepts,
-		"extensions": pr.Extensions, "code": string(code), "status": http.StatusPaymentRequired,
-		"charged": false, "free_trial": ft,
+		"extensions": pr.Extensions, "code": string(code), "status": http.StatusPaymentRequired, "charged": false,
+	}
+	if ft != nil {
+		body["free_trial"] = ft
 	}
 	if settlement != nil {
 		if h, err := x402.EncodeHeader(settlement); err == nil {

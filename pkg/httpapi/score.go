@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 
@@ -195,23 +194,7 @@ func (s *Service) writeScorePaymentRequired(w http.ResponseWriter, r *http.Reque
 		s.WriteError(w, r, err)
 		return
 	}
-	hdr, err := x402.EncodeHeader(pr)
-	if err != nil {
-		s.WriteError(w, r, err)
-		return
-	}
-	if settlement != nil {
-		if h, err := x402.EncodeHeader(settlement); err == nil {
-			w.Header().Set(HeaderPaymentResponse, h)
-		}
-	}
-	body, _ := json.Marshal(map[string]any{
-		"x402Version": pr.X402Version, "error": pr.Error, "resource": pr.Resource, "accepts": pr.Accepts,
-		"extensions": pr.Extensions, "code": string(code), "status": http.StatusPaymentRequired, "charged": false,
-	})
-	w.Header().Set(HeaderPaymentRequired, hdr)
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusPaymentRequired, body)
+	s.writePayment(w, r, pr, code, nil, settlement)
 }
 
 // handleScore is GET /score/{agent_id}: a free signed no_data answer for unknown and test- ids
