@@ -141,7 +141,7 @@ var errReservation = errors.New("consume allowance: the reservation could not be
 // lock; it is granted at once when the reservation on disk covers it, and otherwise waits for the
 // reservation that does.
 func (s *Store) ConsumeAllowance(ctx context.Context, client, day string, limit int, expires time.Time) (bool, int, error) {
-	if err := checkAllowanceArgs(client, day); err != nil {
+	if err := storekey.CheckAllowance(client, day); err != nil {
 		return false, 0, fmt.Errorf("consume allowance: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -258,7 +258,7 @@ func (s *Store) readCounter(key []byte) (used int, expired bool, err error) {
 // AllowanceUsed implements store.Store: the count in memory when the store holds one, which is
 // exact, otherwise the count on disk.
 func (s *Store) AllowanceUsed(ctx context.Context, client, day string) (int, error) {
-	if err := checkAllowanceArgs(client, day); err != nil {
+	if err := storekey.CheckAllowance(client, day); err != nil {
 		return 0, fmt.Errorf("read allowance: %w", err)
 	}
 	if err := ctx.Err(); err != nil {

@@ -262,13 +262,6 @@ func (s *Store) deleteIfExpired(bucket, key []byte) {
 	})
 }
 
-func checkAllowanceArgs(client, day string) error {
-	if err := storekey.CheckID("client", client); err != nil {
-		return err
-	}
-	return storekey.CheckDay(day)
-}
-
 // ReservePayment implements store.Store. The decision is made in memory at once: under the lock
 // every reservation takes, an id already reserved (on disk, or granted and not yet written) is a
 // replay, and any other is granted. The local server is the only process that opens the file

@@ -237,7 +237,7 @@ func isConditionFailed(err error) bool {
 // expired counter that TTL has not deleted yet; an expired counter counts as absent (as it does for
 // every read), and is restarted with a second conditional update that only one caller can win.
 func (s *Store) ConsumeAllowance(ctx context.Context, client, day string, limit int, expires time.Time) (bool, int, error) {
-	if err := checkAllowanceArgs(client, day); err != nil {
+	if err := storekey.CheckAllowance(client, day); err != nil {
 		return false, 0, fmt.Errorf("consume allowance: %w", err)
 	}
 	if storekey.Expired(expires.Unix(), s.now()) {
@@ -338,7 +338,7 @@ func (s *Store) restartExpiredCounter(ctx context.Context, client, day string, l
 // AllowanceUsed implements store.Store with a strongly consistent read, so a caller sees its own
 // calls at once.
 func (s *Store) AllowanceUsed(ctx context.Context, client, day string) (int, error) {
-	if err := checkAllowanceArgs(client, day); err != nil {
+	if err := storekey.CheckAllowance(client, day); err != nil {
 		return 0, fmt.Errorf("read allowance: %w", err)
 	}
 	got, err := s.getItem(ctx, getItemInput{
@@ -367,13 +367,6 @@ func (s *Store) expired(it item) bool {
 	}
 	exp, err := intAttr(it, attrExpiresAt)
 	return err == nil && storekey.Expired(exp, s.now())
-}
-
-func checkAllowanceArgs(client, day string) error {
-	if err := storekey.CheckID("client", client); err != nil {
-		return err
-	}
-	return storekey.CheckDay(day)
 }
 
 // ReservePayment implements store.Store with one conditional PutItem. The condition also accepts

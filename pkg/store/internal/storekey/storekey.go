@@ -88,6 +88,14 @@ func CheckDay(day string) error {
 	return nil
 }
 
+// CheckAllowance checks the client key and the day of an allowance counter.
+func CheckAllowance(client, day string) error {
+	if err := CheckID("client", client); err != nil {
+		return err
+	}
+	return CheckDay(day)
+}
+
 // CheckVerification refuses a record that could not be stored faithfully or sorted.
 func CheckVerification(v store.Verification) error {
 	if err := CheckID("agent id", v.AgentID); err != nil {
