@@ -14,8 +14,6 @@
 package x402test
 
 import (
-	"github.com/agent-output-verifier/verifier/internal/testproc"
-
 	"bufio"
 	"bytes"
 	"context"
@@ -34,6 +32,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agent-output-verifier/verifier/internal/testproc"
 )
 
 // The chain the harness runs and the token it places there: exactly Base mainnet's USDC as the
