@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -17,8 +16,6 @@ import (
 
 	"github.com/agent-output-verifier/verifier/infra/mcp/mcptest"
 	"github.com/agent-output-verifier/verifier/internal/lambdatest"
-	"github.com/agent-output-verifier/verifier/pkg/app"
-	"github.com/agent-output-verifier/verifier/pkg/config"
 	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
@@ -49,35 +46,11 @@ func TestMCPClientAgainstLambdaAndLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin, err := lambdatest.Build(ctx, r, "mcp", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := lambdatest.Start(ctx, rie, bin, lambdatest.Env(lambdatest.BoltVars(filepath.Join(tmp, "mcp-data"), keyFile, baseURL)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := e.Stop(); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			t.Logf("functions/mcp under the emulator printed:\n%s", e.Logs())
-		}
-	})
+	e := startFunction(ctx, t, rie, r, "mcp", tmp, keyFile)
 	gateway := httptest.NewServer(&lambdatest.Gateway{Emulator: e, DomainName: apiDomain, SourceIP: sourceIP})
 	t.Cleanup(gateway.Close)
 
-	vars := lambdatest.BoltVars(filepath.Join(tmp, "local-data"), keyFile, baseURL)
-	cfg, err := config.Load(func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, closeStore, err := app.Build(ctx, cfg, app.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeStore() })
+	svc := localService(ctx, t, tmp, keyFile)
 	local := httptest.NewServer(svc.Handler(mcpserver.New(svc).Mount))
 	t.Cleanup(local.Close)
 
@@ -162,7 +135,7 @@ func TestMCPClientAgainstLambdaAndLocal(t *testing.T) {
 	}
 	var ft map[string]any
 	json.Unmarshal(lam.Results[3].Result.Meta["free_trial"], &ft)
-	if ft["url"] != baseURL+"/mcp" || ft["remaining_calls_today"] != float64(cfg.FreeCallsPerDay-2) {
+	if ft["url"] != baseURL+"/mcp" || ft["remaining_calls_today"] != float64(svc.Pricing.FreeCallsPerDay-2) {
 		t.Errorf("the probe's free_trial %v: the Lambda counted the two free calls of this client", ft)
 	}
 }

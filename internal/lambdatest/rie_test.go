@@ -27,6 +27,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/app"
 	"github.com/agent-output-verifier/verifier/pkg/config"
 	"github.com/agent-output-verifier/verifier/pkg/discovery"
+	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
@@ -311,40 +312,11 @@ func TestLambdaMatchesLocal(t *testing.T) {
 
 	emulators := map[string]*lambdatest.Emulator{}
 	for _, c := range cases {
-		if emulators[c.fn] != nil {
-			continue
+		if emulators[c.fn] == nil {
+			emulators[c.fn] = startFunction(ctx, t, rie, r, c.fn, tmp, keyFile)
 		}
-		bin, err := lambdatest.Build(ctx, r, c.fn, t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Each process gets its own data directory: bolt locks its file.
-		vars := lambdatest.BoltVars(filepath.Join(tmp, c.fn+"-data"), keyFile, baseURL)
-		e, err := lambdatest.Start(ctx, rie, bin, lambdatest.Env(vars))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := e.Stop(); err != nil {
-				t.Error(err)
-			}
-			if t.Failed() {
-				t.Logf("functions/%s under the emulator printed:\n%s", c.fn, e.Logs())
-			}
-		})
-		emulators[c.fn] = e
 	}
-
-	vars := lambdatest.BoltVars(filepath.Join(tmp, "local-data"), keyFile, baseURL)
-	cfg, err := config.Load(func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, closeStore, err := app.Build(ctx, cfg, app.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeStore() })
+	svc := localService(ctx, t, tmp, keyFile)
 	local := svc.Handler(mcpserver.New(svc).Mount, discovery.New(svc).Mount)
 
 	// The emulator serves one invocation at a time, so the cases run in order.
@@ -394,6 +366,47 @@ func TestLambdaMatchesLocal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startFunction builds functions/<fn> and runs it under the emulator until the test ends, with a
+// data directory of its own (bolt locks its file); what it printed is logged if the test failed.
+func startFunction(ctx context.Context, t *testing.T, rie, root, fn, tmp, keyFile string) *lambdatest.Emulator {
+	t.Helper()
+	bin, err := lambdatest.Build(ctx, root, fn, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := lambdatest.BoltVars(filepath.Join(tmp, fn+"-data"), keyFile, baseURL)
+	e, err := lambdatest.Start(ctx, rie, bin, lambdatest.Env(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() {
+			t.Logf("functions/%s under the emulator printed:\n%s", fn, e.Logs())
+		}
+	})
+	return e
+}
+
+// localService builds the local server's service with the same key, over a data directory of its
+// own, until the test ends.
+func localService(ctx context.Context, t *testing.T, tmp, keyFile string) *httpapi.Service {
+	t.Helper()
+	vars := lambdatest.BoltVars(filepath.Join(tmp, "local-data"), keyFile, baseURL)
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, closeStore, err := app.Build(ctx, cfg, app.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeStore() })
+	return svc
 }
 
 // fromLambda reads the function's API Gateway v2 response. A payload without a status code is a
