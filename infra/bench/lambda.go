@@ -101,6 +101,8 @@ type coldStart struct {
 	// invoke, so this is process start, the function's initialisation and the answer. (The
 	// emulator's own "Init Duration" is not used: it ends before the runtime has initialised.)
 	invoke []time.Duration
+	// init is the binary's package initialisation, traced in runs of its own (traceInit).
+	init initTrace
 }
 
 func (c coldStart) medians() (total, invoke time.Duration) {
@@ -175,6 +177,11 @@ func coldStarts(ctx context.Context, c config) ([]coldStart, error) {
 			}
 			results[i].total = append(results[i].total, total)
 			results[i].invoke = append(results[i].invoke, invoke)
+		}
+	}
+	for i, t := range targets {
+		if results[i].init, err = traceInit(ctx, t.bin, keyFile, filepath.Join(dir, "trace-"+t.name), c.runs); err != nil {
+			return nil, err
 		}
 	}
 	return results, nil

@@ -553,6 +553,20 @@ func (r *report) lambdaSection(w func(string, ...any)) {
 		w("| %s | %s | %s (%s – %s) | %s (%s – %s) | %s |\n", c.name, event,
 			msd(i), msd(si[0]), msd(si[len(si)-1]), msd(t), msd(st[0]), msd(st[len(st)-1]), ratios)
 	}
+	w("\nPart of each first invoke is the initialisation of the binary's packages, before its main runs.\n")
+	w("The Go runtime reports it (`GODEBUG=inittrace=1`); each binary ran %d more times for that, outside\n", len(r.cold[0].init.total))
+	w("the emulator, with the same environment. Medians: the sum over all packages, and the largest three.\n\n")
+	w("| binary | all packages | largest | second | third |\n|---|---|---|---|---|\n")
+	for _, c := range r.cold {
+		cells := []string{c.name, msd(medianDuration(c.init.total))}
+		for _, p := range c.init.largest(3) {
+			cells = append(cells, p+" "+msd(medianDuration(c.init.pkgs[p])))
+		}
+		for len(cells) < 5 {
+			cells = append(cells, "–")
+		}
+		w("| %s |\n", strings.Join(cells, " | "))
+	}
 	w("\n")
 }
 
