@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -142,8 +141,8 @@ func (s *Service) paymentRequired(ctx context.Context, path, message string) (x4
 }
 
 // The bazaar extensions of the 402 answers are the same in every answer of a route, so each is
-// encoded once, into the bytes encoding/json writes for it (keys sorted, HTML characters left as
-// they are, as in the PAYMENT-REQUIRED header): decoding the request schema and example and
+// encoded once, by x402.EncodeJSON as the PAYMENT-REQUIRED header encodes it (keys sorted, HTML
+// characters left as they are): decoding the request schema and example and
 // encoding the maps again was most of the cost of every 402.
 var (
 	verifyBazaar = sync.OnceValue(func() json.RawMessage {
@@ -155,13 +154,11 @@ var (
 )
 
 func encodeExtension(ext map[string]any) json.RawMessage {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(ext); err != nil {
+	b, err := x402.EncodeJSON(ext)
+	if err != nil {
 		panic("httpapi: a bazaar extension cannot be encoded: " + err.Error())
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return b
 }
 
 // FreeTrial is the live free allowance state of the client with key client (see CallerID).

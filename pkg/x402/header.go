@@ -14,17 +14,27 @@ import (
 // payment_invalid without looking at the details (which name no secret and echo no input).
 var ErrMalformedHeader = errors.New("malformed x402 header")
 
-// EncodeHeader is how every x402 header value is written: the JSON of v in standard, padded
-// base64, which is what the @x402 packages produce and expect. HTML characters are not escaped, so
-// the JSON is the same bytes JSON.stringify would give for the same field order.
+// EncodeHeader is how every x402 header value is written: the JSON of v (EncodeJSON) in standard,
+// padded base64, which is what the @x402 packages produce and expect.
 func EncodeHeader(v any) (string, error) {
+	b, err := EncodeJSON(v)
+	if err != nil {
+		return "", fmt.Errorf("encode x402 header: %w", err)
+	}
+	return base64.StdEncoding.EncodeToString(b), nil
+}
+
+// EncodeJSON is the JSON of v as the x402 headers carry it: HTML characters are not escaped, so it
+// is the same bytes JSON.stringify would give for the same field order. Parts of a header encoded
+// ahead of time (a json.RawMessage in v) must be encoded with it to come out the same.
+func EncodeJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return "", fmt.Errorf("encode x402 header: %w", err)
+		return nil, err
 	}
-	return base64.StdEncoding.EncodeToString(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // DecodePaymentSignature reads a PAYMENT-SIGNATURE header into a PaymentPayload and checks it has
