@@ -81,7 +81,7 @@ func (t initTrace) largest(n int) []string {
 func traceInit(ctx context.Context, bin, keyFile, dir string, runs int) (initTrace, error) {
 	var t initTrace
 	for i := range runs {
-		vars := lambdatest.BoltVars(filepath.Join(dir, fmt.Sprintf("trace-data-%d", i)), keyFile, "http://127.0.0.1:8080")
+		vars := lambdatest.BoltVars(filepath.Join(dir, fmt.Sprintf("trace-data-%d", i)), keyFile, benchBaseURL)
 		cmd := exec.CommandContext(ctx, bin)
 		cmd.Env = append(lambdatest.Env(vars), "GODEBUG=inittrace=1")
 		// The exit status is the runtime API's absence; the trace is on stderr either way.

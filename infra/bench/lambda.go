@@ -24,6 +24,9 @@ var functions = []struct{ name, event string }{
 	{"mcp", "events/mcp-tools-list.json"},
 }
 
+// benchBaseURL is the public base URL every measured binary is configured with.
+const benchBaseURL = "http://127.0.0.1:8080"
+
 // hello is the baseline bootstrap; it answers any event, and is sent verify's.
 const (
 	hello      = "hello"
@@ -168,7 +171,7 @@ func coldStarts(ctx context.Context, c config) ([]coldStart, error) {
 			i := (k + max(round, 0)) % len(targets)
 			t := targets[i]
 			dataDir := filepath.Join(dir, fmt.Sprintf("data-%s-%d", t.name, round+1))
-			total, invoke, err := firstInvoke(ctx, c.rie, t.bin, t.event, lambdatest.BoltVars(dataDir, keyFile, "http://127.0.0.1:8080"))
+			total, invoke, err := firstInvoke(ctx, c.rie, t.bin, t.event, lambdatest.BoltVars(dataDir, keyFile, benchBaseURL))
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", t.name, err)
 			}
