@@ -5,26 +5,38 @@
 //
 //	allowance    pk CLIENT#<client>   sk ALLOWANCE#<day>          n (count), expires_at
 //	payment      pk PAYMENT#<id>      sk PAYMENT                  expires_at
-//	verification pk AGENT#<agent id>  sk V#<time>#<verification>  the record's fields (+ pending)
-//	aggregate    pk AGENT#<agent id>  sk AGGREGATE                version, aggregate (JSON), recent_ids
+//	verification pk AGENT#<agent id>  sk V#<time>#<verification>  the record's fields
+//	aggregate    pk AGENT#<agent id>  sk AGGREGATE                version, aggregate (JSON), recent_ids, outbox
 //
 // Every write is one conditional UpdateItem or PutItem and never a transaction, so the design runs
 // on any DynamoDB-compatible server and each write is atomic on its own. DynamoDB deletes expired
 // items late (within days), so every read ignores an item whose expires_at has passed.
 //
-// Recording a verification takes three writes, none of which can count it twice:
+// Recording a verification counts it first and writes its history record after, in steps none of
+// which can count it twice, and after any of which a writer may die without the record being lost:
 //
-//  1. PutItem of the history record, marked pending, only if it is not there yet. If it is there
-//     and not pending, an earlier call finished the job: nothing more happens.
-//  2. The aggregate under optimistic concurrency: read it with its version, add the verification
-//     (reputation.Aggregate.Add), and PutItem it on condition that the version is still the one
-//     read (or that no aggregate exists yet); a lost race reads again and retries. The aggregate
-//     keeps the ids of the last few verifications it counted, so a retry after an earlier attempt
-//     died between steps 2 and 3 sees that its verification is already in.
-//  3. UpdateItem removing the pending mark.
+//  0. A strongly consistent read of the history record: if it is there, an earlier call finished
+//     the job and nothing more happens.
+//  1. The aggregate under optimistic concurrency: read it with its version, add the verification
+//     (reputation.Aggregate.Add), put its history record into the aggregate's outbox (a map from
+//     verification id to the record), and PutItem it on condition that the version is still the
+//     one read (or that no aggregate exists yet); a lost race reads again and retries. A
+//     verification found in the outbox, or among the ids of the last few counted (recent_ids), is
+//     not counted again.
+//  2. PutItem of the history record, unless it is there already.
+//  3. UpdateItem removing the record from the outbox.
 //
-// A history record still marked pending is one whose aggregate update may be missing; calling
-// RecordVerification with it again completes it.
+// A writer that died after step 1 leaves its record in the outbox: counted, and not yet in the
+// history. Recording the verification again completes it; otherwise the next writer to the same
+// aggregate that finds records in the outbox older than outboxGrace, or more than maxOutbox of
+// them, writes them to the history (step 2, on their behalf) before its own step 1 drops them
+// from the outbox. Writing a record is idempotent (a conditional PutItem of the same content), so
+// it does not matter whether its owner is still alive and writes it too. Nothing in a step's
+// correctness depends on the grace period; it only spares a live owner's record a second write.
+//
+// Records that an earlier version of this package left marked "pending" (written before the
+// aggregate counted them) are completed the same way when recorded again: step 0 treats them as
+// absent and step 2 replaces them.
 //
 // The store speaks DynamoDB's JSON protocol through pkg/internal/awsjson rather than the SDK's
 // generated client, whose package initialisation alone took about 3 ms of every cold start: the
@@ -32,14 +44,17 @@
 package dynamo
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agent-output-verifier/verifier/pkg/internal/awsjson"
@@ -66,6 +81,7 @@ const (
 	attrVersion    = "version"
 	attrAggregate  = "aggregate"
 	attrRecentIDs  = "recent_ids"
+	attrOutbox     = "outbox"
 
 	prefixClient    = "CLIENT#"
 	prefixAllowance = "ALLOWANCE#"
@@ -120,13 +136,14 @@ func New(client Client, table string, opts ...Option) *Store {
 }
 
 // value is one DynamoDB AttributeValue in the JSON protocol's form, with exactly one member set:
-// {"S":"text"}, {"N":"12"}, {"BOOL":true} or {"L":[...]}, the types the store writes. An
-// attribute of any other type reads as none of these and fails the store's type checks.
+// {"S":"text"}, {"N":"12"}, {"BOOL":true}, {"L":[...]} or {"M":{...}}, the types the store
+// writes. An attribute of any other type reads as none of these and fails the store's type checks.
 type value struct {
 	S    *string  `json:"S,omitempty"`
 	N    *string  `json:"N,omitempty"`
 	BOOL *bool    `json:"BOOL,omitempty"`
 	L    *[]value `json:"L,omitempty"`
+	M    *item    `json:"M,omitempty"`
 }
 
 // item is a DynamoDB item, a key, or a set of expression values, by attribute name.
@@ -142,6 +159,8 @@ func number(n int64) value {
 }
 
 func list(v []value) value { return value{L: &v} }
+
+func mapOf(m item) value { return value{M: &m} }
 
 // The requests and answers of the operations the store uses, with DynamoDB's member names.
 type (
@@ -412,52 +431,67 @@ const (
 	aggregateAttempts   = 100
 	aggregateBackoff    = 2 * time.Millisecond
 	aggregateMaxBackoff = 100 * time.Millisecond
-	// recentIDs is how many of the latest verification ids the aggregate remembers (step 2 of
+	// recentIDs is how many of the latest verification ids the aggregate remembers (step 1 of
 	// the package comment).
 	recentIDs = 8
+	// outboxGrace is how old a record in the outbox must be before another writer writes it to
+	// the history on its owner's behalf: longer than any owner lives between steps 1 and 3 (its
+	// context allows seconds), so that a live owner's record is rarely written twice.
+	outboxGrace = time.Minute
+	// maxOutbox bounds the records an aggregate holds: past it, the oldest are written out
+	// whatever their age. A record takes well under 2 KB of the item's 400 KB.
+	maxOutbox = 32
 )
 
-// RecordVerification implements store.Store in the three steps of the package comment.
+// RecordVerification implements store.Store in the steps of the package comment.
 func (s *Store) RecordVerification(ctx context.Context, v store.Verification) error {
 	if err := storekey.CheckVerification(v); err != nil {
 		return fmt.Errorf("record verification: %w", err)
 	}
-	historyKey := historyItemKey(v)
-	inserted, err := s.putHistory(ctx, v)
+	rec := historyItem(v)
+	done, err := s.recorded(ctx, v)
 	if err != nil {
 		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
 	}
-	if !inserted {
-		got, err := s.getItem(ctx, getItemInput{
-			Key:                      historyKey,
-			ConsistentRead:           true,
-			ProjectionExpression:     "#pending",
-			ExpressionAttributeNames: map[string]string{"#pending": attrPending},
-		})
-		if err != nil {
-			return fmt.Errorf("record verification %s: read history record: %w", v.VerificationID, err)
-		}
-		if _, pending := got[attrPending]; !pending {
-			return nil // recorded and counted before: a retry must not count twice
-		}
+	if done {
+		return nil // recorded and counted before: a retry must not count twice
 	}
-	if err := s.addToAggregate(ctx, v); err != nil {
+	if err := s.addToAggregate(ctx, v, rec); err != nil {
+		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
+	}
+	if err := s.putRecord(ctx, rec); err != nil {
 		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
 	}
 	_, err = s.updateItem(ctx, updateItemInput{
-		Key:                      historyKey,
-		UpdateExpression:         "REMOVE #pending",
-		ConditionExpression:      "attribute_exists(#pk)",
-		ExpressionAttributeNames: map[string]string{"#pending": attrPending, "#pk": attrPK},
+		Key:                      aggregateKey(v.AgentID),
+		UpdateExpression:         "REMOVE #outbox.#id",
+		ConditionExpression:      "attribute_exists(#outbox)",
+		ExpressionAttributeNames: map[string]string{"#outbox": attrOutbox, "#id": v.VerificationID},
 	})
-	if err != nil {
-		return fmt.Errorf("record verification %s: clear pending mark: %w", v.VerificationID, err)
+	if err != nil && !isConditionFailed(err) { // no outbox: another writer emptied it
+		return fmt.Errorf("record verification %s: remove from the outbox: %w", v.VerificationID, err)
 	}
 	return nil
 }
 
-// putHistory writes v's history record, marked pending, unless a record of v is already there.
-func (s *Store) putHistory(ctx context.Context, v store.Verification) (inserted bool, err error) {
+// recorded is step 0: whether v's history record is there (and not marked pending by an earlier
+// version of this package).
+func (s *Store) recorded(ctx context.Context, v store.Verification) (bool, error) {
+	got, err := s.getItem(ctx, getItemInput{
+		Key:                      historyItemKey(v),
+		ConsistentRead:           true,
+		ProjectionExpression:     "#pk, #pending",
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#pending": attrPending},
+	})
+	if err != nil {
+		return false, fmt.Errorf("read history record: %w", err)
+	}
+	_, pending := got[attrPending]
+	return got != nil && !pending, nil
+}
+
+// historyItem is v's history record, keys included.
+func historyItem(v store.Verification) item {
 	it := historyItemKey(v)
 	it[attrAgentID] = str(v.AgentID)
 	it[attrVerifID] = str(v.VerificationID)
@@ -473,19 +507,21 @@ func (s *Store) putHistory(ctx context.Context, v store.Verification) (inserted 
 	if v.CallerID != "" {
 		it[attrCallerID] = str(v.CallerID)
 	}
-	it[attrPending] = boolean(true)
-	err = s.putItem(ctx, putItemInput{
-		Item:                     it,
-		ConditionExpression:      "attribute_not_exists(#pk)",
-		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+	return it
+}
+
+// putRecord is step 2: it writes a history record unless it is there already (a record left
+// pending by an earlier version of this package is replaced).
+func (s *Store) putRecord(ctx context.Context, rec item) error {
+	err := s.putItem(ctx, putItemInput{
+		Item:                     rec,
+		ConditionExpression:      "attribute_not_exists(#pk) OR attribute_exists(#pending)",
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#pending": attrPending},
 	})
-	switch {
-	case err == nil:
-		return true, nil
-	case isConditionFailed(err):
-		return false, nil
+	if err != nil && !isConditionFailed(err) {
+		return fmt.Errorf("write history record: %w", err)
 	}
-	return false, fmt.Errorf("write history record: %w", err)
+	return nil
 }
 
 func historyItemKey(v store.Verification) item {
@@ -496,41 +532,69 @@ func aggregateKey(agentID string) item {
 	return key(prefixAgent+agentID, skAggregate)
 }
 
-// addToAggregate is step 2 of the package comment: read, add, conditional put, and again on a lost
-// race.
-func (s *Store) addToAggregate(ctx context.Context, v store.Verification) error {
+// outboxEntry is one record in an aggregate's outbox, stored as JSON text under its verification
+// id.
+type outboxEntry struct {
+	Queued int64 `json:"queued"` // when it was counted, epoch seconds
+	Record item  `json:"record"` // the history record, keys included
+}
+
+// aggregateItem is an aggregate item decoded.
+type aggregateItem struct {
+	agg     reputation.Aggregate
+	version int64
+	recent  []string               // ids of the last recentIDs verifications counted
+	outbox  map[string]outboxEntry // counted records that may not be in the history yet
+}
+
+// addToAggregate is step 1 of the package comment: read, add, conditional put, and again on a lost
+// race. Records that wait too long in the outbox are written to the history first.
+func (s *Store) addToAggregate(ctx context.Context, v store.Verification, rec item) error {
 	for attempt := 0; ; attempt++ {
 		got, err := s.getItem(ctx, getItemInput{Key: aggregateKey(v.AgentID), ConsistentRead: true})
 		if err != nil {
 			return fmt.Errorf("read aggregate: %w", err)
 		}
-		var agg reputation.Aggregate
-		var version int64
-		var recent []string
+		var a aggregateItem
 		if got != nil {
-			if agg, version, recent, err = decodeAggregate(got); err != nil {
+			if a, err = decodeAggregate(got); err != nil {
 				return err
 			}
-			if slices.Contains(recent, v.VerificationID) {
+			if _, queued := a.outbox[v.VerificationID]; queued || slices.Contains(a.recent, v.VerificationID) {
 				return nil // an earlier attempt counted it
 			}
 		}
-		agg.Add(v.Observation())
-		body, err := json.Marshal(agg)
+		a.agg.Add(v.Observation())
+		body, err := json.Marshal(a.agg)
 		if err != nil {
 			return fmt.Errorf("encode aggregate: %w", err)
 		}
-		recent = append(recent, v.VerificationID)
-		recent = recent[max(len(recent)-recentIDs, 0):]
-		ids := make([]value, len(recent))
-		for i, id := range recent {
+		a.recent = append(a.recent, v.VerificationID)
+		a.recent = a.recent[max(len(a.recent)-recentIDs, 0):]
+		ids := make([]value, len(a.recent))
+		for i, id := range a.recent {
 			ids[i] = str(id)
+		}
+		now := s.now()
+		s.flushOutbox(ctx, a.outbox, now)
+		if a.outbox == nil {
+			a.outbox = make(map[string]outboxEntry, 1)
+		}
+		a.outbox[v.VerificationID] = outboxEntry{Queued: now.Unix(), Record: rec}
+		outbox := make(item, len(a.outbox))
+		for id, e := range a.outbox {
+			text, err := json.Marshal(e)
+			if err != nil {
+				return fmt.Errorf("encode outbox: %w", err)
+			}
+			outbox[id] = str(string(text))
 		}
 		it := aggregateKey(v.AgentID)
 		it[attrAgentID] = str(v.AgentID)
-		it[attrVersion] = number(version + 1)
+		it[attrVersion] = number(a.version + 1)
 		it[attrAggregate] = str(string(body))
 		it[attrRecentIDs] = list(ids)
+		it[attrOutbox] = mapOf(outbox)
 		put := putItemInput{
 			Item:                     it,
 			ConditionExpression:      "attribute_not_exists(#pk)",
@@ -539,7 +603,7 @@ func (s *Store) addToAggregate(ctx context.Context, v store.Verification) error 
 		if got != nil {
 			put.ConditionExpression = "#v = :v"
 			put.ExpressionAttributeNames = map[string]string{"#v": attrVersion}
-			put.ExpressionAttributeValues = item{":v": number(version)}
+			put.ExpressionAttributeValues = item{":v": number(a.version)}
 		}
 		err = s.putItem(ctx, put)
 		if err == nil {
@@ -560,26 +624,56 @@ func (s *Store) addToAggregate(ctx context.Context, v store.Verification) error 
 	}
 }
 
+// flushOutbox writes to the history the records of outbox that have waited outboxGrace, and the
+// oldest beyond maxOutbox (leaving room for one more), and deletes from outbox those it wrote. A
+// record it could not write stays for a later writer: the caller's own recording does not fail
+// for another's.
+func (s *Store) flushOutbox(ctx context.Context, outbox map[string]outboxEntry, now time.Time) {
+	ids := slices.SortedFunc(maps.Keys(outbox), func(a, b string) int {
+		return cmp.Or(cmp.Compare(outbox[a].Queued, outbox[b].Queued), strings.Compare(a, b))
+	})
+	for i, id := range ids {
+		e := outbox[id]
+		if now.Unix()-e.Queued < int64(outboxGrace/time.Second) && len(ids)-i < maxOutbox {
+			break // the rest are younger and within the bound
+		}
+		if len(e.Record) == 0 || s.putRecord(ctx, e.Record) != nil {
+			continue
+		}
+		delete(outbox, id)
+	}
+}
+
 // decodeAggregate reads an aggregate item.
-func decodeAggregate(it item) (agg reputation.Aggregate, version int64, recent []string, err error) {
-	if version, err = intAttr(it, attrVersion); err != nil {
-		return agg, 0, nil, fmt.Errorf("decode aggregate: %w", err)
+func decodeAggregate(it item) (a aggregateItem, err error) {
+	if a.version, err = intAttr(it, attrVersion); err != nil {
+		return a, fmt.Errorf("decode aggregate: %w", err)
 	}
 	body, err := stringAttr(it, attrAggregate)
 	if err != nil {
-		return agg, 0, nil, fmt.Errorf("decode aggregate: %w", err)
+		return a, fmt.Errorf("decode aggregate: %w", err)
 	}
-	if agg, err = reputation.UnmarshalAggregate([]byte(body)); err != nil {
-		return agg, 0, nil, err
+	if a.agg, err = reputation.UnmarshalAggregate([]byte(body)); err != nil {
+		return a, err
 	}
 	if l := it[attrRecentIDs].L; l != nil {
 		for _, v := range *l {
 			if v.S != nil {
-				recent = append(recent, *v.S)
+				a.recent = append(a.recent, *v.S)
 			}
 		}
 	}
-	return agg, version, recent, nil
+	if m := it[attrOutbox].M; m != nil && len(*m) > 0 {
+		a.outbox = make(map[string]outboxEntry, len(*m))
+		for id, v := range *m {
+			var e outboxEntry
+			if v.S == nil || json.Unmarshal([]byte(*v.S), &e) != nil {
+				return a, fmt.Errorf("decode aggregate: outbox record %s is malformed", id)
+			}
+			a.outbox[id] = e
+		}
+	}
+	return a, nil
 }
 
 // AgentAggregate implements store.Store with one strongly consistent GetItem.
@@ -594,11 +688,11 @@ func (s *Store) AgentAggregate(ctx context.Context, agentID string) (reputation.
 	if got == nil {
 		return reputation.Aggregate{}, false, nil
 	}
-	agg, _, _, err := decodeAggregate(got)
+	a, err := decodeAggregate(got)
 	if err != nil {
 		return reputation.Aggregate{}, false, fmt.Errorf("read aggregate of %s: %w", agentID, err)
 	}
-	return agg, true, nil
+	return a.agg, true, nil
 }
 
 // History implements store.Store with a descending Query on the agent's partition. It asks for one

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,7 +15,6 @@ import (
 
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/dynamo/dynalitetest"
-	"github.com/agent-output-verifier/verifier/pkg/store/internal/storekey"
 	"github.com/agent-output-verifier/verifier/pkg/store/storetest"
 )
 
@@ -46,6 +47,7 @@ func TestDynamo(t *testing.T) {
 	t.Run("PingHidesConfiguration", func(t *testing.T) { testPingHidesConfiguration(t, client) })
 	t.Run("AggregateOptimisticConcurrency", func(t *testing.T) { testAggregateConflicts(t, client) })
 	t.Run("RecordResumesAfterCrash", func(t *testing.T) { testRecordResumes(t, client) })
+	t.Run("OutboxFlushedByOthers", func(t *testing.T) { testOutboxFlushedByOthers(t, client) })
 }
 
 // testExpiresAtIsEpochSeconds reads the raw items back: DynamoDB's TTL only acts on a Number
@@ -234,64 +236,182 @@ func testAggregateConflicts(t *testing.T, client Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agg, version, _, err := decodeAggregate(got)
+	a, err := decodeAggregate(got)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if version != writers*each || agg.Verifications != writers*each {
-		t.Errorf("version %d, %d verifications counted; want %d each", version, agg.Verifications, writers*each)
+	if a.version != writers*each || a.agg.Verifications != writers*each {
+		t.Errorf("version %d, %d verifications counted; want %d each", a.version, a.agg.Verifications, writers*each)
+	}
+	// A writer's removal from the outbox can be undone by a racing writer's put of what it read
+	// before, which is harmless (the record is written) and flushed later; the history is whole.
+	if n := len(inHistory(t, s, "agent-hot")); n != writers*each {
+		t.Errorf("%d records in the history, want %d", n, writers*each)
 	}
 	t.Logf("%d aggregate writes lost a race and were retried", conflicts.Load())
 }
 
-// testRecordResumes simulates a writer that died half-way, after the history write (step 1) and
-// after the aggregate write (step 2): recording the verification again completes it, and counts it
-// exactly once either way.
+// testRecordResumes simulates writers that died half-way: after counting (step 1), after writing
+// the record too (step 2), and a record an earlier version of the package left pending. Recording
+// each again completes it and counts it exactly once; recording a finished one again, long after,
+// changes nothing.
 func testRecordResumes(t *testing.T, client Client) {
 	ctx := context.Background()
 	s, _ := newTable(t, client)
+	const agent = "agent-resume"
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	v := func(id string) store.Verification {
-		return store.Verification{AgentID: "agent-resume", VerificationID: id, TaskID: "t", Result: "pass", VerifiedAt: at, CallerID: "c"}
-	}
-	pending := func(id string) bool {
-		t.Helper()
-		got, err := s.getItem(ctx, getItemInput{ConsistentRead: true,
-			Key: key(prefixAgent+"agent-resume", prefixHistory+storekey.HistoryKey(at, id))})
-		if err != nil || got == nil {
-			t.Fatalf("read history record %s: %v", id, err)
-		}
-		_, ok := got[attrPending]
-		return ok
+		return store.Verification{AgentID: agent, VerificationID: id, TaskID: "t", Result: "pass", VerifiedAt: at, CallerID: "c"}
 	}
 
-	// Died after step 1: the record is there, pending, and the aggregate knows nothing.
-	if inserted, err := s.putHistory(ctx, v("after-history")); err != nil || !inserted {
-		t.Fatalf("putHistory = %v, %v", inserted, err)
-	}
-	if _, ok, _ := s.AgentAggregate(ctx, "agent-resume"); ok {
-		t.Fatal("aggregate exists before step 2")
-	}
-	// Died after step 2: counted, still pending.
-	if inserted, err := s.putHistory(ctx, v("after-aggregate")); err != nil || !inserted {
-		t.Fatalf("putHistory = %v, %v", inserted, err)
-	}
-	if err := s.addToAggregate(ctx, v("after-aggregate")); err != nil {
+	// Died after step 1: counted, in the outbox, not in the history.
+	if err := s.addToAggregate(ctx, v("after-count"), historyItem(v("after-count"))); err != nil {
 		t.Fatal(err)
 	}
-	if !pending("after-history") || !pending("after-aggregate") {
-		t.Fatal("half-written records are not marked pending")
+	// Died after step 2: counted, written, still in the outbox.
+	if err := s.addToAggregate(ctx, v("after-write"), historyItem(v("after-write"))); err != nil {
+		t.Fatal(err)
 	}
-	for _, id := range []string{"after-history", "after-aggregate", "after-history", "after-aggregate"} {
+	if err := s.putRecord(ctx, historyItem(v("after-write"))); err != nil {
+		t.Fatal(err)
+	}
+	// Left by an earlier version: the record written first, marked pending, and not counted.
+	legacy := historyItem(v("legacy"))
+	legacy[attrPending] = boolean(true)
+	if err := s.putItem(ctx, putItemInput{Item: legacy}); err != nil {
+		t.Fatal(err)
+	}
+	if got := inHistory(t, s, agent); !slices.Equal(got, []string{"after-write", "legacy"}) {
+		t.Fatalf("history before the retries = %v", got)
+	}
+	if n := len(readAggregate(t, s, agent).outbox); n != 2 {
+		t.Fatalf("outbox holds %d records before the retries, want 2", n)
+	}
+
+	for _, id := range []string{"after-count", "after-write", "legacy", "after-count", "after-write", "legacy"} {
 		if err := s.RecordVerification(ctx, v(id)); err != nil {
 			t.Fatalf("RecordVerification(%s) again: %v", id, err)
 		}
 	}
-	if pending("after-history") || pending("after-aggregate") {
-		t.Error("completed records are still marked pending")
+	// Step 0 finds after-write's record and stops there, so its outbox entry, whose record is
+	// written, waits for a later writer to flush it (a no-op write then).
+	a := readAggregate(t, s, agent)
+	if left := slices.Sorted(maps.Keys(a.outbox)); a.agg.Verifications != 3 || !slices.Equal(left, []string{"after-write"}) {
+		t.Fatalf("after the retries: %d verifications counted, outbox %v; want 3 and [after-write]", a.agg.Verifications, left)
 	}
-	agg, ok, err := s.AgentAggregate(ctx, "agent-resume")
-	if err != nil || !ok || agg.Verifications != 2 {
-		t.Fatalf("aggregate after the retries = %d verifications, %v, %v; want 2", agg.Verifications, ok, err)
+	if got := inHistory(t, s, agent); !slices.Equal(got, []string{"after-count", "after-write", "legacy"}) {
+		t.Fatalf("history after the retries = %v", got)
 	}
+	if raw, err := s.getItem(ctx, getItemInput{Key: historyItemKey(v("legacy")), ConsistentRead: true}); err != nil || raw == nil {
+		t.Fatalf("read the legacy record: %v", err)
+	} else if _, pending := raw[attrPending]; pending {
+		t.Error("the legacy record is still marked pending")
+	}
+
+	// Long after, with the first ids gone from recent_ids: recording again counts nothing.
+	for i := range recentIDs + 2 {
+		if err := s.RecordVerification(ctx, v(fmt.Sprintf("later-%02d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RecordVerification(ctx, v("after-count")); err != nil {
+		t.Fatal(err)
+	}
+	if n := readAggregate(t, s, agent).agg.Verifications; n != 3+recentIDs+2 {
+		t.Errorf("%d verifications counted after recording a finished one again, want %d", n, 3+recentIDs+2)
+	}
+}
+
+// testOutboxFlushedByOthers: a record whose writer died after counting it and never came back is
+// written to the history by the next writer to the same aggregate once it has waited outboxGrace,
+// and not before; past maxOutbox records, the oldest are written whatever their age.
+func testOutboxFlushedByOthers(t *testing.T, client Client) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	s, _ := newTable(t, client, WithClock(func() time.Time { return now }))
+	const agent = "agent-orphans"
+	v := func(id string) store.Verification {
+		return store.Verification{AgentID: agent, VerificationID: id, TaskID: "t", Result: "pass", VerifiedAt: now, CallerID: "c"}
+	}
+	if err := s.addToAggregate(ctx, v("orphan"), historyItem(v("orphan"))); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(outboxGrace - time.Second)
+	if err := s.RecordVerification(ctx, v("young")); err != nil {
+		t.Fatal(err)
+	}
+	if got := inHistory(t, s, agent); !slices.Equal(got, []string{"young"}) {
+		t.Fatalf("history within the grace = %v, want the orphan left to its owner", got)
+	}
+	now = now.Add(time.Second)
+	if err := s.RecordVerification(ctx, v("old")); err != nil {
+		t.Fatal(err)
+	}
+	if got := inHistory(t, s, agent); !slices.Equal(got, []string{"old", "orphan", "young"}) {
+		t.Fatalf("history after the grace = %v, want the orphan written", got)
+	}
+	a := readAggregate(t, s, agent)
+	if a.agg.Verifications != 3 || len(a.outbox) != 0 {
+		t.Fatalf("%d verifications counted, outbox %v; want 3 and empty", a.agg.Verifications, slices.Collect(maps.Keys(a.outbox)))
+	}
+
+	// More orphans than the outbox holds, all young.
+	for i := range maxOutbox + 5 {
+		id := fmt.Sprintf("crowd-%02d", i)
+		if err := s.addToAggregate(ctx, v(id), historyItem(v(id))); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Millisecond * 10)
+	}
+	if n := len(readAggregate(t, s, agent).outbox); n > maxOutbox {
+		t.Fatalf("outbox holds %d records, more than %d", n, maxOutbox)
+	}
+	if err := s.RecordVerification(ctx, v("last")); err != nil {
+		t.Fatal(err)
+	}
+	a = readAggregate(t, s, agent)
+	inOutbox := len(a.outbox)
+	if want := int64(3 + maxOutbox + 5 + 1); a.agg.Verifications != want {
+		t.Errorf("%d verifications counted, want %d", a.agg.Verifications, want)
+	}
+	// Every counted record is in the history or still in the outbox, never both missing.
+	if n := len(inHistory(t, s, agent)); n+inOutbox != 3+maxOutbox+5+1 || inOutbox >= maxOutbox {
+		t.Errorf("%d records in the history and %d in the outbox, want %d together and fewer than %d waiting",
+			n, inOutbox, 3+maxOutbox+5+1, maxOutbox)
+	}
+}
+
+// readAggregate reads and decodes agent's aggregate item.
+func readAggregate(t *testing.T, s *Store, agent string) aggregateItem {
+	t.Helper()
+	got, err := s.getItem(context.Background(), getItemInput{Key: aggregateKey(agent), ConsistentRead: true})
+	if err != nil || got == nil {
+		t.Fatalf("read aggregate of %s: %v (found: %v)", agent, err, got != nil)
+	}
+	a, err := decodeAggregate(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// inHistory lists the verification ids in agent's history, sorted.
+func inHistory(t *testing.T, s *Store, agent string) []string {
+	t.Helper()
+	var ids []string
+	for cursor := ""; ; {
+		page, next, err := s.History(context.Background(), agent, 100, cursor)
+		if err != nil {
+			t.Fatalf("History(%s): %v", agent, err)
+		}
+		for _, v := range page {
+			ids = append(ids, v.VerificationID)
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	slices.Sort(ids)
+	return ids
 }
