@@ -28,6 +28,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -262,21 +263,29 @@ func (s *Store) deleteIfExpired(bucket, key []byte) {
 	})
 }
 
+// evmPaymentPrefix begins the id of every EVM payment (x402.PaymentID: the CAIP-2 network first).
+const evmPaymentPrefix = "eip155:"
+
 // ReservePayment implements store.Store. The decision is made in memory at once: under the lock
 // every reservation takes, an id already reserved (on disk, or granted and not yet written) is a
 // replay, and any other is granted. The local server is the only process that opens the file
 // (bbolt locks it), so that lock decides between any two uses of one payment, as the conditional
 // write does on DynamoDB.
 //
-// The reservation is then written with the next commit of the history (WithHistoryLinger) rather
-// than in a commit of its own that the paid request waits for: those commits were a third of the
-// server's commits and most of a paid request's time under load. A crash can therefore lose the
-// reservations of the last moments (at most the linger and one commit). That costs no safety: a
-// payment whose reservation was lost was either never settled, and using it again is its first
-// use, or settled, and then the chain refuses its spent authorization (EVM nonce) or transaction
-// (Solana) on verification or settlement, so a replay is neither delivered nor charged
-// (internal/e2e TestPaidVerificationOnLocalChain replays a settled payment to a store without
-// its reservation). Close waits until every reservation is on disk.
+// An EVM payment's reservation is then written with the next commit of the history
+// (WithHistoryLinger) rather than in a commit of its own that the paid request waits for: those
+// commits were a third of the server's commits and most of a paid request's time under load. A
+// crash can therefore lose the reservations of the last moments (at most the linger and one
+// commit). That costs no safety: a payment whose reservation was lost was either never settled,
+// and using it again is its first use, or settled, and then the token contract refuses its spent
+// EIP-3009 authorization on verification or settlement, so a replay is neither delivered nor
+// charged (internal/e2e TestPaidVerificationOnLocalChain replays a settled payment to a store
+// without its reservation). Close waits until every reservation is on disk.
+//
+// Any other payment's reservation is on disk before ReservePayment returns. A Solana cluster
+// does not refuse a settled transaction sent again in a way a facilitator must notice: its RPC
+// answers with the signature, whose status is the first run's success, so only a facilitator's own
+// memory of what it settled would stop the replay.
 func (s *Store) ReservePayment(ctx context.Context, id string, expires time.Time) error {
 	if err := storekey.CheckID("payment id", id); err != nil {
 		return fmt.Errorf("reserve payment: %w", err)
@@ -298,6 +307,19 @@ func (s *Store) ReservePayment(ctx context.Context, id string, expires time.Time
 		p.pending = make(map[string]int64)
 	}
 	p.pending[id] = expires.Unix()
+	if !strings.HasPrefix(id, evmPaymentPrefix) {
+		// Pending while it commits, so that a concurrent use is already a replay.
+		p.mu.Unlock()
+		err := s.writes.update(func(tx *bbolt.Tx) error {
+			return putIn(tx, bucketPayments, []byte(id), encodeExpiry(expires.Unix()))
+		})
+		p.mu.Lock()
+		delete(p.pending, id) // on disk now, or not reserved at all
+		if err != nil {
+			return fmt.Errorf("reserve payment %s: %w", id, err)
+		}
+		return nil
+	}
 	p.writing.Add(1)
 	go func() {
 		defer p.writing.Done()

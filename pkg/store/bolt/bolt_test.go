@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -364,14 +365,14 @@ func TestReservePaymentDecidesAtOnce(t *testing.T) {
 		}
 	}
 	within("ReservePayment", func() {
-		if err := s.ReservePayment(ctx, "nonce", exp); err != nil {
+		if err := s.ReservePayment(ctx, evmNonce, exp); err != nil {
 			t.Errorf("ReservePayment: %v", err)
 		}
 	})
-	if live, err := s.PaymentReserved(ctx, "nonce"); err != nil || !live {
+	if live, err := s.PaymentReserved(ctx, evmNonce); err != nil || !live {
 		t.Errorf("PaymentReserved before the write committed = %v, %v; want true", live, err)
 	}
-	if err := s.ReservePayment(ctx, "nonce", exp); !errors.Is(err, store.ErrPaymentReplayed) {
+	if err := s.ReservePayment(ctx, evmNonce, exp); !errors.Is(err, store.ErrPaymentReplayed) {
 		t.Errorf("second ReservePayment = %v, want ErrPaymentReplayed", err)
 	}
 	var wins sync.WaitGroup
@@ -381,7 +382,7 @@ func TestReservePaymentDecidesAtOnce(t *testing.T) {
 		wins.Add(1)
 		go func() {
 			defer wins.Done()
-			if err := s.ReservePayment(ctx, "race", exp); err == nil {
+			if err := s.ReservePayment(ctx, evmRace, exp); err == nil {
 				mu.Lock()
 				won++
 				mu.Unlock()
@@ -400,15 +401,16 @@ func TestReservePaymentDecidesAtOnce(t *testing.T) {
 		}
 	})
 	s = reopen(t, path)
-	for _, id := range []string{"nonce", "race"} {
+	for _, id := range []string{evmNonce, evmRace} {
 		if live, err := s.PaymentReserved(ctx, id); err != nil || !live {
 			t.Errorf("after Close and Open, PaymentReserved(%s) = %v, %v; want true", id, live, err)
 		}
 	}
 }
 
-// What a crash can lose: a reservation whose write had not committed. ReservePayment's comment
-// says why that costs no safety (the chain refuses a settled payment's replay).
+// What a crash can lose: an EVM payment's reservation whose write had not committed.
+// ReservePayment's comment says why that costs no safety (the token refuses a settled
+// authorization's replay).
 func TestReservationLostInCrash(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), FileName)
@@ -416,12 +418,53 @@ func TestReservationLostInCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ReservePayment(ctx, "nonce", time.Now().Add(time.Hour)); err != nil {
+	if err := s.ReservePayment(ctx, evmNonce, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	crash(t, s)
 	s = reopen(t, path)
-	if live, err := s.PaymentReserved(ctx, "nonce"); err != nil || live {
+	if live, err := s.PaymentReserved(ctx, evmNonce); err != nil || live {
 		t.Errorf("PaymentReserved after a crash before the write = %v, %v; want false", live, err)
 	}
 }
+
+// A Solana payment's reservation is on disk when ReservePayment returns, linger or not: nothing
+// on the cluster would refuse its replay (see ReservePayment).
+func TestSolanaReservationSurvivesCrash(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), FileName)
+	s, err := Open(path, WithHistoryLinger(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp/9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+	var wins sync.WaitGroup
+	var won atomic.Int32
+	for range 8 {
+		wins.Go(func() {
+			if err := s.ReservePayment(ctx, id, time.Now().Add(time.Hour)); err == nil {
+				won.Add(1)
+			} else if !errors.Is(err, store.ErrPaymentReplayed) {
+				t.Errorf("ReservePayment: %v", err)
+			}
+		})
+	}
+	wins.Wait()
+	if won.Load() != 1 {
+		t.Errorf("%d of 8 concurrent uses of one payment won, want 1", won.Load())
+	}
+	crash(t, s)
+	s = reopen(t, path)
+	if live, err := s.PaymentReserved(ctx, id); err != nil || !live {
+		t.Errorf("PaymentReserved after a crash = %v, %v; want true", live, err)
+	}
+	if err := s.ReservePayment(ctx, id, time.Now().Add(time.Hour)); !errors.Is(err, store.ErrPaymentReplayed) {
+		t.Errorf("ReservePayment after a crash = %v, want ErrPaymentReplayed", err)
+	}
+}
+
+// EVM payment ids, as x402.PaymentID makes them.
+const (
+	evmNonce = "eip155:8453/0x833589fcd6edb6e08f4c7c32d4f71b54bda02913/0x70997970c51812dc3a010c7d01b50e0d17dc79c8/0x0000000000000000000000000000000000000000000000000000000000000001"
+	evmRace  = "eip155:8453/0x833589fcd6edb6e08f4c7c32d4f71b54bda02913/0x70997970c51812dc3a010c7d01b50e0d17dc79c8/0x0000000000000000000000000000000000000000000000000000000000000002"
+)
