@@ -40,6 +40,22 @@ export function localBase(rpc) {
   });
 }
 
+// SOLANA_NETWORK is Solana mainnet's CAIP-2 id, which svm-node.mjs's LiteSVM claims, and
+// USDC_SOLANA mainnet USDC's mint address, where it places the test mint.
+export const SOLANA_NETWORK = 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp';
+export const USDC_SOLANA = 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v';
+
+// SVM_KEYS are the Solana test accounts' 32-byte Ed25519 seeds (hex), made up for the harness:
+// the facilitator's fee payer, a funded payer, the payee, an account with an empty token account,
+// and the test mint's authority.
+export const SVM_KEYS = {
+  facilitator: '01'.repeat(32),
+  payer: '02'.repeat(32),
+  payee: '03'.repeat(32),
+  unfunded: '04'.repeat(32),
+  mintAuthority: '05'.repeat(32),
+};
+
 // parseArgs reads `--name value` and bare `--flag` options into an object (repeated options become
 // arrays) and collects the rest as positionals. Flags listed in `booleans` take no value.
 export function parseArgs(argv, booleans = []) {

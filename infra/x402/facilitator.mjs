@@ -1,12 +1,14 @@
-// A local x402 v2 facilitator built from @x402/core's x402Facilitator and @x402/evm's exact
-// scheme (EIP-3009 transferWithAuthorization), settling on the anvil chain at --rpc with anvil
-// account 0. It serves POST /verify, POST /settle and GET /supported on 127.0.0.1 only.
+// A local x402 v2 facilitator built from @x402/core's x402Facilitator with the exact scheme of
+// @x402/evm (EIP-3009 transferWithAuthorization), settling on the anvil chain at --rpc with anvil
+// account 0, and/or of @x402/svm (an SPL token transfer it co-signs as fee payer and submits),
+// settling on the local Solana node at --svm-rpc (svm-node.mjs). It serves POST /verify, POST
+// /settle and GET /supported on 127.0.0.1 only.
 //
-//   node facilitator.mjs --rpc http://127.0.0.1:8545 [--port 0] [--key 0x...]
+//   node facilitator.mjs [--rpc http://127.0.0.1:8545] [--svm-rpc http://127.0.0.1:8899] [--port 0] [--key 0x...]
 //
 // With --port 0 (the default) the kernel picks a free port. Once listening it prints one JSON line
-// {"url":"http://127.0.0.1:<port>","address":"0x..","network":"eip155:8453"} on stdout; every log
-// line goes to stderr. SIGTERM closes it.
+// {"url":"http://127.0.0.1:<port>","address":"0x..","network":"eip155:8453","networks":[...]} on
+// stdout (address and network only with --rpc); every log line goes to stderr. SIGTERM closes it.
 //
 // Bodies: /verify and /settle take {"x402Version":2,"paymentPayload":...,"paymentRequirements":...}
 // and answer the library's VerifyResponse / SettleResponse with 200 (or with failureStatus, below,
@@ -25,12 +27,16 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { x402Facilitator } from '@x402/core/facilitator';
 import { toFacilitatorEvmSigner } from '@x402/evm';
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator';
-import { ACCOUNTS, NETWORK, localBase, log, parseArgs } from './common.mjs';
+import { createKeyPairSignerFromPrivateKeyBytes } from '@solana/kit';
+import { toFacilitatorSvmSigner } from '@x402/svm';
+import { ExactSvmScheme } from '@x402/svm/exact/facilitator';
+import { ACCOUNTS, NETWORK, SOLANA_NETWORK, SVM_KEYS, localBase, log, parseArgs } from './common.mjs';
 
 const opts = parseArgs(process.argv.slice(2));
 const rpc = opts.rpc || process.env.RPC_URL;
-if (!rpc) {
-  console.error('usage: node facilitator.mjs --rpc <anvil RPC URL> [--port <port, 0 = any>] [--key <settling key>]');
+const svmRPC = opts['svm-rpc'];
+if (!rpc && !svmRPC) {
+  console.error('usage: node facilitator.mjs [--rpc <anvil RPC URL>] [--svm-rpc <svm-node.mjs RPC URL>] [--port <port, 0 = any>] [--key <settling key>]');
   process.exit(2);
 }
 const port = Number(opts.port ?? process.env.FACILITATOR_PORT ?? 0);
@@ -39,22 +45,31 @@ const key = opts.key || process.env.FACILITATOR_KEY || ACCOUNTS.facilitator.key;
 // maxBody bounds a request body; x402 payloads are a few KB.
 const maxBody = 1 << 20;
 
-// The nonce manager hands out transaction nonces locally, so concurrent settles from the one
-// settling account never race for the same nonce.
-const account = privateKeyToAccount(key, { nonceManager });
-// Anvil mines each transaction at once; poll receipts often instead of viem's 4 s default.
-const wallet = createWalletClient({ account, chain: localBase(rpc), transport: viemHttp(rpc), pollingInterval: 50 }).extend(publicActions);
-const signer = toFacilitatorEvmSigner({
-  address: account.address,
-  getCode: (a) => wallet.getCode(a),
-  readContract: (a) => wallet.readContract({ ...a, args: a.args || [] }),
-  verifyTypedData: (a) => wallet.verifyTypedData(a),
-  writeContract: (a) => wallet.writeContract({ ...a, args: a.args || [] }),
-  sendTransaction: (a) => wallet.sendTransaction(a),
-  waitForTransactionReceipt: (a) => wallet.waitForTransactionReceipt(a),
-}, { confirmationTimeoutMs: 20_000 });
-
-const facilitator = new x402Facilitator().register(NETWORK, new ExactEvmScheme(signer));
+const facilitator = new x402Facilitator();
+let account;
+if (rpc) {
+  // The nonce manager hands out transaction nonces locally, so concurrent settles from the one
+  // settling account never race for the same nonce.
+  account = privateKeyToAccount(key, { nonceManager });
+  // Anvil mines each transaction at once; poll receipts often instead of viem's 4 s default.
+  const wallet = createWalletClient({ account, chain: localBase(rpc), transport: viemHttp(rpc), pollingInterval: 50 }).extend(publicActions);
+  const signer = toFacilitatorEvmSigner({
+    address: account.address,
+    getCode: (a) => wallet.getCode(a),
+    readContract: (a) => wallet.readContract({ ...a, args: a.args || [] }),
+    verifyTypedData: (a) => wallet.verifyTypedData(a),
+    writeContract: (a) => wallet.writeContract({ ...a, args: a.args || [] }),
+    sendTransaction: (a) => wallet.sendTransaction(a),
+    waitForTransactionReceipt: (a) => wallet.waitForTransactionReceipt(a),
+  }, { confirmationTimeoutMs: 20_000 });
+  facilitator.register(NETWORK, new ExactEvmScheme(signer));
+}
+if (svmRPC) {
+  // The fee payer co-signs each payment transaction and pays its fees; /supported names it in
+  // extra.feePayer, which the server copies into its Solana requirements.
+  const feePayer = await createKeyPairSignerFromPrivateKeyBytes(Buffer.from(SVM_KEYS.facilitator, 'hex'));
+  facilitator.register(SOLANA_NETWORK, new ExactSvmScheme(toFacilitatorSvmSigner(feePayer, { defaultRpcUrl: svmRPC })));
+}
 
 const control = { delayMs: 0, failureStatus: 200 };
 
@@ -133,8 +148,9 @@ const server = http.createServer(async (req, res) => {
 
 server.listen(port, '127.0.0.1', () => {
   const url = `http://127.0.0.1:${server.address().port}`;
-  log(`facilitator on ${url}, settling from ${account.address} on ${NETWORK} via ${rpc}`);
-  console.log(JSON.stringify({ url, address: account.address, network: NETWORK }));
+  const networks = [...(rpc ? [NETWORK] : []), ...(svmRPC ? [SOLANA_NETWORK] : [])];
+  log(`facilitator on ${url}, settling on ${networks.join(', ')} via ${[rpc, svmRPC].filter(Boolean).join(', ')}`);
+  console.log(JSON.stringify({ url, ...(account ? { address: account.address, network: NETWORK } : {}), networks }));
 });
 
 const stop = () => server.close(() => process.exit(0));

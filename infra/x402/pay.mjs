@@ -1,11 +1,15 @@
 // Pays for one HTTP request with the real x402 v2 client, @x402/fetch's wrapFetchWithPayment over
-// @x402/evm's exact scheme (an EIP-3009 authorization signed by a viem local account), and prints
-// one JSON line describing what happened on stdout. Logs go to stderr.
+// @x402/evm's exact scheme (an EIP-3009 authorization signed by a viem local account) and/or
+// @x402/svm's (an SPL token transfer signed by the payer, for the facilitator to co-sign as fee
+// payer), and prints one JSON line describing what happened on stdout. Logs go to stderr.
 //
 //   node pay.mjs --url URL [--method POST] [--body-file F] [--header 'Name: value']... [options]
 //   node pay.mjs --sign-required FILE [options]     (sign only, send nothing)
 //
-// The payer's key comes from --key or, preferably, the PAY_KEY environment variable.
+// The EVM payer's key comes from --key or, preferably, the PAY_KEY environment variable; the
+// Solana payer's 32-byte seed (hex) from PAY_SVM_KEY, with --svm-rpc naming the Solana RPC
+// (svm-node.mjs) the client reads the mint and a recent blockhash from. With both, the client pays
+// on whichever network the server's requirements list first.
 //
 // Options that craft bad payments (they act on the requirement the client picked, before signing):
 //   --tamper field=value   change the requirement before it is signed, so the signed authorization
@@ -16,7 +20,8 @@
 //   --keep-accepted        after signing, put the server's original requirement back in `accepted`,
 //                          so only the signature disagrees with the server (the facilitator's verify
 //                          must catch it, not the server's requirement matching).
-//   --bad-signature        flip bytes of the signature after signing.
+//   --bad-signature        flip bytes of the signature after signing (on Solana, of the payer's
+//                          signature in the transaction).
 //   --signature B64        send exactly this PAYMENT-SIGNATURE header with a plain fetch (a replay);
 //                          no client, no 402 round trip.
 //
@@ -29,6 +34,8 @@
 import fs from 'node:fs';
 import { wrapFetchWithPayment, x402Client, x402HTTPClient } from '@x402/fetch';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
+import { ExactSvmScheme } from '@x402/svm/exact/client';
+import { createKeyPairSignerFromPrivateKeyBytes } from '@solana/kit';
 import { privateKeyToAccount } from 'viem/accounts';
 import { log, parseArgs } from './common.mjs';
 
@@ -68,10 +75,17 @@ function tamper(requirement) {
 }
 
 // newClient builds the x402 client for the payer, with the tampering hooks the options ask for.
-function newClient() {
+async function newClient() {
   const key = opts.key || process.env.PAY_KEY;
-  if (!key) throw new Error('no payer key: set PAY_KEY or pass --key');
-  const client = new x402Client().register('eip155:*', new ExactEvmScheme(privateKeyToAccount(key)));
+  const svmKey = process.env.PAY_SVM_KEY;
+  if (!key && !svmKey) throw new Error('no payer key: set PAY_KEY (EVM) or PAY_SVM_KEY (Solana), or pass --key');
+  const client = new x402Client();
+  if (key) client.register('eip155:*', new ExactEvmScheme(privateKeyToAccount(key)));
+  if (svmKey) {
+    if (!opts['svm-rpc']) throw new Error('PAY_SVM_KEY needs --svm-rpc, the Solana RPC URL');
+    const signer = await createKeyPairSignerFromPrivateKeyBytes(Buffer.from(svmKey, 'hex'));
+    client.register('solana:*', new ExactSvmScheme(signer, { rpcUrl: opts['svm-rpc'] }));
+  }
   const original = new WeakMap(); // tampered requirement -> the server's original
   if (list(opts.tamper).length > 0) {
     // Policies run after the client's own filters (registered schemes, spend controls) and before
@@ -92,13 +106,20 @@ function newClient() {
       const s = paymentPayload.payload.signature;
       paymentPayload.payload.signature = s.slice(0, 10) + (s[10] === 'a' ? 'b' : 'a') + s.slice(11);
     }
+    if (opts['bad-signature'] && typeof paymentPayload.payload?.transaction === 'string') {
+      // The wire transaction starts with the signature count (one byte here) and the signatures,
+      // the fee payer's (still empty) first and the payer's second.
+      const tx = Buffer.from(paymentPayload.payload.transaction, 'base64');
+      tx[1 + 64 + 10] ^= 0xff;
+      paymentPayload.payload.transaction = tx.toString('base64');
+    }
   });
   return client;
 }
 
 async function signOnly(file) {
   const paymentRequired = JSON.parse(fs.readFileSync(file, 'utf8'));
-  const client = newClient();
+  const client = await newClient();
   const payment = await client.createPaymentPayload(paymentRequired);
   const headers = new x402HTTPClient(client).encodePaymentSignatureHeader(payment);
   return { payment, paymentSignature: headers['PAYMENT-SIGNATURE'] || headers['X-PAYMENT'] || '' };
@@ -136,7 +157,7 @@ async function pay(out) {
     init.headers.set('PAYMENT-SIGNATURE', opts.signature);
     res = await observed(url, init);
   } else {
-    res = await wrapFetchWithPayment(observed, newClient())(url, init);
+    res = await wrapFetchWithPayment(observed, await newClient())(url, init);
   }
   out.status = res.status;
   out.headers = Object.fromEntries([...res.headers].map(([k, v]) => [k.toLowerCase(), v]));

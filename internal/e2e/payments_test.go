@@ -1,5 +1,6 @@
-// Package e2e runs the whole service against real peers: a local chain (anvil), the x402
-// facilitator built from the @x402 npm packages, and the real @x402/fetch client.
+// Package e2e runs the whole service against real peers: a local EVM chain (anvil) and a local
+// Solana runtime (LiteSVM), the x402 facilitator built from the @x402 npm packages, and the real
+// @x402/fetch client.
 package e2e
 
 import (
@@ -25,14 +26,20 @@ func startServer(t *testing.T, env map[string]string) *testserver.Server {
 
 const price = 20000 // $0.02 in USDC atomic units
 
+// paidOnly is the environment of a server with no free calls that is paid through facilitator, to
+// payee (under the payee variable of its network family) on network alone.
+func paidOnly(facilitator, payeeVar, payee, network string) map[string]string {
+	return map[string]string{
+		"VERIFIER_FREE_CALLS_PER_DAY": "0",
+		"X402_FACILITATOR_URL":        facilitator,
+		payeeVar:                      payee,
+		"X402_NETWORKS":               network,
+	}
+}
+
 func TestPaidVerificationOnLocalChain(t *testing.T) {
 	chain := x402test.Start(t)
-	srv := startServer(t, map[string]string{
-		"VERIFIER_FREE_CALLS_PER_DAY": "0",
-		"X402_FACILITATOR_URL":        chain.Facilitator,
-		"X402_PAY_TO_EVM":             chain.Payee,
-		"X402_NETWORKS":               x402test.Network,
-	})
+	srv := startServer(t, paidOnly(chain.Facilitator, "X402_PAY_TO_EVM", chain.Payee, x402test.Network))
 	body := []byte(`{"task_id":"paid-1","agent_id":"seller-e2e","expected_schema":{"type":"object","required":["total"]},"submitted_output":{"total":1}}`)
 	payer0, payee0 := chain.Balance(t, chain.Payer), chain.Balance(t, chain.Payee)
 
@@ -65,12 +72,7 @@ func TestPaidVerificationOnLocalChain(t *testing.T) {
 	// after answering, so a crash can lose the last few): the chain still refuses the spent
 	// authorization, so the replay is neither delivered nor charged. A second server with a fresh
 	// store stands for the restarted one.
-	forgetful := startServer(t, map[string]string{
-		"VERIFIER_FREE_CALLS_PER_DAY": "0",
-		"X402_FACILITATOR_URL":        chain.Facilitator,
-		"X402_PAY_TO_EVM":             chain.Payee,
-		"X402_NETWORKS":               x402test.Network,
-	})
+	forgetful := startServer(t, paidOnly(chain.Facilitator, "X402_PAY_TO_EVM", chain.Payee, x402test.Network))
 	resp, m = post(t, forgetful.URL+"/verify/schema", body, httpapi.HeaderPaymentSignature, res.PaymentSignature)
 	if resp.StatusCode != 402 || m["result"] != nil || m["charged"] != false ||
 		(m["code"] != "payment_verification_failed" && m["code"] != "payment_settlement_failed") {

@@ -95,9 +95,61 @@ type Chain struct {
 	// Minted is the token balance each payer starts with, in atomic units (6 decimals).
 	Minted *big.Int
 
+	*harness
+}
+
+// harness is what the payment worlds share: the scripts' directory, node, and the facilitator.
+type harness struct {
 	dir         string // infra/x402
 	node        string
 	facilitator *process
+	facURL      string
+}
+
+// newHarness finds infra/x402 and node, and makes sure the npm packages are installed: files are
+// paths under infra/x402 that must exist. Without them the test is skipped, or failed when
+// Required.
+func newHarness(t testing.TB, files ...string) *harness {
+	t.Helper()
+	root, err := testproc.RepoRoot()
+	if err != nil {
+		t.Fatalf("x402test: %v", err)
+	}
+	dir := filepath.Join(root, "infra", "x402")
+	for _, f := range append(files, filepath.Join("node_modules", "@x402", "fetch", "package.json")) {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			unavailable(t, installHint)
+		}
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		unavailable(t, "node is not on PATH; the x402 harness needs Node.js 20 or later")
+	}
+	return &harness{dir: dir, node: node}
+}
+
+// startFacilitator starts facilitator.mjs with args and waits until it listens and lists exact on
+// network in /supported.
+func (h *harness) startFacilitator(t testing.TB, network string, args ...string) error {
+	t.Helper()
+	fac, line, err := startProcess(t, "facilitator", h.dir, h.node, func(l string) bool { return strings.HasPrefix(l, "{") },
+		append([]string{"facilitator.mjs", "--port", "0"}, args...)...)
+	if err != nil {
+		return err
+	}
+	t.Cleanup(fac.stop)
+	h.facilitator = fac
+	var ready struct {
+		URL string `json:"url"`
+	}
+	if err := json.Unmarshal([]byte(line), &ready); err != nil || ready.URL == "" {
+		return fmt.Errorf("facilitator announced %q: %v", line, err)
+	}
+	h.facURL = ready.URL
+	if err := h.checkSupported(network); err != nil {
+		return fmt.Errorf("%w\nfacilitator log tail:\n%s", err, fac.logTail())
+	}
+	return nil
 }
 
 // setupResult is the JSON line setup-chain.mjs prints.
@@ -122,29 +174,16 @@ type setupResult struct {
 // Required.
 func Start(t testing.TB) *Chain {
 	t.Helper()
-	root, err := testproc.RepoRoot()
-	if err != nil {
-		t.Fatalf("x402test: %v", err)
-	}
-	dir := filepath.Join(root, "infra", "x402")
-	anvil := filepath.Join(dir, "node_modules", "@foundry-rs", "anvil-linux-amd64", "bin", "anvil")
-	for _, p := range []string{anvil, filepath.Join(dir, "node_modules", "@x402", "fetch", "package.json")} {
-		if _, err := os.Stat(p); err != nil {
-			unavailable(t, installHint)
-		}
-	}
+	h := newHarness(t, filepath.Join("node_modules", "@foundry-rs", "anvil-linux-amd64", "bin", "anvil"))
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		unavailable(t, "the pinned anvil (@foundry-rs/anvil-linux-amd64) runs on linux/amd64 only")
 	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		unavailable(t, "node is not on PATH; the x402 harness needs Node.js 20 or later")
-	}
+	anvil := filepath.Join(h.dir, "node_modules", "@foundry-rs", "anvil-linux-amd64", "bin", "anvil")
 
-	c := &Chain{dir: dir, node: node}
+	c := &Chain{harness: h}
 	// anvil prints its accounts, then "Listening on 127.0.0.1:<port>" once it serves; with
 	// --port 0 the kernel picks the port, so no other process can take it first.
-	anvilProc, line, err := startProcess(t, "anvil", dir, anvil, listeningRE.MatchString,
+	anvilProc, line, err := startProcess(t, "anvil", h.dir, anvil, listeningRE.MatchString,
 		"--host", "127.0.0.1", "--port", "0", "--chain-id", fmt.Sprint(ChainID))
 	if err != nil {
 		t.Fatalf("x402test: %v", err)
@@ -162,12 +201,7 @@ func Start(t testing.TB) *Chain {
 		out, err := c.runScript(t, nil, "setup-chain.mjs", "--rpc", c.RPC)
 		setup <- result{out, err}
 	}()
-	fac, line, facErr := startProcess(t, "facilitator", dir, node, func(l string) bool { return strings.HasPrefix(l, "{") },
-		"facilitator.mjs", "--rpc", c.RPC, "--port", "0")
-	if facErr == nil {
-		t.Cleanup(fac.stop)
-		c.facilitator = fac
-	}
+	facErr := h.startFacilitator(t, Network, "--rpc", c.RPC)
 	set := <-setup // before any Fatal: the goroutine may still log through t
 	if set.err != nil {
 		t.Fatalf("x402test: set up the chain: %v\nanvil log tail:\n%s", set.err, anvilProc.logTail())
@@ -186,28 +220,18 @@ func Start(t testing.TB) *Chain {
 	c.Network, c.Token, c.Minted, c.Settler = s.Network, s.Token, minted, s.Facilitator
 	c.Payer, c.PayerKey, c.Payer2, c.Payer2Key = s.Payer, s.PayerKey, s.Payer2, s.Payer2Key
 	c.Payee, c.Unfunded, c.UnfundedKey = s.Payee, s.Unfunded, s.UnfundedKey
-
-	var ready struct {
-		URL string `json:"url"`
-	}
-	if err := json.Unmarshal([]byte(line), &ready); err != nil || ready.URL == "" {
-		t.Fatalf("x402test: facilitator announced %q: %v", line, err)
-	}
-	c.Facilitator = ready.URL
-	if err := c.checkSupported(); err != nil {
-		t.Fatalf("x402test: %v\nfacilitator log tail:\n%s", err, fac.logTail())
-	}
+	c.Facilitator = h.facURL
 	return c
 }
 
 // listeningRE finds the address in anvil's "Listening on 127.0.0.1:<port>" line.
 var listeningRE = regexp.MustCompile(`Listening on (127\.0\.0\.1:\d+)`)
 
-// checkSupported asks the facilitator which kinds it settles and makes sure exact on Network is one.
-func (c *Chain) checkSupported() error {
+// checkSupported asks the facilitator which kinds it settles and makes sure exact on network is one.
+func (h *harness) checkSupported(network string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Facilitator+"/supported", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.facURL+"/supported", nil)
 	if err != nil {
 		return fmt.Errorf("facilitator /supported: %w", err)
 	}
@@ -227,18 +251,18 @@ func (c *Chain) checkSupported() error {
 		return fmt.Errorf("facilitator /supported: HTTP %d: %w", resp.StatusCode, err)
 	}
 	for _, k := range sup.Kinds {
-		if k.X402Version == 2 && k.Scheme == "exact" && k.Network == Network {
+		if k.X402Version == 2 && k.Scheme == "exact" && k.Network == network {
 			return nil
 		}
 	}
-	return fmt.Errorf("facilitator /supported lists no x402 v2 exact on %s: %+v", Network, sup.Kinds)
+	return fmt.Errorf("facilitator /supported lists no x402 v2 exact on %s: %+v", network, sup.Kinds)
 }
 
 // StopFacilitator stops the facilitator for good, so a test can see how the server under test
-// handles a facilitator that is down: c.Facilitator then refuses connections.
-func (c *Chain) StopFacilitator(t testing.TB) {
+// handles a facilitator that is down: its URL then refuses connections.
+func (h *harness) StopFacilitator(t testing.TB) {
 	t.Helper()
-	c.facilitator.stop()
+	h.facilitator.stop()
 }
 
 // FacilitatorBehaviour makes the facilitator misbehave the way real ones may.
@@ -251,7 +275,7 @@ type FacilitatorBehaviour struct {
 }
 
 // ConfigureFacilitator changes how the running facilitator behaves, from the next request on.
-func (c *Chain) ConfigureFacilitator(t testing.TB, b FacilitatorBehaviour) {
+func (h *harness) ConfigureFacilitator(t testing.TB, b FacilitatorBehaviour) {
 	t.Helper()
 	status := b.FailureStatus
 	if status == 0 {
@@ -260,7 +284,7 @@ func (c *Chain) ConfigureFacilitator(t testing.TB, b FacilitatorBehaviour) {
 	body, _ := json.Marshal(map[string]int{"delayMs": int(b.Delay / time.Millisecond), "failureStatus": status})
 	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Facilitator+"/_test/config", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.facURL+"/_test/config", bytes.NewReader(body))
 	if err != nil {
 		t.Fatalf("x402test: configure facilitator: %v", err)
 	}
@@ -322,7 +346,7 @@ func abiAddress(addr string) (string, error) {
 // ethCall runs eth_call against the token with the given calldata and decodes the one-word result.
 func (c *Chain) ethCall(data string) (*big.Int, error) {
 	var hexOut string
-	if err := c.rpc("eth_call", []any{map[string]string{"to": c.Token, "data": data}, "latest"}, &hexOut); err != nil {
+	if err := jsonRPC(c.RPC, "eth_call", []any{map[string]string{"to": c.Token, "data": data}, "latest"}, &hexOut); err != nil {
 		return nil, err
 	}
 	v, ok := new(big.Int).SetString(strings.TrimPrefix(hexOut, "0x"), 16)
@@ -330,40 +354,6 @@ func (c *Chain) ethCall(data string) (*big.Int, error) {
 		return nil, fmt.Errorf("eth_call returned %q", hexOut)
 	}
 	return v, nil
-}
-
-// rpc makes one JSON-RPC call to anvil.
-func (c *Chain) rpc(method string, params []any, result any) error {
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.RPC, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s: %w", method, err)
-	}
-	defer resp.Body.Close()
-	var r struct {
-		Result json.RawMessage `json:"result"`
-		Error  *struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-		return fmt.Errorf("%s: HTTP %d: %w", method, resp.StatusCode, err)
-	}
-	if r.Error != nil {
-		return fmt.Errorf("%s: %d %s", method, r.Error.Code, r.Error.Message)
-	}
-	return json.Unmarshal(r.Result, result)
 }
 
 // PayOption changes how Pay (or SignPayment) pays.
@@ -378,7 +368,8 @@ type payConfig struct {
 	replay       string
 }
 
-// WithKey pays from the account of this private key instead of Chain.PayerKey.
+// WithKey pays from the account of this key instead of the world's PayerKey (a private key on the
+// EVM chain, a seed in hex on Solana).
 func WithKey(key string) PayOption { return func(p *payConfig) { p.key = key } }
 
 // WithHeader adds a request header to every request of the payment (for example
@@ -474,25 +465,8 @@ func (r PayResult) Header(name string) string { return r.Headers[strings.ToLower
 // process (about a second), so concurrent calls from several goroutines are fine.
 func (c *Chain) Pay(t testing.TB, url, method string, body []byte, opts ...PayOption) PayResult {
 	t.Helper()
-	cfg := payConfig{key: c.PayerKey}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	args := []string{"pay.mjs", "--url", url, "--method", method}
-	if body != nil {
-		f := filepath.Join(t.TempDir(), "body")
-		if err := os.WriteFile(f, body, 0o600); err != nil {
-			t.Fatalf("x402test: write request body: %v", err)
-		}
-		args = append(args, "--body-file", f)
-	}
-	args = append(args, cfg.args()...)
-	out, err := c.runScript(t, []string{"PAY_KEY=" + cfg.key}, args...)
-	var res PayResult
-	if jerr := json.Unmarshal(out, &res); jerr != nil {
-		t.Fatalf("x402test: pay %s %s: %v (output %q)", method, url, errors.Join(err, jerr), out)
-	}
-	return res
+	cfg := newPayConfig(c.PayerKey, opts)
+	return c.pay(t, []string{"PAY_KEY=" + cfg.key}, nil, url, method, body, cfg)
 }
 
 // SignedPayment is a PaymentPayload the real client made, as JSON and as the PAYMENT-SIGNATURE
@@ -509,16 +483,47 @@ type SignedPayment struct {
 // KeepAccepted and BadSignature apply.
 func (c *Chain) SignPayment(t testing.TB, paymentRequired []byte, opts ...PayOption) SignedPayment {
 	t.Helper()
-	cfg := payConfig{key: c.PayerKey}
+	cfg := newPayConfig(c.PayerKey, opts)
+	return c.signPayment(t, []string{"PAY_KEY=" + cfg.key}, nil, paymentRequired, cfg)
+}
+
+func newPayConfig(key string, opts []PayOption) payConfig {
+	cfg := payConfig{key: key}
 	for _, o := range opts {
 		o(&cfg)
 	}
+	return cfg
+}
+
+// pay runs pay.mjs for one request with the payer's env and the world's extra arguments.
+func (h *harness) pay(t testing.TB, env, extra []string, url, method string, body []byte, cfg payConfig) PayResult {
+	t.Helper()
+	args := append([]string{"pay.mjs", "--url", url, "--method", method}, extra...)
+	if body != nil {
+		f := filepath.Join(t.TempDir(), "body")
+		if err := os.WriteFile(f, body, 0o600); err != nil {
+			t.Fatalf("x402test: write request body: %v", err)
+		}
+		args = append(args, "--body-file", f)
+	}
+	args = append(args, cfg.args()...)
+	out, err := h.runScript(t, env, args...)
+	var res PayResult
+	if jerr := json.Unmarshal(out, &res); jerr != nil {
+		t.Fatalf("x402test: pay %s %s: %v (output %q)", method, url, errors.Join(err, jerr), out)
+	}
+	return res
+}
+
+// signPayment runs pay.mjs --sign-required for paymentRequired.
+func (h *harness) signPayment(t testing.TB, env, extra []string, paymentRequired []byte, cfg payConfig) SignedPayment {
+	t.Helper()
 	f := filepath.Join(t.TempDir(), "payment-required.json")
 	if err := os.WriteFile(f, paymentRequired, 0o600); err != nil {
 		t.Fatalf("x402test: write payment required: %v", err)
 	}
-	args := append([]string{"pay.mjs", "--sign-required", f}, cfg.args()...)
-	out, err := c.runScript(t, []string{"PAY_KEY=" + cfg.key}, args...)
+	args := append(append([]string{"pay.mjs", "--sign-required", f}, extra...), cfg.args()...)
+	out, err := h.runScript(t, env, args...)
 	if err != nil {
 		t.Fatalf("x402test: sign payment: %v", err)
 	}
@@ -532,12 +537,12 @@ func (c *Chain) SignPayment(t testing.TB, paymentRequired []byte, opts ...PayOpt
 // runScript runs one node script in infra/x402 and returns its last stdout line (the scripts print
 // exactly one JSON line). A non-zero exit is returned as an error together with that line, since
 // pay.mjs reports client failures on stdout as well.
-func (c *Chain) runScript(t testing.TB, env []string, args ...string) ([]byte, error) {
+func (h *harness) runScript(t testing.TB, env []string, args ...string) ([]byte, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, c.node, args...)
-	cmd.Dir = c.dir
+	cmd := exec.CommandContext(ctx, h.node, args...)
+	cmd.Dir = h.dir
 	cmd.Env = append(childEnv(), env...)
 	testproc.SetProcessGroup(cmd)
 	cmd.Cancel = func() error { testproc.KillProcessGroup(cmd.Process.Pid, true); return nil }

@@ -3,7 +3,9 @@ package x402test
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -459,5 +461,68 @@ func TestArtifactMatchesSource(t *testing.T) {
 			t.Fatalf("%s", out)
 		}
 		t.Fatal(fmt.Errorf("run compile.mjs --check: %w", err))
+	}
+}
+
+// TestSolanaHarness checks the Solana world against what the tests rely on: the facilitator names
+// the node's fee payer, the payer starts with Minted and the payee with nothing, and the real
+// client signs a transaction whose first signature slot (the fee payer's) is left empty and whose
+// second is the payer's, which is where BadSignature corrupts it.
+func TestSolanaHarness(t *testing.T) {
+	sol := StartSolana(t)
+	resp, err := http.Get(sol.Facilitator + "/supported")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sup struct {
+		Kinds []struct {
+			Network string            `json:"network"`
+			Extra   map[string]string `json:"extra"`
+		} `json:"kinds"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&sup)
+	resp.Body.Close()
+	if err != nil || len(sup.Kinds) != 1 || sup.Kinds[0].Network != SolanaNetwork || sup.Kinds[0].Extra["feePayer"] != sol.FeePayer {
+		t.Fatalf("/supported = %+v, %v; want exact on %s with fee payer %s", sup, err, SolanaNetwork, sol.FeePayer)
+	}
+	if got := sol.Balance(t, sol.PayerTokenAccount); got.Cmp(sol.Minted) != 0 || sol.Minted.Sign() <= 0 {
+		t.Errorf("payer holds %s, want %s", got, sol.Minted)
+	}
+	if got := sol.Balance(t, sol.PayeeTokenAccount); got.Sign() != 0 {
+		t.Errorf("payee holds %s, want 0", got)
+	}
+
+	pr, _ := json.Marshal(paymentRequired{X402Version: 2, Resource: resource{URL: "http://127.0.0.1/paid"}, Accepts: []requirement{{
+		Scheme: "exact", Network: SolanaNetwork, Amount: price, Asset: sol.Mint, PayTo: sol.Payee, MaxTimeoutSeconds: 60,
+		Extra: map[string]string{"feePayer": sol.FeePayer},
+	}}})
+	for _, bad := range []bool{false, true} {
+		var opts []PayOption
+		if bad {
+			opts = append(opts, BadSignature())
+		}
+		signed := sol.SignPayment(t, pr, opts...)
+		var p struct {
+			Payload struct{ Transaction string } `json:"payload"`
+		}
+		if err := json.Unmarshal(signed.Payment, &p); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := base64.StdEncoding.DecodeString(p.Payload.Transaction)
+		if err != nil || len(tx) < 1+2*64 || tx[0] != 2 {
+			t.Fatalf("transaction %q: %v; want two signature slots", p.Payload.Transaction, err)
+		}
+		if !bytes.Equal(tx[1:65], make([]byte, 64)) {
+			t.Error("the fee payer's signature slot is not empty")
+		}
+		// The payer's signature over the message verifies, unless BadSignature corrupted it.
+		seed, err := hex.DecodeString(sol.PayerKey)
+		if err != nil || len(seed) != ed25519.SeedSize {
+			t.Fatalf("payer key %q: %v", sol.PayerKey, err)
+		}
+		pub := ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
+		if ok := ed25519.Verify(pub, tx[1+2*64:], tx[65:129]); ok == bad {
+			t.Errorf("BadSignature %v: the payer's signature verifies: %v", bad, ok)
+		}
 	}
 }

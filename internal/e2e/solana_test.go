@@ -1,0 +1,97 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"strings"
+	"testing"
+
+	"github.com/agent-output-verifier/verifier/infra/x402/x402test"
+	"github.com/agent-output-verifier/verifier/pkg/httpapi"
+)
+
+// TestPaidVerificationOnLocalSolana pays for a verification on Solana end to end: the server
+// offers Solana mainnet USDC with the facilitator's fee payer, the real client signs a token
+// transfer, the real facilitator co-signs and submits it, and the SPL Token program moves the
+// tokens in LiteSVM. A replay, a payer without tokens, a bad signature and tampered requirements
+// are refused with nothing moved.
+func TestPaidVerificationOnLocalSolana(t *testing.T) {
+	sol := x402test.StartSolana(t)
+	srv := startServer(t, paidOnly(sol.Facilitator, "X402_PAY_TO_SOLANA", sol.Payee, x402test.SolanaNetwork))
+	body := []byte(`{"task_id":"paid-sol-1","agent_id":"seller-e2e-sol","expected_schema":{"type":"object","required":["total"]},"submitted_output":{"total":1}}`)
+	payer0, payee0 := sol.Balance(t, sol.PayerTokenAccount), sol.Balance(t, sol.PayeeTokenAccount)
+	moved := func(t *testing.T, want int64) {
+		t.Helper()
+		dp := new(big.Int).Sub(payer0, sol.Balance(t, sol.PayerTokenAccount))
+		de := new(big.Int).Sub(sol.Balance(t, sol.PayeeTokenAccount), payee0)
+		if dp.Int64() != want || de.Int64() != want {
+			t.Fatalf("balances moved by payer -%s, payee +%s; want -%d, +%d", dp, de, want, want)
+		}
+	}
+
+	res := sol.Pay(t, srv.URL+"/verify/schema", "POST", body)
+	if res.Status != 200 || res.PaymentResponse == nil || !res.PaymentResponse.Success || !strings.Contains(res.Body, `"result":"pass"`) {
+		t.Fatalf("paid verify: %+v", res)
+	}
+	var required struct {
+		Accepts []struct {
+			Network, Asset, PayTo, Amount string
+			Extra                         struct{ FeePayer string }
+		}
+	}
+	if err := json.Unmarshal(res.PaymentRequired, &required); err != nil || len(required.Accepts) != 1 {
+		t.Fatalf("PAYMENT-REQUIRED %s: %v", res.PaymentRequired, err)
+	}
+	if a := required.Accepts[0]; a.Network != x402test.SolanaNetwork || a.Asset != x402test.SolanaUSDC || a.PayTo != sol.Payee ||
+		a.Amount != "20000" || a.Extra.FeePayer != sol.FeePayer {
+		t.Fatalf("the Solana requirement is %+v; want USDC on %s to %s, fee payer %s", a, x402test.SolanaNetwork, sol.Payee, sol.FeePayer)
+	}
+	settled := res.PaymentResponse
+	if settled.Network != x402test.SolanaNetwork || settled.Payer != sol.Payer {
+		t.Errorf("PAYMENT-RESPONSE %+v: want network %s, payer %s", settled, x402test.SolanaNetwork, sol.Payer)
+	}
+	if found, txErr := sol.TransactionStatus(t, settled.Transaction); !found || txErr != "" {
+		t.Fatalf("settlement transaction %s: found %v, error %q", settled.Transaction, found, txErr)
+	}
+	moved(t, price)
+
+	// The same payment again: refused before any work, nothing moves.
+	resp, m := post(t, srv.URL+"/verify/schema", body, httpapi.HeaderPaymentSignature, res.PaymentSignature)
+	if resp.StatusCode != 402 || m["code"] != "payment_replayed" || m["result"] != nil {
+		t.Fatalf("replay: %d %v", resp.StatusCode, m)
+	}
+	// To a server whose store lost the reservation (the local server writes Solana reservations
+	// before it settles, so only a lost disk does that): the node, like a cluster, answers the
+	// transaction sent again with its signature and the first run's status, and what refuses the
+	// replay is the facilitator's memory of what it settled.
+	forgetful := startServer(t, paidOnly(sol.Facilitator, "X402_PAY_TO_SOLANA", sol.Payee, x402test.SolanaNetwork))
+	resp, m = post(t, forgetful.URL+"/verify/schema", body, httpapi.HeaderPaymentSignature, res.PaymentSignature)
+	if resp.StatusCode != 402 || m["result"] != nil || m["charged"] != false || m["code"] != "payment_settlement_failed" ||
+		!strings.Contains(fmt.Sprint(m["error"]), "duplicate_settlement") {
+		t.Fatalf("replay to a store without the reservation: %d %v", resp.StatusCode, m)
+	}
+	moved(t, price)
+
+	// A payer whose token account is empty, and a corrupted signature: refused, nothing moves.
+	// The facilitator simulates the transfer, which the token program refuses.
+	res = sol.Pay(t, srv.URL+"/verify/schema", "POST", body, x402test.WithKey(sol.UnfundedKey))
+	if res.Status != 402 || !strings.Contains(res.Body, "payment_verification_failed") || !strings.Contains(res.Body, "simulation_failed") {
+		t.Errorf("payer without tokens: %d %s %s", res.Status, res.Body, res.Error)
+	}
+	res = sol.Pay(t, srv.URL+"/verify/schema", "POST", body, x402test.BadSignature())
+	if res.Status != 402 || !strings.Contains(res.Body, "payment_verification_failed") || !strings.Contains(res.Body, "signature_invalid") {
+		t.Errorf("bad signature: %d %s %s", res.Status, res.Body, res.Error)
+	}
+	// Paying less or someone else is refused by the server's requirement matching.
+	for _, tamper := range [][2]string{{"amount", "10000"}, {"payTo", sol.Unfunded}} {
+		res := sol.Pay(t, srv.URL+"/verify/schema", "POST", body, x402test.Tamper(tamper[0], tamper[1]))
+		if res.Status != 402 || !strings.Contains(res.Body, "payment_requirements_mismatch") {
+			t.Errorf("wrong %s: %d %s %s", tamper[0], res.Status, res.Body, res.Error)
+		}
+	}
+	moved(t, price)
+	if got := sol.Balance(t, sol.UnfundedTokenAccount); got.Sign() != 0 {
+		t.Errorf("the unfunded account holds %s", got)
+	}
+}
