@@ -15,8 +15,9 @@
 // Recording a verification counts it first and writes its history record after, in steps none of
 // which can count it twice, and after any of which a writer may die without the record being lost:
 //
-//  0. A strongly consistent read of the history record: if it is there, an earlier call finished
-//     the job and nothing more happens.
+//  0. A strongly consistent read of the history record, sent together with step 1's first read of
+//     the aggregate: if the record is there, an earlier call finished the job and nothing more
+//     happens.
 //  1. The aggregate under optimistic concurrency: read it with its version, add the verification
 //     (reputation.Aggregate.Add), put its history record into the aggregate's outbox (a map from
 //     verification id to the record), and PutItem it on condition that the version is still the
@@ -449,14 +450,29 @@ func (s *Store) RecordVerification(ctx context.Context, v store.Verification) er
 		return fmt.Errorf("record verification: %w", err)
 	}
 	rec := historyItem(v)
+	// Step 0 and step 1's first read of the aggregate go out together, so that step 0 costs a
+	// read but no round trip: a Lambda function records before it answers.
+	type read struct {
+		it  item
+		err error
+	}
+	first := make(chan read, 1)
+	go func() {
+		it, err := s.getItem(ctx, getItemInput{Key: aggregateKey(v.AgentID), ConsistentRead: true})
+		first <- read{it, err}
+	}()
 	done, err := s.recorded(ctx, v)
+	agg := <-first
 	if err != nil {
 		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
 	}
 	if done {
 		return nil // recorded and counted before: a retry must not count twice
 	}
-	if err := s.addToAggregate(ctx, v, rec); err != nil {
+	if agg.err != nil {
+		return fmt.Errorf("record verification %s: read aggregate: %w", v.VerificationID, agg.err)
+	}
+	if err := s.addToAggregate(ctx, v, rec, agg.it); err != nil {
 		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
 	}
 	if err := s.putRecord(ctx, rec); err != nil {
@@ -547,15 +563,19 @@ type aggregateItem struct {
 	outbox  map[string]outboxEntry // counted records that may not be in the history yet
 }
 
-// addToAggregate is step 1 of the package comment: read, add, conditional put, and again on a lost
-// race. Records that wait too long in the outbox are written to the history first.
-func (s *Store) addToAggregate(ctx context.Context, v store.Verification, rec item) error {
+// addToAggregate is step 1 of the package comment: add to got (the aggregate item as read, nil
+// when there is none), conditional put, and read again on a lost race. Records that wait too long
+// in the outbox are written to the history first.
+func (s *Store) addToAggregate(ctx context.Context, v store.Verification, rec, got item) error {
 	for attempt := 0; ; attempt++ {
-		got, err := s.getItem(ctx, getItemInput{Key: aggregateKey(v.AgentID), ConsistentRead: true})
-		if err != nil {
-			return fmt.Errorf("read aggregate: %w", err)
+		if attempt > 0 {
+			var err error
+			if got, err = s.getItem(ctx, getItemInput{Key: aggregateKey(v.AgentID), ConsistentRead: true}); err != nil {
+				return fmt.Errorf("read aggregate: %w", err)
+			}
 		}
 		var a aggregateItem
+		var err error
 		if got != nil {
 			if a, err = decodeAggregate(got); err != nil {
 				return err
