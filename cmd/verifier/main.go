@@ -23,8 +23,8 @@ const usage = `usage:
   verifier check [--key FILE] [--detail full|compact] REQUEST.json|-
   verifier receipt verify (--key BASE64 | --card FILE_OR_URL) [--context verify|score|reputation] [--request REQUEST.json] RECEIPT.json|-
   verifier keygen (--out FILE [--kms-key-id ID] | --secret NAME) [--version V]
-  verifier remote (verify|deliverable) --url URL [--pay-key FILE] [--max-price USD] [--timeout D] REQUEST.json|-
-  verifier remote score --url URL [--pay-key FILE] [--max-price USD] AGENT_ID
+  verifier remote (verify|deliverable) --url URL [--pay-key FILE] [--pay-solana-key FILE --solana-rpc URL] [--max-price USD] [--timeout D] REQUEST.json|-
+  verifier remote score --url URL [--pay-key FILE] [--pay-solana-key FILE --solana-rpc URL] [--max-price USD] AGENT_ID
   verifier remote reputation --url URL [--limit N] [--cursor C] AGENT_ID
 `
 

@@ -15,9 +15,15 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/client"
 )
 
-// envPayKey names the variable `verifier remote` takes the payment key from when --pay-key is
-// not given: the hex secp256k1 private key of the paying account.
-const envPayKey = "VERIFIER_PAY_KEY"
+// The variables `verifier remote` reads when the flags are not given: envPayKey the hex
+// secp256k1 private key of the paying EVM account (--pay-key), envPaySolanaKey the paying Solana
+// account's key (--pay-solana-key: a hex seed or a solana-keygen keypair) and envSolanaRPC the
+// Solana JSON-RPC URL that payer reads a recent blockhash from (--solana-rpc).
+const (
+	envPayKey       = "VERIFIER_PAY_KEY"
+	envPaySolanaKey = "VERIFIER_PAY_SOLANA_KEY"
+	envSolanaRPC    = "VERIFIER_SOLANA_RPC"
+)
 
 // runRemote is `verifier remote verify|deliverable|score|reputation`: one call to a running
 // service through pkg/client, which checks the answer's receipt and, with a payment key, pays a
@@ -34,7 +40,9 @@ func runRemote(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("remote "+what, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	base := fs.String("url", "", "base URL of the service, such as https://verify.example.com")
-	payKey := fs.String("pay-key", "", "pay 402 answers with the hex secp256k1 key in this file (mode 0600); default $"+envPayKey)
+	payKey := fs.String("pay-key", "", "pay 402 answers on EVM networks with the hex secp256k1 key in this file (mode 0600); default $"+envPayKey)
+	paySolanaKey := fs.String("pay-solana-key", "", "pay 402 answers on Solana with the key in this file (mode 0600): a hex seed or a solana-keygen keypair; default $"+envPaySolanaKey)
+	solanaRPC := fs.String("solana-rpc", "", "the Solana JSON-RPC URL the Solana payer reads a recent blockhash from; default $"+envSolanaRPC)
 	maxPrice := fs.String("max-price", client.DefaultMaxPrice, "the most this command signs for, in USD")
 	timeout := fs.Duration("timeout", client.DefaultTimeout, "bound on the whole call, retries and payment included")
 	limit := fs.Int("limit", 0, "reputation: history entries per page (default: the service's)")
@@ -50,13 +58,13 @@ func runRemote(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitInvalid
 	}
 	opts := []client.Option{client.WithTimeout(*timeout), client.WithMaxPrice(*maxPrice), client.WithBudget(*maxPrice)}
-	payer, err := remotePayer(*payKey)
+	payers, err := remotePayers(*payKey, *paySolanaKey, *solanaRPC)
 	if err != nil {
 		fmt.Fprintf(stderr, "verifier remote: %v\n", err)
 		return exitInvalid
 	}
-	if payer != nil {
-		opts = append(opts, client.WithPayer(payer))
+	if len(payers) > 0 {
+		opts = append(opts, client.WithPayer(client.Payers(payers...)))
 	}
 	c, err := client.New(*base, opts...)
 	if err != nil {
@@ -128,15 +136,42 @@ func runRemote(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 }
 
-// remotePayer loads the payment key from --pay-key, else from $VERIFIER_PAY_KEY, else none.
-func remotePayer(file string) (*client.EVMPayer, error) {
-	if file != "" {
-		return client.LoadEVMPayer(file)
+// remotePayers loads the EVM payment key from --pay-key, else from $VERIFIER_PAY_KEY, and the
+// Solana one from --pay-solana-key, else from $VERIFIER_PAY_SOLANA_KEY; none is no payer.
+func remotePayers(evmFile, solanaFile, solanaRPC string) ([]client.Payer, error) {
+	var ps []client.Payer
+	switch {
+	case evmFile != "":
+		p, err := client.LoadEVMPayer(evmFile)
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
+	case strings.TrimSpace(os.Getenv(envPayKey)) != "":
+		p, err := client.EVMPayerFromEnv(envPayKey)
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
 	}
-	if strings.TrimSpace(os.Getenv(envPayKey)) != "" {
-		return client.EVMPayerFromEnv(envPayKey)
+	if solanaRPC == "" {
+		solanaRPC = os.Getenv(envSolanaRPC)
 	}
-	return nil, nil
+	switch {
+	case solanaFile != "":
+		p, err := client.LoadSolanaPayer(solanaFile, solanaRPC)
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
+	case strings.TrimSpace(os.Getenv(envPaySolanaKey)) != "":
+		p, err := client.SolanaPayerFromEnv(envPaySolanaKey, solanaRPC)
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
 }
 
 // answerNotes is the summary's tail: the receipt, the payment, the allowance.

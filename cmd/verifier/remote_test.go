@@ -141,3 +141,38 @@ func TestRemotePaysOnLocalChain(t *testing.T) {
 	}
 	moved(50000)
 }
+
+// The command pays on Solana with --pay-solana-key and --solana-rpc, or the same from the
+// environment, and needs the RPC URL to have a Solana key at all.
+func TestRemotePaysOnLocalSolana(t *testing.T) {
+	sol := x402test.StartSolana(t)
+	base := testserver.Start(t, map[string]string{
+		"VERIFIER_FREE_CALLS_PER_DAY": "0",
+		"X402_FACILITATOR_URL":        sol.Facilitator,
+		"X402_PAY_TO_SOLANA":          sol.Payee,
+		"X402_NETWORKS":               x402test.SolanaNetwork,
+	}, nil).URL
+	dir := t.TempDir()
+	reqFile := filepath.Join(dir, "request.json")
+	os.WriteFile(reqFile, []byte(remoteRequest), 0o644)
+	keyFile := filepath.Join(dir, "solana.key")
+	os.WriteFile(keyFile, []byte(sol.PayerKey+"\n"), 0o600)
+	payee0 := sol.Balance(t, sol.PayeeTokenAccount)
+
+	code, out, errOut := runCLI(t, "", "remote", "verify", "--url", base, "--pay-solana-key", keyFile, "--solana-rpc", sol.RPC, reqFile)
+	if code != exitOK || !strings.Contains(out, `"result": "pass"`) || !strings.Contains(errOut, "paid 0.02 USD") || !strings.Contains(errOut, x402test.SolanaNetwork) {
+		t.Fatalf("paid: %d\n%s", code, errOut)
+	}
+	// A Solana key without the RPC URL is a usage error, before anything is sent.
+	if code, _, errOut := runCLI(t, "", "remote", "verify", "--url", base, "--pay-solana-key", keyFile, reqFile); code != exitInvalid || !strings.Contains(errOut, "JSON-RPC URL") {
+		t.Fatalf("no RPC URL: %d %s", code, errOut)
+	}
+	t.Setenv(envPaySolanaKey, sol.PayerKey)
+	t.Setenv(envSolanaRPC, sol.RPC)
+	if code, _, errOut := runCLI(t, "", "remote", "deliverable", "--url", base, reqFile); code != exitOK || !strings.Contains(errOut, "paid 0.02 USD") {
+		t.Fatalf("paid from the environment: %d %s", code, errOut)
+	}
+	if got := new(big.Int).Sub(sol.Balance(t, sol.PayeeTokenAccount), payee0); got.Int64() != 40000 {
+		t.Fatalf("the payee received %s, want 40000", got)
+	}
+}

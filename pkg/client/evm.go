@@ -66,31 +66,43 @@ func NewEVMPayer(hexKey string) (*EVMPayer, error) {
 // LoadEVMPayer reads a hex private key from a file. Like ssh with its keys, it refuses a file that
 // others than its owner may read or write: a payment key is money.
 func LoadEVMPayer(path string) (*EVMPayer, error) {
-	f, err := os.Open(path)
+	b, err := readKeyFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("evm payer: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("evm payer: %w", err)
-	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("evm payer: key file %s is accessible by others (mode %04o); chmod 600 it", path, perm)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("evm payer: read %s: %w", path, err)
 	}
 	defer clear(b)
-	if len(b) > maxKeyFileBytes {
-		return nil, fmt.Errorf("evm payer: key file %s is not a hex private key (too large)", path)
-	}
 	p, err := NewEVMPayer(string(b))
 	if err != nil {
 		return nil, fmt.Errorf("%w (file %s)", err, path)
 	}
 	return p, nil
+}
+
+// readKeyFile reads a payment key file, refusing one that others than its owner may read or
+// write, or that is larger than any key file. The caller clears the bytes when done.
+func readKeyFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("key file %s is accessible by others (mode %04o); chmod 600 it", path, perm)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
+	if err != nil {
+		clear(b)
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(b) > maxKeyFileBytes {
+		clear(b)
+		return nil, fmt.Errorf("key file %s is too large to be a key", path)
+	}
+	return b, nil
 }
 
 // EVMPayerFromEnv reads a hex private key from the environment variable name.

@@ -19,6 +19,32 @@ type Payer interface {
 	Sign(ctx context.Context, r x402.Requirements) (map[string]any, error)
 }
 
+// Payers combines payers, say an EVM and a Solana one, into one: it supports what any of them
+// supports, and the first that supports a requirement signs it. The client still picks the
+// cheapest offer among all they support.
+func Payers(ps ...Payer) Payer { return payers(ps) }
+
+type payers []Payer
+
+func (ps payers) Supports(r x402.Requirements) bool { return ps.payer(r) != nil }
+
+func (ps payers) Sign(ctx context.Context, r x402.Requirements) (map[string]any, error) {
+	p := ps.payer(r)
+	if p == nil {
+		return nil, fmt.Errorf("no payer supports %s on %s", short(r.Scheme), short(r.Network))
+	}
+	return p.Sign(ctx, r)
+}
+
+func (ps payers) payer(r x402.Requirements) Payer {
+	for _, p := range ps {
+		if p != nil && p.Supports(r) {
+			return p
+		}
+	}
+	return nil
+}
+
 // Default spending caps, in USD. A client with a payer pays on its own, so the defaults are
 // small: five verifications at the default price per call, fifty per client.
 const (
