@@ -11,6 +11,9 @@
 //	srv := httptest.NewServer(newServer(chain.Facilitator, chain.Payee))
 //	res := chain.Pay(t, srv.URL+"/verify/schema", "POST", body)
 //	// res.Status == 200, chain.Balance(t, chain.Payee) rose by the price
+//
+// StartSolana is the same world on Solana (see Solana): LiteSVM behind a local JSON-RPC, a mint
+// at Solana USDC's address, the facilitator with @x402/svm's exact scheme, and the same client.
 package x402test
 
 import (
