@@ -7,8 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agent-output-verifier/verifier/infra/mcp/mcptest"
 	"github.com/agent-output-verifier/verifier/infra/x402/x402test"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
+	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
+	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
 // TestPaidVerificationOnLocalSolana pays for a verification on Solana end to end: the server
@@ -93,5 +96,52 @@ func TestPaidVerificationOnLocalSolana(t *testing.T) {
 	moved(t, price)
 	if got := sol.Balance(t, sol.UnfundedTokenAccount); got.Sign() != 0 {
 		t.Errorf("the unfunded account holds %s", got)
+	}
+}
+
+// TestMCPPaymentOnLocalSolana pays an MCP tool call on Solana: the real x402 client signs a token
+// transfer for the payment-required result's PaymentRequired, the official MCP client sends it in
+// _meta["x402/payment"], it settles through the facilitator into LiteSVM, and the same payment
+// again is refused.
+func TestMCPPaymentOnLocalSolana(t *testing.T) {
+	mcptest.Require(t)
+	sol := x402test.StartSolana(t)
+	srv := startServer(t, paidOnly(sol.Facilitator, "X402_PAY_TO_SOLANA", sol.Payee, x402test.SolanaNetwork))
+	endpoint := srv.URL + mcpserver.Path
+	call := mcptest.Call{Name: mcpserver.ToolVerify, Arguments: json.RawMessage(
+		`{"task_id":"mcp-sol-1","agent_id":"seller-mcp-sol","expected_schema":{"type":"object"},"submitted_output":{}}`)}
+
+	required := mcptest.Run(t, endpoint, call).Results[0]
+	var pr x402.PaymentRequired
+	required.Decode(t, &pr)
+	if !required.Result.IsError || len(pr.Accepts) != 1 || pr.Accepts[0].Network != x402test.SolanaNetwork {
+		t.Fatalf("unpaid call: %s", required.Result.StructuredContent)
+	}
+	signed := sol.SignPayment(t, required.Result.StructuredContent)
+	var payment map[string]any
+	if err := json.Unmarshal(signed.Payment, &payment); err != nil {
+		t.Fatal(err)
+	}
+	call.Meta = map[string]any{x402.MetaPayment: payment}
+	payee0 := sol.Balance(t, sol.PayeeTokenAccount)
+	paid := mcptest.Run(t, endpoint, call, call)
+
+	ok := paid.Results[0]
+	var doc map[string]any
+	ok.Decode(t, &doc)
+	var settled x402.SettleResponse
+	json.Unmarshal(ok.Result.Meta[x402.MetaPaymentResponse], &settled)
+	if ok.Result.IsError || doc["result"] != "pass" || !settled.Success || settled.Network != x402test.SolanaNetwork {
+		t.Fatalf("paid call: %s, settlement %s", ok.Result.StructuredContent, ok.Result.Meta[x402.MetaPaymentResponse])
+	}
+	if found, txErr := sol.TransactionStatus(t, settled.Transaction); !found || txErr != "" {
+		t.Fatalf("settlement %s: found %v, error %q", settled.Transaction, found, txErr)
+	}
+	replay := paid.Results[1]
+	if !replay.Result.IsError || string(replay.Result.Meta["code"]) != `"payment_replayed"` {
+		t.Fatalf("replayed payment: %s %v", replay.Result.StructuredContent, replay.Result.Meta)
+	}
+	if got := new(big.Int).Sub(sol.Balance(t, sol.PayeeTokenAccount), payee0); got.Int64() != price {
+		t.Fatalf("the payee received %s, want %d", got, price)
 	}
 }
