@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -95,20 +94,12 @@ func TestRemotePaysOnLocalChain(t *testing.T) {
 	os.WriteFile(reqFile, []byte(remoteRequest), 0o644)
 	keyFile := filepath.Join(dir, "pay.key")
 	os.WriteFile(keyFile, []byte(chain.PayerKey+"\n"), 0o600)
-	payer0, payee0 := chain.Balance(t, chain.Payer), chain.Balance(t, chain.Payee)
-	moved := func(want int64) {
-		t.Helper()
-		dp := new(big.Int).Sub(payer0, chain.Balance(t, chain.Payer))
-		de := new(big.Int).Sub(chain.Balance(t, chain.Payee), payee0)
-		if dp.Int64() != want || de.Int64() != want {
-			t.Fatalf("balances moved by payer -%s, payee +%s; want -%d, +%d", dp, de, want, want)
-		}
-	}
+	ledger := x402test.NewLedger(t, chain.Balance, chain.Payer, chain.Payee)
 
 	if code, _, errOut := runCLI(t, "", "remote", "verify", "--url", base, "--pay-key", keyFile, reqFile); code != exitOK || strings.Contains(errOut, "paid") {
 		t.Fatalf("free call: %d %s", code, errOut)
 	}
-	moved(0)
+	ledger.Moved(t, 0)
 
 	// Without a key: 402, the PaymentRequired and free_trial on stdout, exit 3.
 	code, out, errOut := runCLI(t, "", "remote", "verify", "--url", base, reqFile)
@@ -120,26 +111,26 @@ func TestRemotePaysOnLocalChain(t *testing.T) {
 	if code != exitError || !strings.Contains(out, `"spending_cap"`) || !strings.Contains(errOut, "nothing was signed") {
 		t.Fatalf("over the cap: %d\n%s\n%s", code, out, errOut)
 	}
-	moved(0)
+	ledger.Moved(t, 0)
 
 	// Paid with the key file, then with the key in the environment.
 	code, out, errOut = runCLI(t, "", "remote", "verify", "--url", base, "--pay-key", keyFile, "--max-price", "0.02", reqFile)
 	if code != exitOK || !strings.Contains(out, `"result": "pass"`) || !strings.Contains(errOut, "paid 0.02 USD (transaction 0x") {
 		t.Fatalf("paid: %d\n%s", code, errOut)
 	}
-	moved(20000)
+	ledger.Moved(t, 20000)
 	t.Setenv(envPayKey, chain.PayerKey)
 	if code, _, errOut := runCLI(t, "", "remote", "deliverable", "--url", base, reqFile); code != exitOK || !strings.Contains(errOut, "paid 0.02 USD") {
 		t.Fatalf("paid from the environment: %d %s", code, errOut)
 	}
-	moved(40000)
+	ledger.Moved(t, 40000)
 
 	// The agent now has a paid history, so its score costs $0.01.
 	code, _, errOut = runCLI(t, "", "remote", "score", "--url", base, "seller-remote")
 	if code != exitOK || !strings.Contains(errOut, "paid 0.01 USD") {
 		t.Fatalf("paid score: %d %s", code, errOut)
 	}
-	moved(50000)
+	ledger.Moved(t, 50000)
 }
 
 // The command pays on Solana with --pay-solana-key and --solana-rpc, or the same from the
@@ -157,7 +148,7 @@ func TestRemotePaysOnLocalSolana(t *testing.T) {
 	os.WriteFile(reqFile, []byte(remoteRequest), 0o644)
 	keyFile := filepath.Join(dir, "solana.key")
 	os.WriteFile(keyFile, []byte(sol.PayerKey+"\n"), 0o600)
-	payee0 := sol.Balance(t, sol.PayeeTokenAccount)
+	ledger := x402test.NewLedger(t, sol.Balance, sol.PayerTokenAccount, sol.PayeeTokenAccount)
 
 	code, out, errOut := runCLI(t, "", "remote", "verify", "--url", base, "--pay-solana-key", keyFile, "--solana-rpc", sol.RPC, reqFile)
 	if code != exitOK || !strings.Contains(out, `"result": "pass"`) || !strings.Contains(errOut, "paid 0.02 USD") || !strings.Contains(errOut, x402test.SolanaNetwork) {
@@ -172,7 +163,5 @@ func TestRemotePaysOnLocalSolana(t *testing.T) {
 	if code, _, errOut := runCLI(t, "", "remote", "deliverable", "--url", base, reqFile); code != exitOK || !strings.Contains(errOut, "paid 0.02 USD") {
 		t.Fatalf("paid from the environment: %d %s", code, errOut)
 	}
-	if got := new(big.Int).Sub(sol.Balance(t, sol.PayeeTokenAccount), payee0); got.Int64() != 40000 {
-		t.Fatalf("the payee received %s, want 40000", got)
-	}
+	ledger.Moved(t, 40000)
 }

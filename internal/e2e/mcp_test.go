@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"math/big"
 	"net/http"
 	"testing"
 
@@ -67,15 +66,7 @@ func TestMCPAllowanceAndPaymentOnLocalChain(t *testing.T) {
 
 	// The real x402 client signs for the PaymentRequired of the result; the MCP client sends the
 	// PaymentPayload object in _meta, once and then again.
-	payer0, payee0 := chain.Balance(t, chain.Payer), chain.Balance(t, chain.Payee)
-	moved := func(t *testing.T, want int64) {
-		t.Helper()
-		dp := new(big.Int).Sub(payer0, chain.Balance(t, chain.Payer))
-		de := new(big.Int).Sub(chain.Balance(t, chain.Payee), payee0)
-		if dp.Int64() != want || de.Int64() != want {
-			t.Fatalf("balances moved by payer -%s, payee +%s; want %d each", dp, de, want)
-		}
-	}
+	ledger := x402test.NewLedger(t, chain.Balance, chain.Payer, chain.Payee)
 	signed := chain.SignPayment(t, required.Result.StructuredContent)
 	var payment map[string]any
 	if err := json.Unmarshal(signed.Payment, &payment); err != nil {
@@ -93,7 +84,7 @@ func TestMCPAllowanceAndPaymentOnLocalChain(t *testing.T) {
 	if ok.Result.IsError || doc["result"] != "pass" || !settled.Success || settled.Transaction == "" || settled.Network != x402test.Network {
 		t.Fatalf("paid call: %s, settlement %s", ok.Result.StructuredContent, ok.Result.Meta[x402.MetaPaymentResponse])
 	}
-	moved(t, price)
+	ledger.Moved(t, price)
 	var auth struct {
 		Payload struct {
 			Authorization struct{ From, Nonce string }
@@ -110,7 +101,7 @@ func TestMCPAllowanceAndPaymentOnLocalChain(t *testing.T) {
 	if !replay.Result.IsError || again["x402Version"] != float64(2) || again["result"] != nil || string(replay.Result.Meta["code"]) != `"payment_replayed"` {
 		t.Fatalf("replayed payment: %s %v", replay.Result.StructuredContent, replay.Result.Meta)
 	}
-	moved(t, price)
+	ledger.Moved(t, price)
 
 	// The paid call is in the agent's history as paid, once.
 	resp, rep := get(t, srv.URL+"/reputation/seller-mcp-e2e")
@@ -138,7 +129,7 @@ func TestMCPAllowanceAndPaymentOnLocalChain(t *testing.T) {
 	if scored.Result.IsError || score["score"] == nil || score["agent_id"] != "seller-mcp-e2e" || !settled.Success {
 		t.Fatalf("paid score: %s %v", scored.Result.StructuredContent, scored.Result.Meta)
 	}
-	moved(t, price+price/2)
+	ledger.Moved(t, price+price/2)
 }
 
 func get(t *testing.T, url string) (*http.Response, map[string]any) {

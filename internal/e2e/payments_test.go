@@ -6,7 +6,6 @@ package e2e
 import (
 	"encoding/base64"
 	"encoding/json"
-	"math/big"
 	"net/http"
 	"strings"
 	"testing"
@@ -41,7 +40,7 @@ func TestPaidVerificationOnLocalChain(t *testing.T) {
 	chain := x402test.Start(t)
 	srv := startServer(t, paidOnly(chain.Facilitator, "X402_PAY_TO_EVM", chain.Payee, x402test.Network))
 	body := []byte(`{"task_id":"paid-1","agent_id":"seller-e2e","expected_schema":{"type":"object","required":["total"]},"submitted_output":{"total":1}}`)
-	payer0, payee0 := chain.Balance(t, chain.Payer), chain.Balance(t, chain.Payee)
+	ledger := x402test.NewLedger(t, chain.Balance, chain.Payer, chain.Payee)
 
 	// The real client meets the 402, decodes PAYMENT-REQUIRED, pays, and gets the answer.
 	res := chain.Pay(t, srv.URL+"/verify/schema", "POST", body)
@@ -51,22 +50,14 @@ func TestPaidVerificationOnLocalChain(t *testing.T) {
 	if res.Requests < 2 || len(res.PaymentRequired) == 0 {
 		t.Fatalf("the client did not go through a 402 first: %+v", res)
 	}
-	moved := func(t *testing.T, wantPayer, wantPayee int64) {
-		t.Helper()
-		dp := new(big.Int).Sub(payer0, chain.Balance(t, chain.Payer))
-		de := new(big.Int).Sub(chain.Balance(t, chain.Payee), payee0)
-		if dp.Int64() != wantPayer || de.Int64() != wantPayee {
-			t.Fatalf("balances moved by payer -%s, payee +%s; want -%d, +%d", dp, de, wantPayer, wantPayee)
-		}
-	}
-	moved(t, price, price)
+	ledger.Moved(t, price)
 
 	// The same payment again is refused before any work, and nothing moves.
 	resp, m := post(t, srv.URL+"/verify/schema", body, httpapi.HeaderPaymentSignature, res.PaymentSignature)
 	if resp.StatusCode != 402 || m["code"] != "payment_replayed" || m["result"] != nil {
 		t.Fatalf("replay: %d %v", resp.StatusCode, m)
 	}
-	moved(t, price, price)
+	ledger.Moved(t, price)
 
 	// A store that has lost the payment's reservation (the local server records it on disk just
 	// after answering, so a crash can lose the last few): the chain still refuses the spent
@@ -79,7 +70,7 @@ func TestPaidVerificationOnLocalChain(t *testing.T) {
 		t.Fatalf("replay to a store without the reservation: %d %v", resp.StatusCode, m)
 	}
 	t.Logf("replay to a store without the reservation: %v", m["code"])
-	moved(t, price, price)
+	ledger.Moved(t, price)
 
 	// Payments for the wrong amount, asset, payee or network are refused.
 	for _, tamper := range [][2]string{{"amount", "10000"}, {"asset", "0x036CbD53842c5426634e7929541eC2318f3dCF7e"},
@@ -89,7 +80,7 @@ func TestPaidVerificationOnLocalChain(t *testing.T) {
 			t.Errorf("wrong %s: %d %s %s", tamper[0], res.Status, res.Body, res.Error)
 		}
 	}
-	moved(t, price, price)
+	ledger.Moved(t, price)
 
 	// A 422 request with a valid payment attached is neither verified nor settled.
 	probe, _ := post(t, srv.URL+"/verify/schema", nil)
@@ -112,7 +103,7 @@ func TestPaidVerificationOnLocalChain(t *testing.T) {
 	if chain.AuthorizationUsed(t, payment.Payload.Authorization.From, payment.Payload.Authorization.Nonce) {
 		t.Fatal("the 422's payment was settled on chain")
 	}
-	moved(t, price, price)
+	ledger.Moved(t, price)
 
 	// The facilitator down: 503, retryable, nothing charged.
 	chain.StopFacilitator(t)
@@ -120,7 +111,7 @@ func TestPaidVerificationOnLocalChain(t *testing.T) {
 	if res.Status != 503 || !strings.Contains(res.Body, "facilitator_unavailable") {
 		t.Fatalf("facilitator down: %d %s %s", res.Status, res.Body, res.Error)
 	}
-	moved(t, price, price)
+	ledger.Moved(t, price)
 }
 
 func post(t *testing.T, url string, body []byte, hdr ...string) (*http.Response, map[string]any) {

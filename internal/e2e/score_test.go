@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"io"
-	"math/big"
 	"net/http"
 	"strings"
 	"testing"
@@ -34,15 +33,7 @@ func TestPaidScoreOnLocalChain(t *testing.T) {
 			t.Fatalf("free verification of %s: %d %v", agent, resp.StatusCode, m)
 		}
 	}
-	payer0, payee0 := chain.Balance(t, chain.Payer), chain.Balance(t, chain.Payee)
-	moved := func(t *testing.T, want int64) {
-		t.Helper()
-		dp := new(big.Int).Sub(payer0, chain.Balance(t, chain.Payer))
-		de := new(big.Int).Sub(chain.Balance(t, chain.Payee), payee0)
-		if dp.Int64() != want || de.Int64() != want {
-			t.Fatalf("balances moved by payer -%s, payee +%s; want -%d, +%d", dp, de, want, want)
-		}
-	}
+	ledger := x402test.NewLedger(t, chain.Balance, chain.Payer, chain.Payee)
 
 	// Unknown and test- ids: the client gets a signed no_data answer at once and pays nothing.
 	for _, id := range []string{"seller-nobody", "test-seller-score"} {
@@ -54,7 +45,7 @@ func TestPaidScoreOnLocalChain(t *testing.T) {
 			t.Errorf("no_data answer of %s does not verify: %v", id, err)
 		}
 	}
-	moved(t, 0)
+	ledger.Moved(t, 0)
 
 	// A known id: a 402 for exactly 10000 atomic units, paid and settled, then the signed score.
 	res := chain.Pay(t, srv.URL+"/score/seller-score", "GET", nil)
@@ -69,7 +60,7 @@ func TestPaidScoreOnLocalChain(t *testing.T) {
 		pr.Resource.URL != srv.URL+"/score/seller-score" {
 		t.Fatalf("payment required: %s (%v)", res.PaymentRequired, err)
 	}
-	moved(t, scorePrice)
+	ledger.Moved(t, scorePrice)
 	if err := receipt.VerifyAttestation([]byte(res.Body), receipt.ContextScore, keys); err != nil {
 		t.Fatalf("the paid score does not verify: %v", err)
 	}
@@ -93,7 +84,7 @@ func TestPaidScoreOnLocalChain(t *testing.T) {
 	if resp.StatusCode != 402 || !strings.Contains(string(b), "payment_replayed") {
 		t.Fatalf("replay: %d %s", resp.StatusCode, b)
 	}
-	moved(t, scorePrice)
+	ledger.Moved(t, scorePrice)
 
 	// The history stays free and signs with its own context.
 	resp, err = http.Get(srv.URL + "/reputation/seller-score")
@@ -105,5 +96,5 @@ func TestPaidScoreOnLocalChain(t *testing.T) {
 	if resp.StatusCode != 200 || receipt.VerifyAttestation(b, receipt.ContextReputation, keys) != nil || !strings.Contains(string(b), `"verifications":2`) {
 		t.Fatalf("reputation: %d %s", resp.StatusCode, b)
 	}
-	moved(t, scorePrice)
+	ledger.Moved(t, scorePrice)
 }

@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"strings"
 	"testing"
 
@@ -23,15 +22,7 @@ func TestPaidVerificationOnLocalSolana(t *testing.T) {
 	sol := x402test.StartSolana(t)
 	srv := startServer(t, paidOnly(sol.Facilitator, "X402_PAY_TO_SOLANA", sol.Payee, x402test.SolanaNetwork))
 	body := []byte(`{"task_id":"paid-sol-1","agent_id":"seller-e2e-sol","expected_schema":{"type":"object","required":["total"]},"submitted_output":{"total":1}}`)
-	payer0, payee0 := sol.Balance(t, sol.PayerTokenAccount), sol.Balance(t, sol.PayeeTokenAccount)
-	moved := func(t *testing.T, want int64) {
-		t.Helper()
-		dp := new(big.Int).Sub(payer0, sol.Balance(t, sol.PayerTokenAccount))
-		de := new(big.Int).Sub(sol.Balance(t, sol.PayeeTokenAccount), payee0)
-		if dp.Int64() != want || de.Int64() != want {
-			t.Fatalf("balances moved by payer -%s, payee +%s; want -%d, +%d", dp, de, want, want)
-		}
-	}
+	ledger := x402test.NewLedger(t, sol.Balance, sol.PayerTokenAccount, sol.PayeeTokenAccount)
 
 	res := sol.Pay(t, srv.URL+"/verify/schema", "POST", body)
 	if res.Status != 200 || res.PaymentResponse == nil || !res.PaymentResponse.Success || !strings.Contains(res.Body, `"result":"pass"`) {
@@ -57,7 +48,7 @@ func TestPaidVerificationOnLocalSolana(t *testing.T) {
 	if found, txErr := sol.TransactionStatus(t, settled.Transaction); !found || txErr != "" {
 		t.Fatalf("settlement transaction %s: found %v, error %q", settled.Transaction, found, txErr)
 	}
-	moved(t, price)
+	ledger.Moved(t, price)
 
 	// The same payment again: refused before any work, nothing moves.
 	resp, m := post(t, srv.URL+"/verify/schema", body, httpapi.HeaderPaymentSignature, res.PaymentSignature)
@@ -74,7 +65,7 @@ func TestPaidVerificationOnLocalSolana(t *testing.T) {
 		!strings.Contains(fmt.Sprint(m["error"]), "duplicate_settlement") {
 		t.Fatalf("replay to a store without the reservation: %d %v", resp.StatusCode, m)
 	}
-	moved(t, price)
+	ledger.Moved(t, price)
 
 	// A payer whose token account is empty, and a corrupted signature: refused, nothing moves.
 	// The facilitator simulates the transfer, which the token program refuses.
@@ -93,7 +84,7 @@ func TestPaidVerificationOnLocalSolana(t *testing.T) {
 			t.Errorf("wrong %s: %d %s %s", tamper[0], res.Status, res.Body, res.Error)
 		}
 	}
-	moved(t, price)
+	ledger.Moved(t, price)
 	if got := sol.Balance(t, sol.UnfundedTokenAccount); got.Sign() != 0 {
 		t.Errorf("the unfunded account holds %s", got)
 	}
@@ -123,7 +114,7 @@ func TestMCPPaymentOnLocalSolana(t *testing.T) {
 		t.Fatal(err)
 	}
 	call.Meta = map[string]any{x402.MetaPayment: payment}
-	payee0 := sol.Balance(t, sol.PayeeTokenAccount)
+	ledger := x402test.NewLedger(t, sol.Balance, sol.PayerTokenAccount, sol.PayeeTokenAccount)
 	paid := mcptest.Run(t, endpoint, call, call)
 
 	ok := paid.Results[0]
@@ -141,7 +132,5 @@ func TestMCPPaymentOnLocalSolana(t *testing.T) {
 	if !replay.Result.IsError || string(replay.Result.Meta["code"]) != `"payment_replayed"` {
 		t.Fatalf("replayed payment: %s %v", replay.Result.StructuredContent, replay.Result.Meta)
 	}
-	if got := new(big.Int).Sub(sol.Balance(t, sol.PayeeTokenAccount), payee0); got.Int64() != price {
-		t.Fatalf("the payee received %s, want %d", got, price)
-	}
+	ledger.Moved(t, price)
 }

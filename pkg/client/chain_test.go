@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"errors"
-	"math/big"
 	"sync"
 	"testing"
 
@@ -36,27 +35,6 @@ func (p *recordingPayer) count() int {
 	return len(p.signed)
 }
 
-// ledger watches the payer's and the payee's token balances on chain.
-type ledger struct {
-	chain          *x402test.Chain
-	payer, payee   string
-	payer0, payee0 *big.Int
-}
-
-func newLedger(t *testing.T, chain *x402test.Chain, payer string) *ledger {
-	return &ledger{chain: chain, payer: payer, payee: chain.Payee, payer0: chain.Balance(t, payer), payee0: chain.Balance(t, chain.Payee)}
-}
-
-// moved fails unless the payer lost exactly want and the payee gained exactly want since the start.
-func (l *ledger) moved(t *testing.T, want int64) {
-	t.Helper()
-	dp := new(big.Int).Sub(l.payer0, l.chain.Balance(t, l.payer))
-	de := new(big.Int).Sub(l.chain.Balance(t, l.payee), l.payee0)
-	if dp.Int64() != want || de.Int64() != want {
-		t.Fatalf("balances moved by payer -%s, payee +%s; want -%d, +%d", dp, de, want, want)
-	}
-}
-
 const verifyPrice = 20000 // $0.02 in USDC atomic units
 
 // The Go payer pays past the free allowance through the real @x402/evm facilitator: the
@@ -80,14 +58,14 @@ func TestGoPayerOnLocalChain(t *testing.T) {
 	}
 	payer := &recordingPayer{Payer: evm}
 	c := newClient(t, srv.URL, client.WithPayer(payer))
-	l := newLedger(t, chain, chain.Payer)
+	l := x402test.NewLedger(t, chain.Balance, chain.Payer, chain.Payee)
 
 	// The one free call: nothing signed, nothing moves.
 	v, err := c.VerifySchema(ctx, passRequest("chain-free"))
 	if err != nil || v.Payment != nil || v.Allowance == nil || v.Allowance.Remaining != 0 || payer.count() != 0 {
 		t.Fatalf("free call: %+v, %v", v, err)
 	}
-	l.moved(t, 0)
+	l.Moved(t, 0)
 
 	// The second is paid by the Go payer, settled on chain, and its receipt checked.
 	v, err = c.VerifySchema(ctx, passRequest("chain-paid"))
@@ -101,7 +79,7 @@ func TestGoPayerOnLocalChain(t *testing.T) {
 	if payer.count() != 1 || c.Spent() != "0.02" {
 		t.Fatalf("signed %d, spent %s", payer.count(), c.Spent())
 	}
-	l.moved(t, verifyPrice)
+	l.Moved(t, verifyPrice)
 	auth := payer.signed[0]["authorization"].(map[string]any)
 	if !chain.AuthorizationUsed(t, chain.Payer, auth["nonce"].(string)) {
 		t.Fatal("the authorization the Go payer signed is not spent on chain")
@@ -112,7 +90,7 @@ func TestGoPayerOnLocalChain(t *testing.T) {
 	if err != nil || d.Passed() || d.Payment == nil || !d.Payment.Settlement.Success {
 		t.Fatalf("paid deliverable: %+v, %v", d, err)
 	}
-	l.moved(t, 2*verifyPrice)
+	l.Moved(t, 2*verifyPrice)
 
 	// A cap below the price refuses without signing anything; nothing moves.
 	capped := &recordingPayer{Payer: evm}
@@ -130,7 +108,7 @@ func TestGoPayerOnLocalChain(t *testing.T) {
 	if _, err = bc.VerifySchema(ctx, passRequest("chain-budget-2")); !errors.As(err, &ce) || ce.Scope != "client" || ce.Cap != "0.01" || budget.count() != 1 {
 		t.Fatalf("over budget: %v, signed %d", err, budget.count())
 	}
-	l.moved(t, 3*verifyPrice)
+	l.Moved(t, 3*verifyPrice)
 
 	// A payer without funds signs a valid authorization that the facilitator refuses: the client
 	// reports the refused payment, and nothing moves.
@@ -143,7 +121,7 @@ func TestGoPayerOnLocalChain(t *testing.T) {
 	if !errors.As(err, &pe) || !pe.Paid || pe.Code != apperr.PaymentVerifyFail {
 		t.Fatalf("unfunded payer: %#v", err)
 	}
-	l.moved(t, 3*verifyPrice)
+	l.Moved(t, 3*verifyPrice)
 
 	// A trust score: the agent above has a history now, so the score costs $0.01, paid the same
 	// way and checked under the trust score context.
@@ -154,5 +132,5 @@ func TestGoPayerOnLocalChain(t *testing.T) {
 	if s.Score == nil || s.Verifications.Total != 3 || s.Verifications.Paid != 2 || s.Payment == nil || s.Payment.USD != "0.01" || !s.Payment.Settlement.Success {
 		t.Fatalf("paid score: %+v payment %+v", s, s.Payment)
 	}
-	l.moved(t, 3*verifyPrice+10000)
+	l.Moved(t, 3*verifyPrice+10000)
 }

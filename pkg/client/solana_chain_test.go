@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"errors"
-	"math/big"
 	"testing"
 
 	"github.com/agent-output-verifier/verifier/infra/x402/x402test"
@@ -31,15 +30,7 @@ func TestGoSolanaPayerOnLocalSolana(t *testing.T) {
 	if payer.Address() != sol.Payer {
 		t.Fatalf("payer address %s, the node says %s", payer.Address(), sol.Payer)
 	}
-	payer0, payee0 := sol.Balance(t, sol.PayerTokenAccount), sol.Balance(t, sol.PayeeTokenAccount)
-	moved := func(want int64) {
-		t.Helper()
-		dp := new(big.Int).Sub(payer0, sol.Balance(t, sol.PayerTokenAccount))
-		de := new(big.Int).Sub(sol.Balance(t, sol.PayeeTokenAccount), payee0)
-		if dp.Int64() != want || de.Int64() != want {
-			t.Fatalf("balances moved by payer -%s, payee +%s; want -%d, +%d", dp, de, want, want)
-		}
-	}
+	ledger := x402test.NewLedger(t, sol.Balance, sol.PayerTokenAccount, sol.PayeeTokenAccount)
 	rec := &recordingPayer{Payer: payer}
 	c := newClient(t, srv.URL, client.WithPayer(rec))
 	if _, err := c.VerifySchema(ctx, passRequest("sol-free")); err != nil || rec.count() != 0 {
@@ -57,7 +48,7 @@ func TestGoSolanaPayerOnLocalSolana(t *testing.T) {
 		if found, txErr := sol.TransactionStatus(t, v.Payment.Settlement.Transaction); !found || txErr != "" {
 			t.Fatalf("settlement %s: found %v, error %q", v.Payment.Settlement.Transaction, found, txErr)
 		}
-		moved(int64(i+1) * verifyPrice)
+		ledger.Moved(t, int64(i+1)*verifyPrice)
 	}
 	if rec.count() != 2 || rec.signed[0]["transaction"] == rec.signed[1]["transaction"] {
 		t.Fatalf("signed %d transactions, distinct: %v", rec.count(), rec.count() == 2 && rec.signed[0]["transaction"] != rec.signed[1]["transaction"])
@@ -74,5 +65,5 @@ func TestGoSolanaPayerOnLocalSolana(t *testing.T) {
 	if !errors.As(err, &pe) || !pe.Paid || pe.Code != apperr.PaymentVerifyFail {
 		t.Fatalf("unfunded payer: %#v", err)
 	}
-	moved(2 * verifyPrice)
+	ledger.Moved(t, 2*verifyPrice)
 }

@@ -665,3 +665,29 @@ func unavailable(t testing.TB, msg string) {
 	}
 	t.Skip(msg)
 }
+
+// Ledger watches a payer's and a payee's token balances from when it is made, on either world:
+// NewLedger(t, chain.Balance, chain.Payer, chain.Payee) or NewLedger(t, sol.Balance,
+// sol.PayerTokenAccount, sol.PayeeTokenAccount).
+type Ledger struct {
+	balance        func(testing.TB, string) *big.Int
+	payer, payee   string
+	payer0, payee0 *big.Int
+}
+
+// NewLedger reads both balances now, with balance.
+func NewLedger(t testing.TB, balance func(testing.TB, string) *big.Int, payer, payee string) *Ledger {
+	t.Helper()
+	return &Ledger{balance: balance, payer: payer, payee: payee, payer0: balance(t, payer), payee0: balance(t, payee)}
+}
+
+// Moved fails the test unless the payer has lost exactly want and the payee gained exactly want
+// since NewLedger.
+func (l *Ledger) Moved(t testing.TB, want int64) {
+	t.Helper()
+	paid := new(big.Int).Sub(l.payer0, l.balance(t, l.payer))
+	received := new(big.Int).Sub(l.balance(t, l.payee), l.payee0)
+	if paid.Cmp(big.NewInt(want)) != 0 || received.Cmp(big.NewInt(want)) != 0 {
+		t.Fatalf("balances moved by payer -%s, payee +%s; want -%d, +%d", paid, received, want, want)
+	}
+}
