@@ -307,12 +307,13 @@ func (s *Store) ReservePayment(ctx context.Context, id string, expires time.Time
 		p.pending = make(map[string]int64)
 	}
 	p.pending[id] = expires.Unix()
+	write := func(tx *bbolt.Tx) error {
+		return putIn(tx, bucketPayments, []byte(id), encodeExpiry(expires.Unix()))
+	}
 	if !strings.HasPrefix(id, evmPaymentPrefix) {
 		// Pending while it commits, so that a concurrent use is already a replay.
 		p.mu.Unlock()
-		err := s.writes.update(func(tx *bbolt.Tx) error {
-			return putIn(tx, bucketPayments, []byte(id), encodeExpiry(expires.Unix()))
-		})
+		err := s.writes.update(write)
 		p.mu.Lock()
 		delete(p.pending, id) // on disk now, or not reserved at all
 		if err != nil {
@@ -323,9 +324,7 @@ func (s *Store) ReservePayment(ctx context.Context, id string, expires time.Time
 	p.writing.Add(1)
 	go func() {
 		defer p.writing.Done()
-		err := s.writes.updateDeferred(func(tx *bbolt.Tx) error {
-			return putIn(tx, bucketPayments, []byte(id), encodeExpiry(expires.Unix()))
-		})
+		err := s.writes.updateDeferred(write)
 		if err != nil {
 			return // it stays pending: refused as a replay for as long as this process runs
 		}

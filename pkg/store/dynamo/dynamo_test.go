@@ -232,14 +232,7 @@ func testAggregateConflicts(t *testing.T, client Client) {
 	if conflicts.Load() == 0 {
 		t.Errorf("no aggregate write lost a race among %d concurrent writers: the concurrency control went untested", writers)
 	}
-	got, err := s.getItem(ctx, getItemInput{Key: aggregateKey("agent-hot"), ConsistentRead: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := decodeAggregate(got)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := readAggregate(t, s, "agent-hot")
 	if a.version != writers*each || a.agg.Verifications != writers*each {
 		t.Errorf("version %d, %d verifications counted; want %d each", a.version, a.agg.Verifications, writers*each)
 	}
