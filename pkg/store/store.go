@@ -27,10 +27,15 @@ type Store interface {
 	AllowanceUsed(ctx context.Context, client, day string) (int, error)
 	// ReservePayment records a payment id (EVM authorization nonce / Solana tx) once; a second
 	// reservation of the same id returns ErrPaymentReplayed. expires bounds how long the record is
-	// kept. The decision is final when it returns; a store may make the record durable a moment
-	// later (the embedded store does: see its ReservePayment), since the chain refuses a settled
-	// payment's replay whatever the store remembers.
+	// kept. The decision is final when it returns; a store may make an EVM payment's record
+	// durable a moment later (the embedded store does: see its ReservePayment), since the token
+	// contract refuses a settled EIP-3009 authorization's replay whatever the store remembers.
 	ReservePayment(ctx context.Context, id string, expires time.Time) error
+	// ReleasePayment undoes a reservation of id for a payment that was never sent to settlement
+	// (its work failed, or too little time was left to settle), so that the client can send the
+	// same payment again. Releasing an id that is not reserved is no error. It must never be
+	// called once settlement was attempted.
+	ReleasePayment(ctx context.Context, id string) error
 	// PaymentReserved tells whether a live reservation of id exists. It lets a replay be refused
 	// as such before the facilitator is asked; ReservePayment stays the one that decides.
 	PaymentReserved(ctx context.Context, id string) (bool, error)

@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -68,9 +69,17 @@ type Store struct {
 
 // payments are the reservations ReservePayment has granted whose write has not committed yet.
 type payments struct {
-	mu      sync.Mutex       // taken by every reservation: it decides between two uses of one payment
-	pending map[string]int64 // payment id → expiry (epoch seconds)
-	writing sync.WaitGroup   // reservation writes not yet committed, for Close
+	mu      sync.Mutex              // taken by every reservation: it decides between two uses of one payment
+	pending map[string]*reservation // payment id → its reservation
+	writing sync.WaitGroup          // reservation writes not yet committed, for Close
+}
+
+// reservation is one granted reservation on its way to disk.
+type reservation struct {
+	expires int64 // epoch seconds
+	// released is set by ReleasePayment; the write, which runs in the commit without the lock,
+	// then leaves the reservation out.
+	released atomic.Bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -304,18 +313,29 @@ func (s *Store) ReservePayment(ctx context.Context, id string, expires time.Time
 		return fmt.Errorf("reserve payment %s: %w", id, store.ErrPaymentReplayed)
 	}
 	if p.pending == nil {
-		p.pending = make(map[string]int64)
+		p.pending = make(map[string]*reservation)
 	}
-	p.pending[id] = expires.Unix()
+	r := &reservation{expires: expires.Unix()}
+	p.pending[id] = r
 	write := func(tx *bbolt.Tx) error {
-		return putIn(tx, bucketPayments, []byte(id), encodeExpiry(expires.Unix()))
+		if r.released.Load() {
+			return nil
+		}
+		return putIn(tx, bucketPayments, []byte(id), encodeExpiry(r.expires))
+	}
+	// written takes r out of pending once it is on disk, unless a release (and maybe a new
+	// reservation of the same id) came first.
+	written := func() {
+		if p.pending[id] == r {
+			delete(p.pending, id)
+		}
 	}
 	if !strings.HasPrefix(id, evmPaymentPrefix) {
 		// Pending while it commits, so that a concurrent use is already a replay.
 		p.mu.Unlock()
 		err := s.writes.update(write)
 		p.mu.Lock()
-		delete(p.pending, id) // on disk now, or not reserved at all
+		written() // on disk now, or not reserved at all
 		if err != nil {
 			return fmt.Errorf("reserve payment %s: %w", id, err)
 		}
@@ -329,9 +349,40 @@ func (s *Store) ReservePayment(ctx context.Context, id string, expires time.Time
 			return // it stays pending: refused as a replay for as long as this process runs
 		}
 		p.mu.Lock()
-		delete(p.pending, id) // on disk now, where paymentLive finds it
+		written() // on disk now, where paymentLive finds it
 		p.mu.Unlock()
 	}()
+	return nil
+}
+
+// ReleasePayment implements store.Store. It holds the reservations' lock until the release is on
+// disk, so that the same payment sent again at once is not refused by the record being deleted.
+// A release is rare (a paid request whose work failed), so the commit it waits for costs others
+// little.
+func (s *Store) ReleasePayment(ctx context.Context, id string) error {
+	if err := storekey.CheckID("payment id", id); err != nil {
+		return fmt.Errorf("release payment: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("release payment %s: %w", id, err)
+	}
+	p := &s.payments
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r, ok := p.pending[id]; ok {
+		r.released.Store(true) // a write still to come leaves it out
+		delete(p.pending, id)
+	}
+	// A write that already ran is undone by this one, which commits after it.
+	err := s.writes.update(func(tx *bbolt.Tx) error {
+		if b := tx.Bucket(bucketPayments); b != nil {
+			return b.Delete([]byte(id))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("release payment %s: %w", id, err)
+	}
 	return nil
 }
 
@@ -357,7 +408,7 @@ func (s *Store) PaymentReserved(ctx context.Context, id string) (bool, error) {
 // holds s.payments.mu, so a reservation leaving pending is already on disk.
 func (s *Store) paymentLive(id string) (bool, error) {
 	now := s.now()
-	if exp, ok := s.payments.pending[id]; ok && !storekey.Expired(exp, now) {
+	if r, ok := s.payments.pending[id]; ok && !storekey.Expired(r.expires, now) {
 		return true, nil
 	}
 	var live bool

@@ -463,6 +463,47 @@ func TestSolanaReservationSurvivesCrash(t *testing.T) {
 	}
 }
 
+// TestReleasedReservationStaysReleased: a reservation released while its deferred write still
+// waits for the next commit, or after that write, is not on disk after a restart, and one made
+// again after the release is.
+func TestReleasedReservationStaysReleased(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), FileName)
+	s, err := Open(path, WithHistoryLinger(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := time.Now().Add(time.Hour)
+	// evmNonce: released before its write committed. evmRace: written, then released, then
+	// reserved again.
+	for _, id := range []string{evmNonce, evmRace} {
+		if err := s.ReservePayment(ctx, id, exp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.ReleasePayment(ctx, evmNonce); err != nil {
+		t.Fatal(err)
+	}
+	s.writes.flush()
+	s.payments.writing.Wait()
+	if err := s.ReleasePayment(ctx, evmRace); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReservePayment(ctx, evmRace, exp); err != nil {
+		t.Fatalf("ReservePayment after the release: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = reopen(t, path)
+	if live, err := s.PaymentReserved(ctx, evmNonce); err != nil || live {
+		t.Errorf("released before its write: PaymentReserved after a restart = %v, %v; want false", live, err)
+	}
+	if live, err := s.PaymentReserved(ctx, evmRace); err != nil || !live {
+		t.Errorf("reserved again after the release: PaymentReserved after a restart = %v, %v; want true", live, err)
+	}
+}
+
 // EVM payment ids, as x402.PaymentID makes them.
 const (
 	evmNonce = "eip155:8453/0x833589fcd6edb6e08f4c7c32d4f71b54bda02913/0x70997970c51812dc3a010c7d01b50e0d17dc79c8/0x0000000000000000000000000000000000000000000000000000000000000001"

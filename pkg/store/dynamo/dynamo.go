@@ -413,6 +413,26 @@ func (s *Store) ReservePayment(ctx context.Context, id string, expires time.Time
 	return nil
 }
 
+// ReleasePayment implements store.Store by expiring the reservation at once (one UpdateItem, so
+// the store keeps to the operations it already uses): every read ignores an expired reservation,
+// ReservePayment's condition accepts it, and TTL deletes it.
+func (s *Store) ReleasePayment(ctx context.Context, id string) error {
+	if err := storekey.CheckID("payment id", id); err != nil {
+		return fmt.Errorf("release payment: %w", err)
+	}
+	_, err := s.updateItem(ctx, updateItemInput{
+		Key:                       paymentKey(id),
+		UpdateExpression:          "SET #exp = :past",
+		ConditionExpression:       "attribute_exists(#pk)",
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#exp": attrExpiresAt},
+		ExpressionAttributeValues: item{":past": number(s.now().Unix() - 1)},
+	})
+	if err != nil && !isConditionFailed(err) { // not reserved: nothing to release
+		return fmt.Errorf("release payment %s: %w", id, err)
+	}
+	return nil
+}
+
 // PaymentReserved implements store.Store with a strongly consistent read.
 func (s *Store) PaymentReserved(ctx context.Context, id string) (bool, error) {
 	if err := storekey.CheckID("payment id", id); err != nil {

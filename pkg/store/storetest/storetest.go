@@ -33,6 +33,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"PaymentReservedOnce", testPaymentReservedOnce},
 		{"PaymentConcurrentReservation", testPaymentConcurrent},
 		{"PaymentExpiredReservationReused", testPaymentExpiredReused},
+		{"PaymentReleased", testPaymentReleased},
 		{"HistoryPagination", testHistoryPagination},
 		{"HistoryFieldsRoundTrip", testHistoryFields},
 		{"HistoryRecordIsIdempotent", testHistoryIdempotent},
@@ -207,6 +208,39 @@ func testPaymentReservedOnce(t *testing.T, s store.Store) {
 	}
 	if err := s.ReservePayment(ctx, "", future()); err == nil || errors.Is(err, store.ErrPaymentReplayed) {
 		t.Fatalf("ReservePayment of an empty id = %v, want a plain error", err)
+	}
+}
+
+// testPaymentReleased: a released reservation is gone, so the same payment can be reserved again
+// (and then once only); releasing what is not reserved is no error. Both kinds of id: an EVM
+// payment's reservation may still be on its way to disk when it is released.
+func testPaymentReleased(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	for _, id := range []string{
+		"eip155:8453/0x833589fcd6edb6e08f4c7c32d4f71b54bda02913/0x70997970c51812dc3a010c7d01b50e0d17dc79c8/0x00000000000000000000000000000000000000000000000000000000000000aa",
+		"solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp/aa86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+	} {
+		if err := s.ReleasePayment(ctx, id); err != nil {
+			t.Fatalf("ReleasePayment of an id never reserved: %v", err)
+		}
+		if err := s.ReservePayment(ctx, id, future()); err != nil {
+			t.Fatalf("ReservePayment: %v", err)
+		}
+		if err := s.ReleasePayment(ctx, id); err != nil {
+			t.Fatalf("ReleasePayment: %v", err)
+		}
+		if live, err := s.PaymentReserved(ctx, id); err != nil || live {
+			t.Fatalf("PaymentReserved after the release = %v, %v; want false", live, err)
+		}
+		if err := s.ReservePayment(ctx, id, future()); err != nil {
+			t.Fatalf("ReservePayment after the release: %v", err)
+		}
+		if err := s.ReservePayment(ctx, id, future()); !errors.Is(err, store.ErrPaymentReplayed) {
+			t.Fatalf("second ReservePayment after the release = %v, want ErrPaymentReplayed", err)
+		}
+	}
+	if err := s.ReleasePayment(ctx, ""); err == nil {
+		t.Fatal("ReleasePayment of an empty id: no error")
 	}
 }
 
