@@ -59,7 +59,7 @@ var codeTable = map[Code]struct {
 	PaymentVerifyFail:  {402, false, true, "The facilitator found the payment invalid (signature, balance, validity window, ...); the message gives its reason. Nothing was charged."},
 	PaymentReplayed:    {402, false, true, "This payment was already used. Nothing was charged again; sign a new payment."},
 	PaymentSettleFail:  {402, false, true, "The payment could not be settled on chain; PAYMENT-RESPONSE carries the failed settlement and no answer is delivered. Nothing was charged."},
-	FacilitatorDown:    {503, true, true, "The payment facilitator is unavailable or slow; nothing was charged. Retry after retry_after seconds."},
+	FacilitatorDown:    {503, true, true, "The payment facilitator is unavailable or slow; nothing was charged. Retry after retry_after seconds. The one exception: when the facilitator did not answer the settlement itself, the payment may have been charged, and the error says so (retryable false, charged true, next action check_payment); check the payment before paying for the same work again."},
 }
 
 // Codes lists every code in a stable order, for documents that enumerate them.

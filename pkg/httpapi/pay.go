@@ -43,6 +43,7 @@ type Allowance interface {
 	ConsumeAllowance(ctx context.Context, client, day string, limit int, expires time.Time) (bool, int, error)
 	AllowanceUsed(ctx context.Context, client, day string) (int, error)
 	ReservePayment(ctx context.Context, id string, expires time.Time) error
+	ReleasePayment(ctx context.Context, id string) error
 	PaymentReserved(ctx context.Context, id string) (bool, error)
 }
 
@@ -183,9 +184,10 @@ func (s *Service) ConsumeFree(ctx context.Context, client string) (granted bool,
 // FreeOnlyExhausted is the answer past the allowance of a deployment that takes no payments
 // (SPEC §8.6): free_trial_exhausted as a retryable 429 until the next UTC midnight, instead of
 // an unpayable 402.
-func (s *Service) FreeOnlyExhausted(message string) *apperr.Error {
-	e := apperr.New(apperr.FreeTrialExhausted, message)
+func (s *Service) FreeOnlyExhausted() *apperr.Error {
+	e := apperr.New(apperr.FreeTrialExhausted, "This client's free checks for today are used up, and this deployment takes no payments; try again after the next UTC midnight.")
 	e.Status, e.Retryable = http.StatusTooManyRequests, true
+	e.NextAction = []apperr.NextAction{{Action: "retry_later"}}
 	_, midnight := day(s.now())
 	e.RetryAfter = max(int(midnight.Sub(s.now()).Seconds()), 1)
 	return e
@@ -196,7 +198,7 @@ func (s *Service) FreeOnlyExhausted(message string) *apperr.Error {
 // instead, since nothing could be paid.
 func (s *Service) writePaymentRequired(w http.ResponseWriter, r *http.Request, code apperr.Code, message string, ft map[string]any, settlement *x402.SettleResponse) {
 	if s.Payer == nil && code != apperr.PaymentRequired {
-		s.WriteError(w, r, s.FreeOnlyExhausted(message))
+		s.WriteError(w, r, s.FreeOnlyExhausted())
 		return
 	}
 	pr, err := s.paymentRequired(r.Context(), r.URL.Path, message)
@@ -250,6 +252,25 @@ func storeUnavailable() *apperr.Error {
 func facilitatorUnavailable() *apperr.Error {
 	e := apperr.New(apperr.FacilitatorDown, "The payment facilitator is unavailable. Nothing was charged; try again shortly.")
 	e.RetryAfter = 5
+	return e
+}
+
+// settlementUnknown is the answer when settlement was asked for but not answered: the
+// facilitator may have executed the payment, so the error says it may have been charged and is
+// not retryable, lest a client pay again for the same work. The payment stays reserved.
+func settlementUnknown() *apperr.Error {
+	e := apperr.New(apperr.FacilitatorDown, "The payment facilitator did not answer the settlement, so this payment may have been charged; no result is delivered and the payment cannot be used again here. Check whether it settled (the payer's balance, or the authorization or transaction on chain) before paying for this work again.")
+	e.Retryable, e.Charged = false, true
+	e.NextAction = []apperr.NextAction{{Action: "check_payment"}}
+	return e
+}
+
+// settleTooLate is the answer when too little of the request's time was left to settle: nothing
+// was sent to the facilitator and the reservation was released, so the same payment may be sent
+// again.
+func settleTooLate() *apperr.Error {
+	e := apperr.New(apperr.FacilitatorDown, "Too little of this request's time was left to settle the payment, so it was not settled. Nothing was charged; send the request again (the same payment may be used).")
+	e.RetryAfter = 1
 	return e
 }
 
@@ -346,15 +367,27 @@ func (s *Service) Charge(ctx context.Context, payload x402.PaymentPayload, price
 		return nil, nil, storeUnavailable()
 	}
 	if err := work(ctx); err != nil {
+		s.releasePayment(ctx, id) // never settled: the client may send the same payment again
 		return nil, nil, err
 	}
-	// Settlement must finish even if the caller hangs up: the work is done and the payment verified.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	// Settlement must finish even if the caller hangs up (the work is done and the payment
+	// verified), but within the request's own deadline (a Lambda invocation's) less what the
+	// answer needs: a function stopped while settling would have charged without answering.
+	settleBy := time.Now().Add(settleTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Add(-afterSettle).Before(settleBy) {
+		settleBy = d.Add(-afterSettle)
+	}
+	if time.Until(settleBy) < minSettleTime {
+		// A settlement cut short has an unknown outcome: better not begun.
+		s.releasePayment(ctx, id)
+		return nil, nil, settleTooLate()
+	}
+	sctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), settleBy)
 	defer cancel()
 	sr, err := s.Payer.Settle(sctx, payload, accepted)
 	if err != nil {
 		s.log().Error("facilitator settle failed", "err", err.Error())
-		return nil, nil, facilitatorUnavailable()
+		return nil, nil, settlementUnknown()
 	}
 	if !sr.Success {
 		return nil, &PaymentFailure{Code: apperr.PaymentSettleFail, Message: "The payment could not be settled: " + safeReason(sr.ErrorReason) + ". Nothing was charged.", Settlement: &sr}, nil
@@ -394,8 +427,17 @@ func (s *Service) servePaid(w http.ResponseWriter, r *http.Request, job *Job, he
 	writeJSON(w, http.StatusOK, v.Body)
 }
 
-// settleTimeout bounds settlement well inside API Gateway's 29 s.
-const settleTimeout = 20 * time.Second
+// Settlement's share of a paid request's time.
+const (
+	// settleTimeout bounds settlement well inside API Gateway's 29 s.
+	settleTimeout = 20 * time.Second
+	// afterSettle is what a paid request keeps of its deadline after settling: the history
+	// write (a Lambda function records before it answers) and the answer.
+	afterSettle = recordTimeout + time.Second
+	// minSettleTime is the least time settlement is started with. Settling on Base or Solana
+	// takes a few seconds; with less left, the request answers a retryable error instead.
+	minSettleTime = 8 * time.Second
+)
 
 // safeReason keeps a facilitator's reason short and printable.
 func safeReason(s string) string {
@@ -418,6 +460,17 @@ func (s *Service) paymentReserved(ctx context.Context, id string) (bool, error) 
 	ctx, cancel := context.WithTimeout(ctx, s.storeTimeout())
 	defer cancel()
 	return s.Allowance.PaymentReserved(ctx, id)
+}
+
+// releasePayment undoes the reservation of a payment that was never sent to settlement. A
+// failure leaves the payment reserved (it can then not be used again here, and nothing was
+// charged); it is logged and does not change the answer.
+func (s *Service) releasePayment(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.storeTimeout())
+	defer cancel()
+	if err := s.Allowance.ReleasePayment(ctx, id); err != nil {
+		s.log().Error("payment release failed", "err", err.Error())
+	}
 }
 
 func (s *Service) reservePayment(ctx context.Context, id string) error {

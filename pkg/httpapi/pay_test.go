@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agent-output-verifier/verifier/internal/testhttp"
+	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/bolt"
@@ -273,6 +274,10 @@ func TestFreeOnly(t *testing.T) {
 	if resp.StatusCode != 429 || m["code"] != "free_trial_exhausted" || m["retryable"] != true || resp.Header.Get("Retry-After") != "60" {
 		t.Fatalf("free-only exhausted: %d %v %v", resp.StatusCode, m, resp.Header)
 	}
+	// Nothing can be paid here: the answer says to wait, not to pay.
+	if msg, _ := m["message"].(string); strings.Contains(msg, "x402") || fmt.Sprint(m["next_actions"]) != "[map[action:retry_later]]" {
+		t.Errorf("free-only exhausted: message %q, next_actions %v; want no payment offered and retry_later", msg, m["next_actions"])
+	}
 }
 
 // failingAllowance is a store whose allowance writes fail.
@@ -357,17 +362,84 @@ func TestPaidPath(t *testing.T) {
 	}
 	payer.valid = true
 	// The facilitator fails between verify and settle: 503, no result delivered, nothing settled.
+	// The settlement may have gone through, so the answer says the payment may have been charged
+	// and is not retryable (a client would pay again), and the payment stays spent.
 	payer.settleErr = x402.ErrFacilitatorUnavailable
 	resp, m = post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, paymentHeader(t, testRequirement, 7))
-	if resp.StatusCode != 503 || m["code"] != "facilitator_unavailable" || m["result"] != nil || resp.Header.Get(HeaderPaymentResponse) != "" {
+	if resp.StatusCode != 503 || m["code"] != "facilitator_unavailable" || m["result"] != nil || resp.Header.Get(HeaderPaymentResponse) != "" ||
+		m["retryable"] != false || m["charged"] != true || resp.Header.Get("Retry-After") != "" {
 		t.Errorf("settle unreachable: %d %v", resp.StatusCode, m)
 	}
 	payer.settleErr = nil
+	if resp, m := post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, paymentHeader(t, testRequirement, 7)); resp.StatusCode != 402 || m["code"] != "payment_replayed" {
+		t.Errorf("the payment whose settlement went unanswered, sent again: %d %v", resp.StatusCode, m)
+	}
 	// Settlement fails: 402 with PAYMENT-RESPONSE success:false and no result.
 	payer.settleOK = false
 	resp, m = post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, paymentHeader(t, testRequirement, 6))
 	sr, _ = x402.DecodeSettleResponse(resp.Header.Get(HeaderPaymentResponse))
 	if resp.StatusCode != 402 || m["code"] != "payment_settlement_failed" || m["result"] != nil || sr.Success {
 		t.Errorf("settle failed: %d %v %+v", resp.StatusCode, m, sr)
+	}
+}
+
+// deadlinePayer is a fakePayer that keeps the deadline of the last settlement's context.
+type deadlinePayer struct {
+	*fakePayer
+	settleBy time.Time
+}
+
+func (d *deadlinePayer) Settle(ctx context.Context, p x402.PaymentPayload, r x402.Requirements) (x402.SettleResponse, error) {
+	d.settleBy, _ = ctx.Deadline()
+	return d.fakePayer.Settle(ctx, p, r)
+}
+
+// TestPaymentNotSettledIsReleased: a paid request whose work failed, or that had too little of
+// its deadline left to settle, settles nothing and releases the payment, so that the client can
+// send the same payment again; settlement never runs past the request's deadline less the time
+// the answer needs (a Lambda function stopped while settling would charge without answering).
+func TestPaymentNotSettledIsReleased(t *testing.T) {
+	payer := &deadlinePayer{fakePayer: &fakePayer{valid: true, settleOK: true}}
+	e := newPayEnv(t, openBolt(t), 0, nil)
+	e.svc.Payer = payer
+	payment := func(n int) x402.PaymentPayload {
+		p, err := x402.DecodePaymentSignature(paymentHeader(t, testRequirement, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ctx := context.Background()
+	works := func(context.Context) error { return nil }
+
+	// The work fails: an error, nothing settled, and the same payment is taken afterwards.
+	failing := func(context.Context) error { return apperr.New(apperr.DeadlineExceeded, "too slow") }
+	if sr, fail, err := e.svc.Charge(ctx, payment(1), "0.02", failing); err == nil || sr != nil || fail != nil || payer.settles.Load() != 0 {
+		t.Fatalf("failing work: %v %v %v, settles %d", sr, fail, err, payer.settles.Load())
+	}
+	if sr, fail, err := e.svc.Charge(ctx, payment(1), "0.02", works); err != nil || fail != nil || sr == nil || payer.settles.Load() != 1 {
+		t.Fatalf("the same payment after failed work: %v %v %v", sr, fail, err)
+	}
+
+	// Too little time left: a retryable error, nothing settled, the payment released.
+	short, cancel := context.WithTimeout(ctx, afterSettle+minSettleTime-time.Second)
+	defer cancel()
+	_, _, err := e.svc.Charge(short, payment(2), "0.02", works)
+	if ae, ok := apperr.As(err); !ok || ae.Code != apperr.FacilitatorDown || !ae.Retryable || ae.Charged || payer.settles.Load() != 1 {
+		t.Fatalf("too little time: %v, settles %d", err, payer.settles.Load())
+	}
+	// With time enough, settlement ends at the deadline less afterSettle.
+	deadline := time.Now().Add(afterSettle + minSettleTime + 2*time.Second)
+	enough, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	if sr, fail, err := e.svc.Charge(enough, payment(2), "0.02", works); err != nil || fail != nil || sr == nil {
+		t.Fatalf("the same payment with time enough: %v %v %v", sr, fail, err)
+	}
+	if want := deadline.Add(-afterSettle); !payer.settleBy.Equal(want) {
+		t.Errorf("settlement deadline %v, want the request's less %v (%v)", payer.settleBy, afterSettle, want)
+	}
+	// Without a deadline (the local server), settlement has settleTimeout.
+	if sr, _, err := e.svc.Charge(ctx, payment(3), "0.02", works); err != nil || sr == nil || time.Until(payer.settleBy) > settleTimeout || time.Until(payer.settleBy) < settleTimeout-time.Minute {
+		t.Errorf("no deadline: %v, settlement deadline in %v, want about %v", err, time.Until(payer.settleBy), settleTimeout)
 	}
 }

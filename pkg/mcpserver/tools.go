@@ -143,11 +143,11 @@ func (s *Server) verifySchema(ctx context.Context, req *mcp.CallToolRequest) (*m
 		return s.errorResult(ToolVerify, err, nil), nil
 	}
 	if !granted {
-		const msg = "This client's free checks for today are used up; pay with x402 to continue."
 		if s.svc.Payer == nil {
-			return s.errorResult(ToolVerify, s.svc.FreeOnlyExhausted(msg), mcp.Meta{"free_trial": s.svc.FreeTrial(ctx, client)}), nil
+			return s.errorResult(ToolVerify, s.svc.FreeOnlyExhausted(), mcp.Meta{"free_trial": s.svc.FreeTrial(ctx, client)}), nil
 		}
-		return s.paymentRequired(ctx, ToolVerify, client, apperr.FreeTrialExhausted, msg, nil), nil
+		return s.paymentRequired(ctx, ToolVerify, client, apperr.FreeTrialExhausted,
+			"This client's free checks for today are used up; pay with x402 to continue.", nil), nil
 	}
 	v, err := s.svc.Finish(ctx, job)
 	if err != nil {
@@ -179,14 +179,12 @@ func (s *Server) verificationRecord(ctx context.Context, req *mcp.CallToolReques
 	if err != nil {
 		return s.errorResult(ToolRecord, err, nil), nil
 	}
-	priced := false
-	if s.svc.Payer != nil {
-		if priced, err = s.scores.ScorePriced(ctx, agentID); err != nil {
-			return s.errorResult(ToolRecord, err, nil), nil
-		}
+	lookup, err := s.scores.LookupScore(ctx, agentID)
+	if err != nil {
+		return s.errorResult(ToolRecord, err, nil), nil
 	}
-	if !priced {
-		doc, err := s.scores.ScoreDocument(ctx, agentID)
+	if !lookup.Priced() {
+		doc, err := lookup.Document()
 		if err != nil {
 			return s.errorResult(ToolRecord, err, nil), nil
 		}
@@ -198,7 +196,7 @@ func (s *Server) verificationRecord(ctx context.Context, req *mcp.CallToolReques
 			"This agent's trust score is paid: pay with x402 in _meta[\"x402/payment\"] and call again.", nil), nil
 	}
 	return s.charge(ctx, ToolRecord, client, payment, s.svc.Pricing.PriceScore, func(ctx context.Context) ([]byte, error) {
-		return s.scores.ScoreDocument(ctx, agentID)
+		return lookup.Document()
 	}), nil
 }
 
