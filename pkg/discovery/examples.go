@@ -153,7 +153,11 @@ func buildExamples(svc *httpapi.Service) (*Examples, error) {
 	out.Invalid = Example{ID: "invalid", Title: "An invalid request (422)", Method: http.MethodPost, Path: "/verify/schema",
 		Request: []byte(invalidRequestJSON), Status: e.Status, Response: body}
 
-	score, err := ex.ScoreDocument(ctx, ExampleAgentUnknown)
+	lookup, err := ex.LookupScore(ctx, ExampleAgentUnknown)
+	if err != nil {
+		return nil, fmt.Errorf("worked example score: %w", err)
+	}
+	score, err := lookup.Document()
 	if err != nil {
 		return nil, fmt.Errorf("worked example score: %w", err)
 	}

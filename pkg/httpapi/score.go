@@ -120,32 +120,34 @@ func (s *Service) lookupAgent(ctx context.Context, agentID string) (agentRecord,
 	return rec, nil
 }
 
-// priced tells whether the lookup of rec must be paid: a score exists and the deployment takes
-// payments (SPEC §8.6: without a payee, /score is free).
-func (s *Service) priced(rec agentRecord) bool { return rec.found && s.Payer != nil }
-
-// ScorePriced reports whether GET /score/{agent_id} (and the MCP get_verification_record) must be
-// paid for agentID: true when the agent has a score and the deployment takes payments. Unknown and
-// test- ids are free (a signed no_data answer). An invalid id is a 422 naming agent_id, a store
-// failure a retryable 503.
-func (s *Service) ScorePriced(ctx context.Context, agentID string) (bool, error) {
-	rec, err := s.lookupAgent(ctx, agentID)
-	if err != nil {
-		return false, err
-	}
-	return s.priced(rec), nil
+// ScoreLookup is one read of an agent's aggregate: whether its score is paid for and, from that
+// same read, its signed document. GET /score and the MCP tool get_verification_record price and
+// answer from one lookup, so a verification recorded in between can neither make a paid score
+// free nor change what was priced.
+type ScoreLookup struct {
+	svc *Service
+	rec agentRecord
 }
 
-// ScoreDocument is the signed GET /score/{agent_id} document for agentID, computed now from one
-// read of its aggregate and signed with the trust-score context. It does no payment accounting:
-// callers charge first when ScorePriced says so. Errors as ScorePriced.
-func (s *Service) ScoreDocument(ctx context.Context, agentID string) ([]byte, error) {
+// LookupScore reads agentID's aggregate once (not at all for test- ids). An invalid id is a 422
+// naming agent_id, a store failure a retryable 503.
+func (s *Service) LookupScore(ctx context.Context, agentID string) (ScoreLookup, error) {
 	rec, err := s.lookupAgent(ctx, agentID)
 	if err != nil {
-		return nil, err
+		return ScoreLookup{}, err
 	}
-	return s.scoreDocument(rec)
+	return ScoreLookup{svc: s, rec: rec}, nil
 }
+
+// Priced tells whether the score must be paid for: the agent has a score and the deployment takes
+// payments (SPEC §8.6: without a payee, /score is free). Unknown agents and test- ids are free (a
+// signed no_data answer).
+func (l ScoreLookup) Priced() bool { return l.rec.found && l.svc.Payer != nil }
+
+// Document is the signed GET /score/{agent_id} document, computed now from the lookup's read and
+// signed with the trust-score context. It does no payment accounting: callers charge first when
+// Priced says so.
+func (l ScoreLookup) Document() ([]byte, error) { return l.svc.scoreDocument(l.rec) }
 
 // scoreDocument builds and signs the score of rec as of now.
 func (s *Service) scoreDocument(rec agentRecord) ([]byte, error) {
@@ -206,14 +208,20 @@ func (s *Service) handleScore(w http.ResponseWriter, r *http.Request) {
 		s.WriteError(w, r, err)
 		return
 	}
-	rec, err := s.lookupAgent(r.Context(), id)
+	header := r.Header.Get(HeaderPaymentSignature)
+	if r.Method == http.MethodHead && header != "" {
+		// HEAD answers no document, so there is nothing to pay for.
+		s.WriteError(w, r, apperr.Field(HeaderPaymentSignature, "is not taken with HEAD, which answers no document", "Send the payment with GET."))
+		return
+	}
+	lookup, err := s.LookupScore(r.Context(), id)
 	if err != nil {
 		s.WriteError(w, r, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	if !s.priced(rec) {
-		body, err := s.scoreDocument(rec)
+	if !lookup.Priced() {
+		body, err := lookup.Document()
 		if err != nil {
 			s.WriteError(w, r, err)
 			return
@@ -221,7 +229,6 @@ func (s *Service) handleScore(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, body)
 		return
 	}
-	header := r.Header.Get(HeaderPaymentSignature)
 	if header == "" {
 		s.writeScorePaymentRequired(w, r, id, apperr.PaymentRequired, "This agent has a trust score; pay with x402 to read it.", nil)
 		return
@@ -233,7 +240,7 @@ func (s *Service) handleScore(w http.ResponseWriter, r *http.Request) {
 	}
 	var body []byte
 	sr, fail, err := s.Charge(r.Context(), payload, s.Pricing.PriceScore, func(context.Context) (err error) {
-		body, err = s.scoreDocument(rec)
+		body, err = lookup.Document()
 		return err
 	})
 	switch {

@@ -167,6 +167,17 @@ func TestScoreRoute(t *testing.T) {
 		t.Errorf("paid lookup of an unknown agent: %d %s, settles %d→%d", resp.StatusCode, b, settles, payer.settles.Load())
 	}
 
+	// HEAD answers no document, so a payment sent with it is refused and never verified or
+	// settled; without one it answers the 402's headers.
+	verifies, settles := payer.verifies.Load(), payer.settles.Load()
+	resp, _ = testhttp.Do(t, "HEAD", e.srv.URL+"/score/seller-s", nil, HeaderPaymentSignature, paymentHeader(t, testRequirement, 44))
+	if resp.StatusCode != 422 || payer.verifies.Load() != verifies || payer.settles.Load() != settles {
+		t.Errorf("HEAD with a payment: %d, verifies %d→%d, settles %d→%d", resp.StatusCode, verifies, payer.verifies.Load(), settles, payer.settles.Load())
+	}
+	if resp, _ := testhttp.Do(t, "HEAD", e.srv.URL+"/score/seller-s", nil); resp.StatusCode != 402 || resp.Header.Get(HeaderPaymentRequired) == "" {
+		t.Errorf("HEAD without a payment: %d, PAYMENT-REQUIRED %q", resp.StatusCode, resp.Header.Get(HeaderPaymentRequired))
+	}
+
 	// Without a payee the score is free (SPEC §8.6).
 	e.svc.Payer = nil
 	if resp, b := testhttp.Do(t, "GET", e.srv.URL+"/score/seller-s", nil); resp.StatusCode != 200 || decode(t, b)["score"] != 72.2 {
@@ -174,18 +185,32 @@ func TestScoreRoute(t *testing.T) {
 	}
 }
 
-// TestScoreAPIForMCP checks the two methods the MCP tool get_verification_record is built on.
+// TestScoreAPIForMCP checks LookupScore, which the MCP tool get_verification_record is built on.
 func TestScoreAPIForMCP(t *testing.T) {
 	e := newPayEnv(t, openBolt(t), 0, &fakePayer{valid: true, settleOK: true})
 	e.svc.Reputation = e.st
 	ctx := context.Background()
 	recordN(t, e.st, "seller-m", 3, false, false, *e.now.Load())
 	for id, want := range map[string]bool{"seller-m": true, "seller-unknown": false, "test-seller-m": false} {
-		if got, err := e.svc.ScorePriced(ctx, id); err != nil || got != want {
-			t.Errorf("ScorePriced(%s) = %v, %v; want %v", id, got, err, want)
+		if l, err := e.svc.LookupScore(ctx, id); err != nil || l.Priced() != want {
+			t.Errorf("LookupScore(%s): priced %v, %v; want %v", id, l.Priced(), err, want)
 		}
 	}
-	doc, err := e.svc.ScoreDocument(ctx, "seller-m")
+	lookup, err := e.svc.LookupScore(ctx, "seller-m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The document comes from the lookup's read: what is recorded after it changes neither the
+	// price nor the document (an unknown agent looked up, then recorded, stays a free no_data).
+	unknown, err := e.svc.LookupScore(ctx, "seller-late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordN(t, e.st, "seller-late", 3, true, true, *e.now.Load())
+	if late, err := unknown.Document(); err != nil || unknown.Priced() || decode(t, late)["reason"] != "no_data" {
+		t.Errorf("recorded after the lookup: priced %v, document %s, %v; want the free no_data answer", unknown.Priced(), late, err)
+	}
+	doc, err := lookup.Document()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,34 +223,28 @@ func TestScoreAPIForMCP(t *testing.T) {
 	e.svc.Payer = nil
 	_, b := testhttp.Do(t, "GET", e.srv.URL+"/score/seller-m", nil)
 	if !bytes.Equal(stripSignature(t, b), stripSignature(t, doc)) {
-		t.Errorf("HTTP and ScoreDocument differ:\n%s\n%s", b, doc)
+		t.Errorf("HTTP and LookupScore differ:\n%s\n%s", b, doc)
 	}
-	if got, err := e.svc.ScorePriced(ctx, "seller-m"); err != nil || got {
-		t.Errorf("ScorePriced without a payee = %v, %v; want false", got, err)
+	if l, err := e.svc.LookupScore(ctx, "seller-m"); err != nil || l.Priced() {
+		t.Errorf("LookupScore without a payee: priced %v, %v; want false", l.Priced(), err)
 	}
 
 	for _, id := range []string{"", strings.Repeat("é", 201), "a\x00b", "\xff"} {
-		_, err := e.svc.ScorePriced(ctx, id)
-		_, err2 := e.svc.ScoreDocument(ctx, id)
-		for _, err := range []error{err, err2} {
-			ae, ok := apperr.As(err)
-			if !ok || ae.Status != 422 || len(ae.Fields) != 1 || ae.Fields[0].Field != "agent_id" {
-				t.Errorf("agent id %q: %v, want a 422 naming agent_id", id, err)
-			}
+		_, err := e.svc.LookupScore(ctx, id)
+		ae, ok := apperr.As(err)
+		if !ok || ae.Status != 422 || len(ae.Fields) != 1 || ae.Fields[0].Field != "agent_id" {
+			t.Errorf("agent id %q: %v, want a 422 naming agent_id", id, err)
 		}
 	}
-	if _, err := e.svc.ScorePriced(ctx, strings.Repeat("é", 200)); err != nil {
+	if _, err := e.svc.LookupScore(ctx, strings.Repeat("é", 200)); err != nil {
 		t.Errorf("a 200-character id: %v", err)
 	}
 
 	e.svc.Reputation = failingReputation{}
-	for _, f := range []func() error{
-		func() error { _, err := e.svc.ScorePriced(ctx, "seller-m"); return err },
-		func() error { _, err := e.svc.ScoreDocument(ctx, "seller-m"); return err },
-	} {
-		if ae, ok := apperr.As(f()); !ok || ae.Status != 503 || !ae.Retryable {
-			t.Errorf("store down: %v, want a retryable 503", f())
-		}
+	if _, err := e.svc.LookupScore(ctx, "seller-m"); err == nil {
+		t.Error("store down: no error")
+	} else if ae, ok := apperr.As(err); !ok || ae.Status != 503 || !ae.Retryable {
+		t.Errorf("store down: %v, want a retryable 503", err)
 	}
 }
 

@@ -33,11 +33,11 @@ const Path = "/mcp"
 // most x402.MaxHeaderBytes.
 const rpcOverhead = x402.MaxHeaderBytes + 16<<10
 
-// Scores is the part of the service get_verification_record needs: whether an agent's score is
-// paid for (it is free while there is no data), and the signed /score document.
+// Scores is the part of the service get_verification_record needs: one lookup of an agent's
+// score, which says whether it is paid for (it is free while there is no data) and gives the
+// signed /score document.
 type Scores interface {
-	ScorePriced(ctx context.Context, agentID string) (bool, error)
-	ScoreDocument(ctx context.Context, agentID string) ([]byte, error)
+	LookupScore(ctx context.Context, agentID string) (httpapi.ScoreLookup, error)
 }
 
 var _ Scores = (*httpapi.Service)(nil)

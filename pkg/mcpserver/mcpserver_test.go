@@ -728,8 +728,7 @@ func TestHandlerServesOnlyMCP(t *testing.T) {
 
 type panickingScores struct{}
 
-func (panickingScores) ScorePriced(context.Context, string) (bool, error) { panic("boom") }
-func (panickingScores) ScoreDocument(context.Context, string) ([]byte, error) {
+func (panickingScores) LookupScore(context.Context, string) (httpapi.ScoreLookup, error) {
 	panic("boom")
 }
 
