@@ -20,7 +20,7 @@ const (
 
 const usage = `usage:
   verifier serve [--addr 127.0.0.1:8080] [--data DIR]
-  verifier check [--key FILE] [--detail full|compact] REQUEST.json|-
+  verifier check [--key FILE] [--detail full|compact] [--base-url URL] REQUEST.json|-
   verifier receipt verify (--key BASE64 | --card FILE_OR_URL) [--context verify|score|reputation] [--request REQUEST.json] RECEIPT.json|-
   verifier keygen (--out FILE [--kms-key-id ID] | --secret NAME) [--version V]
   verifier remote (verify|deliverable) --url URL [--pay-key FILE] [--pay-solana-key FILE --solana-rpc URL] [--max-price USD] [--timeout D] REQUEST.json|-

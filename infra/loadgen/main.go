@@ -7,8 +7,8 @@
 //	go run ./infra/loadgen -bin bin/verifier -duration 10s -conns 32
 //
 // With -mix seed every request is the seed invoice (testdata/seed/invoice-draft.request.json,
-// run from the module root) under a fresh task and agent id: one small document and one cached
-// schema, the upper bound for small documents.
+// run from the module root) under a fresh task id and one of 50 agent ids in turn: one small
+// document and one cached schema, the upper bound for small documents.
 //
 // Phase 1 is closed-loop (conns workers, each sending as fast as answers come) and finds the
 // maximum throughput; phase 2 sends at half that rate, open-loop, and reports the latency a

@@ -52,7 +52,7 @@ var codeTable = map[Code]struct {
 	Internal:           {500, true, false, "An internal error; nothing was charged. Retry after retry_after seconds."},
 	Unavailable:        {503, true, false, "A store the answer needs is unavailable; nothing was charged. Retry after retry_after seconds."},
 	DeadlineExceeded:   {503, true, false, "The work did not finish within the per-request deadline; nothing was charged. Retry, or send a smaller request."},
-	PaymentRequired:    {402, false, true, "This call must be paid: sign one of the PAYMENT-REQUIRED header's accepts and send the request again with PAYMENT-SIGNATURE. Also the answer to an empty-body discovery probe, and to a body over the free size limit."},
+	PaymentRequired:    {402, false, true, "This call must be paid: sign one of the PAYMENT-REQUIRED header's accepts and send the request again with PAYMENT-SIGNATURE. Also the answer to an empty-body discovery probe, and to a body over the free size limit, which a deployment that takes no payments answers with 413 payload_too_large instead."},
 	FreeTrialExhausted: {402, false, true, "This client's free calls for today are used up; pay with x402 as for payment_required. A deployment that takes no payments answers 429 instead, retryable at the next UTC midnight."},
 	PaymentInvalid:     {402, false, true, "The PAYMENT-SIGNATURE header (MCP: _meta[\"x402/payment\"]) could not be decoded as an x402 v2 PaymentPayload. Nothing was charged."},
 	PaymentMismatch:    {402, false, true, "The payment's accepted requirements (scheme, network, amount, asset, payTo) match none this route offers. Nothing was charged; pay one of the accepts of the 402 answer."},
