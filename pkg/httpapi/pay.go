@@ -366,7 +366,15 @@ func (s *Service) Charge(ctx context.Context, payload x402.PaymentPayload, price
 		s.log().Error("payment reservation failed", "err", err.Error())
 		return nil, nil, storeUnavailable()
 	}
-	if err := work(ctx); err != nil {
+	// The work must leave settlement its time, or the payment would stay reserved, unsettled,
+	// in a function stopped before it answered.
+	wctx := ctx
+	if d, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithDeadline(ctx, d.Add(-afterSettle-minSettleTime))
+		defer cancel()
+	}
+	if err := work(wctx); err != nil {
 		s.releasePayment(ctx, id) // never settled: the client may send the same payment again
 		return nil, nil, err
 	}

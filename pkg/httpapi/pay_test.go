@@ -438,8 +438,16 @@ func TestPaymentNotSettledIsReleased(t *testing.T) {
 	if want := deadline.Add(-afterSettle); !payer.settleBy.Equal(want) {
 		t.Errorf("settlement deadline %v, want the request's less %v (%v)", payer.settleBy, afterSettle, want)
 	}
+	// The work's own deadline leaves settlement its time.
+	var workBy time.Time
+	if _, _, err := e.svc.Charge(enough, payment(4), "0.02", func(ctx context.Context) error { workBy, _ = ctx.Deadline(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if want := deadline.Add(-afterSettle - minSettleTime); !workBy.Equal(want) {
+		t.Errorf("work deadline %v, want %v", workBy, want)
+	}
 	// Without a deadline (the local server), settlement has settleTimeout.
-	if sr, _, err := e.svc.Charge(ctx, payment(3), "0.02", works); err != nil || sr == nil || time.Until(payer.settleBy) > settleTimeout || time.Until(payer.settleBy) < settleTimeout-time.Minute {
+	if sr, _, err := e.svc.Charge(ctx, payment(5), "0.02", works); err != nil || sr == nil || time.Until(payer.settleBy) > settleTimeout || time.Until(payer.settleBy) < settleTimeout-time.Minute {
 		t.Errorf("no deadline: %v, settlement deadline in %v, want about %v", err, time.Until(payer.settleBy), settleTimeout)
 	}
 }
