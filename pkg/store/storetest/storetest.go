@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -482,6 +483,8 @@ func testRecordRejectsInvalid(t *testing.T, s store.Store) {
 		{"empty verification id", func(v *store.Verification) { v.VerificationID = "" }},
 		{"unknown result", func(v *store.Verification) { v.Result = "maybe" }},
 		{"zero time", func(v *store.Verification) { v.VerifiedAt = time.Time{} }},
+		{"task id of 2 KB", func(v *store.Verification) { v.TaskID = strings.Repeat("t", 2048) }},
+		{"caller id of 2 KB", func(v *store.Verification) { v.CallerID = strings.Repeat("c", 2048) }},
 	}
 	for _, c := range cases {
 		v := valid

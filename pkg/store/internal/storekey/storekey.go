@@ -26,6 +26,12 @@ const DayLayout = "2006-01-02"
 // and bbolt keys must stay small; 512 bytes leaves room for the prefixes.
 const MaxIDLength = 512
 
+// MaxLabelLength bounds the task id and the caller id of a verification, which the store keeps but
+// never uses in a key. The service sends task ids of at most 200 characters (verify.MaxIDLen), so
+// up to 800 bytes of UTF-8, and caller ids of 64 hex digits; 1024 bytes takes all of them and
+// keeps the size of a record known, which an aggregate's outbox in DynamoDB depends on.
+const MaxLabelLength = 1024
+
 // keySeparator sits between the time and the verification id in a sort key; the time part has a
 // fixed width, so the id may contain the separator without making the key ambiguous.
 const keySeparator = "#"
@@ -103,6 +109,12 @@ func CheckVerification(v store.Verification) error {
 	}
 	if err := CheckID("verification id", v.VerificationID); err != nil {
 		return err
+	}
+	if len(v.TaskID) > MaxLabelLength {
+		return fmt.Errorf("task id is longer than %d bytes", MaxLabelLength)
+	}
+	if len(v.CallerID) > MaxLabelLength {
+		return fmt.Errorf("caller id is longer than %d bytes", MaxLabelLength)
 	}
 	if v.Result != "pass" && v.Result != "fail" {
 		return errors.New(`result is neither "pass" nor "fail"`)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agent-output-verifier/verifier/pkg/store"
+	"github.com/agent-output-verifier/verifier/pkg/verify"
 )
 
 func TestCursorRoundTrip(t *testing.T) {
@@ -81,6 +82,31 @@ func TestCheckDay(t *testing.T) {
 	} {
 		if got := CheckDay(day) == nil; got != ok {
 			t.Errorf("CheckDay(%q) ok = %v, want %v", day, got, ok)
+		}
+	}
+}
+
+// TestCheckVerificationLabels: every task id and caller id the service sends is accepted (the
+// longest task id in characters, each of them four bytes in UTF-8), and past MaxLabelLength bytes
+// neither is.
+func TestCheckVerificationLabels(t *testing.T) {
+	valid := store.Verification{AgentID: "agent", VerificationID: "v-1", Result: "pass",
+		VerifiedAt: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
+	cases := []struct {
+		name             string
+		taskID, callerID string
+		ok               bool
+	}{
+		{"longest task id the service sends", strings.Repeat("🙂", verify.MaxIDLen), strings.Repeat("f", 64), true},
+		{"labels at the bound", strings.Repeat("x", MaxLabelLength), strings.Repeat("x", MaxLabelLength), true},
+		{"task id past the bound", strings.Repeat("x", MaxLabelLength+1), "", false},
+		{"caller id past the bound", "", strings.Repeat("x", MaxLabelLength+1), false},
+	}
+	for _, c := range cases {
+		v := valid
+		v.TaskID, v.CallerID = c.taskID, c.callerID
+		if got := CheckVerification(v) == nil; got != c.ok {
+			t.Errorf("%s: CheckVerification ok = %v, want %v", c.name, got, c.ok)
 		}
 	}
 }
