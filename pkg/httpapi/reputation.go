@@ -163,17 +163,19 @@ func (s *Service) ReputationPage(ctx context.Context, agentID string, limit int,
 	}
 	doc := ReputationDocument{AgentID: agentID, History: []HistoryEntry{}, Verify: verify.NewVerifyInfo(s.BaseURL, s.Keys.Current.Version)}
 	if !isTestAgent(agentID) && s.Reputation != nil {
+		// The aggregate first: a store may complete the history when it reads the aggregate
+		// (records whose writer died after counting them), and the page should show them.
+		agg, found, err := s.Reputation.AgentAggregate(ctx, agentID)
+		if err != nil {
+			s.log().Error("read aggregate failed", "err", err.Error())
+			return nil, reputationUnavailable()
+		}
 		page, next, err := s.Reputation.History(ctx, agentID, limit, cursor)
 		if errors.Is(err, store.ErrBadCursor) {
 			return nil, apperr.Field("cursor", "is not a cursor this service returned", "Send back the next_cursor of the previous page unchanged, or leave cursor out for the newest page.")
 		}
 		if err != nil {
 			s.log().Error("read history failed", "err", err.Error())
-			return nil, reputationUnavailable()
-		}
-		agg, found, err := s.Reputation.AgentAggregate(ctx, agentID)
-		if err != nil {
-			s.log().Error("read aggregate failed", "err", err.Error())
 			return nil, reputationUnavailable()
 		}
 		for _, v := range page {

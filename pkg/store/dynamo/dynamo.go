@@ -21,23 +21,31 @@
 //  1. The aggregate under optimistic concurrency: read it with its version, add the verification
 //     (reputation.Aggregate.Add), put its history record into the aggregate's outbox (a map from
 //     verification id to the record), and PutItem it on condition that the version is still the
-//     one read (or that no aggregate exists yet); a lost race reads again and retries. A
-//     verification found in the outbox, or among the ids of the last few counted (recent_ids), is
-//     not counted again.
+//     one read (or that no aggregate exists yet); a lost race reads the aggregate again, then the
+//     history record again (step 0 once more, since another call may have finished the same
+//     verification meanwhile), and retries. A verification found in the outbox, or among recent_ids
+//     (the ids of the latest verifications counted or written out from the outbox), is not counted
+//     again; step 2 then writes the outbox's copy of the record, the one that was counted.
 //  2. PutItem of the history record, unless it is there already.
 //  3. UpdateItem removing the record from the outbox.
 //
 // A writer that died after step 1 leaves its record in the outbox: counted, and not yet in the
 // history. Recording the verification again completes it; otherwise the next writer to the same
 // aggregate that finds records in the outbox older than outboxGrace, or more than maxOutbox of
-// them, writes them to the history (step 2, on their behalf) before its own step 1 drops them
-// from the outbox. Writing a record is idempotent (a conditional PutItem of the same content), so
-// it does not matter whether its owner is still alive and writes it too. Nothing in a step's
-// correctness depends on the grace period; it only spares a live owner's record a second write.
+// them, or more than maxOutboxBytes, writes them to the history (step 2, on their behalf) before
+// its own step 1 drops them from the outbox and adds their ids to recent_ids. AgentAggregate
+// writes out the records older than outboxGrace too (steps 2 and 3), so that the history of an
+// agent that records nothing more is completed when it is read. Writing a record is idempotent (a
+// conditional PutItem of the same content), so it does not matter whether its owner is still alive
+// and writes it too. Nothing in a step's correctness depends on the grace period; it only spares a
+// live owner's record a second write.
 //
-// Records that an earlier version of this package left marked "pending" (written before the
-// aggregate counted them) are completed the same way when recorded again: step 0 treats them as
-// absent and step 2 replaces them.
+// Records that an earlier version of this package left marked "pending" are completed the same way
+// when recorded again: step 0 treats them as absent and step 2 replaces them. That version wrote
+// the record pending, counted it, then cleared the mark, so a writer that died between the last two
+// left a record that is counted although pending: recording it again after its id has left
+// recent_ids counts it a second time. This is a limit of migrating from that scheme, which the
+// current steps cannot tell from a record that was never counted.
 //
 // The store speaks DynamoDB's JSON protocol through pkg/internal/awsjson rather than the SDK's
 // generated client, whose package initialisation alone took about 3 ms of every cold start: the
@@ -452,16 +460,22 @@ const (
 	aggregateAttempts   = 100
 	aggregateBackoff    = 2 * time.Millisecond
 	aggregateMaxBackoff = 100 * time.Millisecond
-	// recentIDs is how many of the latest verification ids the aggregate remembers (step 1 of
-	// the package comment).
+	// recentIDs is how many ids of the latest verifications counted or written out from the
+	// outbox the aggregate remembers (step 1 of the package comment).
 	recentIDs = 8
 	// outboxGrace is how old a record in the outbox must be before another writer writes it to
 	// the history on its owner's behalf: longer than any owner lives between steps 1 and 3 (its
 	// context allows seconds), so that a live owner's record is rarely written twice.
 	outboxGrace = time.Minute
 	// maxOutbox bounds the records an aggregate holds: past it, the oldest are written out
-	// whatever their age. A record takes well under 2 KB of the item's 400 KB.
+	// whatever their age. A record with short ids takes well under 1 KB.
 	maxOutbox = 32
+	// maxOutboxBytes bounds the outbox's size in the item (ids and JSON texts): past it, too, the
+	// oldest records are written out. DynamoDB refuses items over 400 KB. With the longest ids and
+	// labels storekey allows, made of characters JSON escapes to six bytes, one record takes about
+	// 25 KB and the rest of the item (keys, aggregate JSON, recent_ids) under 8 KB, so 256 KB keeps
+	// the item under 270 KB, with room for records whose write failed and that stay past the bound.
+	maxOutboxBytes = 256 << 10
 )
 
 // RecordVerification implements store.Store in the steps of the package comment.
@@ -492,20 +506,33 @@ func (s *Store) RecordVerification(ctx context.Context, v store.Verification) er
 	if agg.err != nil {
 		return fmt.Errorf("record verification %s: read aggregate: %w", v.VerificationID, agg.err)
 	}
-	if err := s.addToAggregate(ctx, v, rec, agg.it); err != nil {
+	rec, err = s.addToAggregate(ctx, v, rec, agg.it)
+	if err != nil {
 		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
+	}
+	if rec == nil {
+		return nil // another call recorded it completely meanwhile
 	}
 	if err := s.putRecord(ctx, rec); err != nil {
 		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
 	}
-	_, err = s.updateItem(ctx, updateItemInput{
-		Key:                      aggregateKey(v.AgentID),
+	if err := s.removeFromOutbox(ctx, v.AgentID, v.VerificationID); err != nil {
+		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
+	}
+	return nil
+}
+
+// removeFromOutbox is step 3: it removes a record that is in the history from the outbox of its
+// agent's aggregate.
+func (s *Store) removeFromOutbox(ctx context.Context, agentID, verificationID string) error {
+	_, err := s.updateItem(ctx, updateItemInput{
+		Key:                      aggregateKey(agentID),
 		UpdateExpression:         "REMOVE #outbox.#id",
 		ConditionExpression:      "attribute_exists(#outbox)",
-		ExpressionAttributeNames: map[string]string{"#outbox": attrOutbox, "#id": v.VerificationID},
+		ExpressionAttributeNames: map[string]string{"#outbox": attrOutbox, "#id": verificationID},
 	})
 	if err != nil && !isConditionFailed(err) { // no outbox: another writer emptied it
-		return fmt.Errorf("record verification %s: remove from the outbox: %w", v.VerificationID, err)
+		return fmt.Errorf("remove from the outbox: %w", err)
 	}
 	return nil
 }
@@ -573,62 +600,91 @@ func aggregateKey(agentID string) item {
 type outboxEntry struct {
 	Queued int64 `json:"queued"` // when it was counted, epoch seconds
 	Record item  `json:"record"` // the history record, keys included
+	// size is what the entry adds to the item: the length of its id and of its JSON text.
+	size int
+}
+
+// overdue reports whether the entry has waited outboxGrace, so that a writer other than its owner
+// may write its record.
+func (e outboxEntry) overdue(now time.Time) bool {
+	return now.Unix()-e.Queued >= int64(outboxGrace/time.Second)
 }
 
 // aggregateItem is an aggregate item decoded.
 type aggregateItem struct {
 	agg     reputation.Aggregate
 	version int64
-	recent  []string               // ids of the last recentIDs verifications counted
+	recent  []string               // ids of the latest verifications counted or written out from the outbox
 	outbox  map[string]outboxEntry // counted records that may not be in the history yet
 }
 
 // addToAggregate is step 1 of the package comment: add to got (the aggregate item as read, nil
 // when there is none), conditional put, and read again on a lost race. Records that wait too long
-// in the outbox are written to the history first.
-func (s *Store) addToAggregate(ctx context.Context, v store.Verification, rec, got item) error {
+// in the outbox, or make it too large, are written to the history first.
+//
+// It returns the record step 2 writes: rec when this call counted v; the outbox's copy when an
+// earlier call did, so that the history shows the record that was counted; and nil when v's record
+// is in the history already, so nothing is left to do.
+func (s *Store) addToAggregate(ctx context.Context, v store.Verification, rec, got item) (item, error) {
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			var err error
 			if got, err = s.getItem(ctx, getItemInput{Key: aggregateKey(v.AgentID), ConsistentRead: true}); err != nil {
-				return fmt.Errorf("read aggregate: %w", err)
+				return nil, fmt.Errorf("read aggregate: %w", err)
+			}
+			// Step 0 ran once, before the first read. Since then another call may have recorded v
+			// completely and more than recentIDs others pushed it out of recent_ids; the history
+			// record, read after the aggregate, tells.
+			done, err := s.recorded(ctx, v)
+			if err != nil {
+				return nil, err
+			}
+			if done {
+				return nil, nil
 			}
 		}
 		var a aggregateItem
 		var err error
 		if got != nil {
 			if a, err = decodeAggregate(got); err != nil {
-				return err
+				return nil, err
 			}
-			if _, queued := a.outbox[v.VerificationID]; queued || slices.Contains(a.recent, v.VerificationID) {
-				return nil // an earlier attempt counted it
+			if e, queued := a.outbox[v.VerificationID]; queued || slices.Contains(a.recent, v.VerificationID) {
+				if len(e.Record) > 0 {
+					return e.Record, nil // an earlier call counted it and may not have written it yet
+				}
+				return rec, nil // an earlier call counted it
 			}
 		}
+		now := s.now()
+		own, err := json.Marshal(outboxEntry{Queued: now.Unix(), Record: rec})
+		if err != nil {
+			return nil, fmt.Errorf("encode outbox: %w", err)
+		}
+		written := s.flushOutbox(ctx, a.outbox, now, maxOutboxBytes-len(v.VerificationID)-len(own))
 		a.agg.Add(v.Observation())
 		body, err := json.Marshal(a.agg)
 		if err != nil {
-			return fmt.Errorf("encode aggregate: %w", err)
+			return nil, fmt.Errorf("encode aggregate: %w", err)
 		}
+		// The ids written out join recent_ids: a call recording one of them again whose step 0
+		// ran before the write must still find it counted in this aggregate.
+		a.recent = append(a.recent, written...)
 		a.recent = append(a.recent, v.VerificationID)
 		a.recent = a.recent[max(len(a.recent)-recentIDs, 0):]
 		ids := make([]value, len(a.recent))
 		for i, id := range a.recent {
 			ids[i] = str(id)
 		}
-		now := s.now()
-		s.flushOutbox(ctx, a.outbox, now)
-		if a.outbox == nil {
-			a.outbox = make(map[string]outboxEntry, 1)
-		}
-		a.outbox[v.VerificationID] = outboxEntry{Queued: now.Unix(), Record: rec}
-		outbox := make(item, len(a.outbox))
+		outbox := make(item, len(a.outbox)+1)
 		for id, e := range a.outbox {
 			text, err := json.Marshal(e)
 			if err != nil {
-				return fmt.Errorf("encode outbox: %w", err)
+				return nil, fmt.Errorf("encode outbox: %w", err)
 			}
 			outbox[id] = str(string(text))
 		}
+		outbox[v.VerificationID] = str(string(own))
 		it := aggregateKey(v.AgentID)
 		it[attrAgentID] = str(v.AgentID)
 		it[attrVersion] = number(a.version + 1)
@@ -647,41 +703,49 @@ func (s *Store) addToAggregate(ctx context.Context, v store.Verification, rec, g
 		}
 		err = s.putItem(ctx, put)
 		if err == nil {
-			return nil
+			return rec, nil
 		}
 		if !isConditionFailed(err) {
-			return fmt.Errorf("write aggregate: %w", err)
+			return nil, fmt.Errorf("write aggregate: %w", err)
 		}
 		if attempt+1 >= aggregateAttempts {
-			return fmt.Errorf("write aggregate: still conflicting after %d attempts", aggregateAttempts)
+			return nil, fmt.Errorf("write aggregate: still conflicting after %d attempts", aggregateAttempts)
 		}
 		backoff := min(aggregateBackoff<<min(attempt, 16), aggregateMaxBackoff)
 		select {
 		case <-time.After(rand.N(backoff) + 1):
 		case <-ctx.Done():
-			return fmt.Errorf("write aggregate: %w", ctx.Err())
+			return nil, fmt.Errorf("write aggregate: %w", ctx.Err())
 		}
 	}
 }
 
 // flushOutbox writes to the history the records of outbox that have waited outboxGrace, and the
-// oldest beyond maxOutbox (leaving room for one more), and deletes from outbox those it wrote. A
-// record it could not write stays for a later writer: the caller's own recording does not fail
-// for another's.
-func (s *Store) flushOutbox(ctx context.Context, outbox map[string]outboxEntry, now time.Time) {
+// oldest beyond maxOutbox records or beyond room bytes (leaving room for one more record), deletes
+// from outbox those it wrote, and returns their ids. A record it could not write stays for a later
+// writer: the caller's own recording does not fail for another's.
+func (s *Store) flushOutbox(ctx context.Context, outbox map[string]outboxEntry, now time.Time, room int) []string {
+	size := 0
+	for _, e := range outbox {
+		size += e.size
+	}
 	ids := slices.SortedFunc(maps.Keys(outbox), func(a, b string) int {
 		return cmp.Or(cmp.Compare(outbox[a].Queued, outbox[b].Queued), strings.Compare(a, b))
 	})
+	var written []string
 	for i, id := range ids {
 		e := outbox[id]
-		if now.Unix()-e.Queued < int64(outboxGrace/time.Second) && len(ids)-i < maxOutbox {
-			break // the rest are younger and within the bound
+		if !e.overdue(now) && len(ids)-i < maxOutbox && size <= room {
+			break // the rest are younger and within the bounds
 		}
 		if len(e.Record) == 0 || s.putRecord(ctx, e.Record) != nil {
 			continue
 		}
 		delete(outbox, id)
+		size -= e.size
+		written = append(written, id)
 	}
+	return written
 }
 
 // decodeAggregate reads an aggregate item.
@@ -710,13 +774,21 @@ func decodeAggregate(it item) (a aggregateItem, err error) {
 			if v.S == nil || json.Unmarshal([]byte(*v.S), &e) != nil {
 				return a, fmt.Errorf("decode aggregate: outbox record %s is malformed", id)
 			}
+			e.size = len(id) + len(*v.S)
 			a.outbox[id] = e
 		}
 	}
 	return a, nil
 }
 
-// AgentAggregate implements store.Store with one strongly consistent GetItem.
+// AgentAggregate implements store.Store with one strongly consistent GetItem. It also writes to the
+// history the records that have waited outboxGrace in the outbox: otherwise an orphan of an agent
+// that records nothing more would never appear in its history, which would show fewer records than
+// the aggregate counts. A record it could not write stays for later; the read does not fail for it.
+// Unlike a writer's flush, this does not add the ids to recent_ids (an UpdateItem cannot keep that
+// list short): a call recording such a record again, whose step 0 ran just before the write and
+// whose aggregate read just after, counts it again if its id has already left recent_ids. That
+// needs a retry over a minute late meeting a read within a few milliseconds, and is left open.
 func (s *Store) AgentAggregate(ctx context.Context, agentID string) (reputation.Aggregate, bool, error) {
 	if err := storekey.CheckID("agent id", agentID); err != nil {
 		return reputation.Aggregate{}, false, fmt.Errorf("read aggregate: %w", err)
@@ -731,6 +803,13 @@ func (s *Store) AgentAggregate(ctx context.Context, agentID string) (reputation.
 	a, err := decodeAggregate(got)
 	if err != nil {
 		return reputation.Aggregate{}, false, fmt.Errorf("read aggregate of %s: %w", agentID, err)
+	}
+	now := s.now()
+	for id, e := range a.outbox {
+		if !e.overdue(now) || len(e.Record) == 0 || s.putRecord(ctx, e.Record) != nil {
+			continue
+		}
+		_ = s.removeFromOutbox(ctx, agentID, id) // if it fails, a later writer removes it
 	}
 	return a.agg, true, nil
 }

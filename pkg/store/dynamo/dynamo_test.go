@@ -15,6 +15,7 @@ import (
 
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/dynamo/dynalitetest"
+	"github.com/agent-output-verifier/verifier/pkg/store/internal/storekey"
 	"github.com/agent-output-verifier/verifier/pkg/store/storetest"
 )
 
@@ -48,6 +49,11 @@ func TestDynamo(t *testing.T) {
 	t.Run("AggregateOptimisticConcurrency", func(t *testing.T) { testAggregateConflicts(t, client) })
 	t.Run("RecordResumesAfterCrash", func(t *testing.T) { testRecordResumes(t, client) })
 	t.Run("OutboxFlushedByOthers", func(t *testing.T) { testOutboxFlushedByOthers(t, client) })
+	t.Run("OutboxWrittenOnRead", func(t *testing.T) { testOutboxWrittenOnRead(t, client) })
+	t.Run("OutboxSizeBounded", func(t *testing.T) { testOutboxSizeBounded(t, client) })
+	t.Run("RetryReadsHistoryAgain", func(t *testing.T) { testRetryReadsHistoryAgain(t, client) })
+	t.Run("RetryRacesFlush", func(t *testing.T) { testRetryRacesFlush(t, client) })
+	t.Run("RetryWritesCountedRecord", func(t *testing.T) { testRetryWritesCountedRecord(t, client) })
 }
 
 // testExpiresAtIsEpochSeconds reads the raw items back: DynamoDB's TTL only acts on a Number
@@ -366,6 +372,255 @@ func testOutboxFlushedByOthers(t *testing.T, client Client) {
 	}
 }
 
+// testOutboxWrittenOnRead: an agent whose writer died after counting and that records nothing more
+// would show fewer records than it counts; reading its aggregate writes out the records that have
+// waited outboxGrace, and leaves younger ones to their owners.
+func testOutboxWrittenOnRead(t *testing.T, client Client) {
+	ctx := context.Background()
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	clk := &clock{now: start}
+	s, _ := newTable(t, client, WithClock(clk.Now))
+	const agent = "agent-quiet"
+	v := func(id string) store.Verification {
+		return store.Verification{AgentID: agent, VerificationID: id, TaskID: "t", Result: "pass", VerifiedAt: start, CallerID: "c"}
+	}
+	countOnly(t, s, v("orphan"))
+	clk.Set(start.Add(outboxGrace - time.Second))
+	countOnly(t, s, v("young"))
+	clk.Set(start.Add(outboxGrace))
+	agg, ok, err := s.AgentAggregate(ctx, agent)
+	if err != nil || !ok || agg.Verifications != 2 {
+		t.Fatalf("AgentAggregate = %d verifications, %v, %v; want 2, true, nil", agg.Verifications, ok, err)
+	}
+	if got := inHistory(t, s, agent); !slices.Equal(got, []string{"orphan"}) {
+		t.Errorf("history after the read = %v, want [orphan]", got)
+	}
+	if got := slices.Sorted(maps.Keys(readAggregate(t, s, agent).outbox)); !slices.Equal(got, []string{"young"}) {
+		t.Errorf("outbox after the read = %v, want [young]", got)
+	}
+}
+
+// testOutboxSizeBounded counts records of the largest size the store accepts, with every character
+// one that JSON escapes to six bytes, and no writer that lives to write them: the outbox stays
+// within maxOutboxBytes and the item far under DynamoDB's 400 KB, and every record counted is in
+// the history or the outbox.
+func testOutboxSizeBounded(t *testing.T, client Client) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	s, _ := newTable(t, client, WithClock(func() time.Time { return at }))
+	agent := strings.Repeat("<", storekey.MaxIDLength)
+	label := strings.Repeat("<", storekey.MaxLabelLength)
+	const records = maxOutbox
+	var largest int
+	for i := range records {
+		id := fmt.Sprintf("%02d", i) + strings.Repeat("<", storekey.MaxIDLength-2)
+		countOnly(t, s, store.Verification{AgentID: agent, VerificationID: id, TaskID: label, CallerID: label,
+			Result: "pass", OverallRatio: 0.1234567890123, VerifiedAt: at})
+		raw, err := s.getItem(ctx, getItemInput{Key: aggregateKey(agent), ConsistentRead: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		outbox := 0
+		for id, v := range *raw[attrOutbox].M {
+			outbox += len(id) + len(*v.S)
+		}
+		if outbox > maxOutboxBytes {
+			t.Fatalf("after %d records the outbox takes %d bytes, more than %d", i+1, outbox, maxOutboxBytes)
+		}
+		largest = max(largest, itemSize(raw))
+	}
+	if largest > 300<<10 {
+		t.Errorf("the aggregate item took up to %d bytes, want at most 300 KB of DynamoDB's 400 KB", largest)
+	}
+	a := readAggregate(t, s, agent)
+	if n := len(inHistory(t, s, agent)); a.agg.Verifications != records || n+len(a.outbox) != records {
+		t.Errorf("%d counted, %d in the history and %d in the outbox; want %d counted, each in one of them",
+			a.agg.Verifications, n, len(a.outbox), records)
+	}
+	t.Logf("the item took up to %d bytes with %d records in the outbox", largest, len(a.outbox))
+}
+
+// itemSize is the size of it as DynamoDB counts it against its 400 KB limit: names and strings by their
+// UTF-8 bytes, a number at most 21 bytes, a boolean 1, and a list or map 3 bytes and 1 more for
+// each element.
+func itemSize(it item) int {
+	n := 0
+	for name, v := range it {
+		n += len(name) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v value) int {
+	switch {
+	case v.S != nil:
+		return len(*v.S)
+	case v.N != nil:
+		return 21
+	case v.BOOL != nil:
+		return 1
+	case v.L != nil:
+		n := 3
+		for _, e := range *v.L {
+			n += 1 + valueSize(e)
+		}
+		return n
+	case v.M != nil:
+		return 3 + len(*v.M) + itemSize(*v.M)
+	}
+	return 0
+}
+
+// hookClient is a Client that calls before ahead of each call it sends and after once the call is
+// answered, so that a test can put another writer's steps between two of a store's calls.
+type hookClient struct {
+	Client
+	before, after func(operation string, in any)
+}
+
+func (c *hookClient) Call(ctx context.Context, operation string, in, out any) error {
+	if c.before != nil {
+		c.before(operation, in)
+	}
+	err := c.Client.Call(ctx, operation, in, out)
+	if c.after != nil {
+		c.after(operation, in)
+	}
+	return err
+}
+
+// sortKey is the sort key a GetItem reads or a PutItem writes, and "" for any other call.
+func sortKey(in any) string {
+	var k item
+	switch in := in.(type) {
+	case *getItemInput:
+		k = in.Key
+	case *putItemInput:
+		k = in.Item
+	}
+	if sk := k[attrSK].S; sk != nil {
+		return *sk
+	}
+	return ""
+}
+
+// testRetryReadsHistoryAgain: a call whose aggregate write loses a race to another call of the same
+// verification, which finishes every step while recentIDs more are counted, finds the verification
+// neither in the outbox nor in recent_ids when it retries. Its history record, read again after the
+// aggregate on every retry, keeps the call from counting it twice.
+func testRetryReadsHistoryAgain(t *testing.T, client Client) {
+	ctx := context.Background()
+	hooked := &hookClient{Client: client}
+	s, table := newTable(t, hooked)
+	other := New(client, table)
+	const agent = "agent-twice-at-once"
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	v := func(id string) store.Verification {
+		return store.Verification{AgentID: agent, VerificationID: id, TaskID: "t", Result: "pass", VerifiedAt: at, CallerID: "c"}
+	}
+	if err := s.RecordVerification(ctx, v("first")); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	hooked.before = func(operation string, in any) {
+		if operation != "PutItem" || sortKey(in) != skAggregate {
+			return
+		}
+		once.Do(func() {
+			if err := other.RecordVerification(ctx, v("twice")); err != nil {
+				t.Error(err)
+			}
+			for i := range recentIDs {
+				if err := other.RecordVerification(ctx, v(fmt.Sprintf("other-%d", i))); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	if err := s.RecordVerification(ctx, v("twice")); err != nil {
+		t.Fatal(err)
+	}
+	hooked.before = nil
+	if got, want := readAggregate(t, s, agent).agg.Verifications, int64(2+recentIDs); got != want {
+		t.Errorf("%d verifications counted, want %d (each once)", got, want)
+	}
+}
+
+// testRetryRacesFlush: a verification recorded again long after its writer died having counted it
+// races another writer that writes it out of the outbox. Step 0 finds no record, and the aggregate,
+// read just after the other writer's put, no longer holds it in the outbox; its id in recent_ids,
+// where the other writer put it, keeps the verification from being counted twice.
+func testRetryRacesFlush(t *testing.T, client Client) {
+	ctx := context.Background()
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	clk := &clock{now: start}
+	hooked := &hookClient{Client: client}
+	s, table := newTable(t, hooked, WithClock(clk.Now))
+	other := New(client, table, WithClock(clk.Now))
+	const agent = "agent-retry-flush"
+	v := func(id string) store.Verification {
+		return store.Verification{AgentID: agent, VerificationID: id, TaskID: "t", Result: "pass", VerifiedAt: start, CallerID: "c"}
+	}
+	countOnly(t, s, v("orphan"))
+	for i := range recentIDs {
+		if err := s.RecordVerification(ctx, v(fmt.Sprintf("later-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Set(start.Add(outboxGrace))
+
+	stepZero := make(chan struct{})
+	var stepZeroOnce, readOnce sync.Once
+	hooked.after = func(operation string, in any) {
+		if operation == "GetItem" && strings.HasPrefix(sortKey(in), prefixHistory) {
+			stepZeroOnce.Do(func() { close(stepZero) })
+		}
+	}
+	hooked.before = func(operation string, in any) {
+		if operation != "GetItem" || sortKey(in) != skAggregate {
+			return
+		}
+		readOnce.Do(func() {
+			<-stepZero
+			if err := other.RecordVerification(ctx, v("flusher")); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if err := s.RecordVerification(ctx, v("orphan")); err != nil {
+		t.Fatal(err)
+	}
+	hooked.before, hooked.after = nil, nil
+	if got, want := readAggregate(t, s, agent).agg.Verifications, int64(1+recentIDs+1); got != want {
+		t.Errorf("%d verifications counted, want %d (each once)", got, want)
+	}
+	if got := inHistory(t, s, agent); len(got) != 1+recentIDs+1 {
+		t.Errorf("history = %v, want every verification once", got)
+	}
+}
+
+// testRetryWritesCountedRecord: a verification recorded again with other content after its writer
+// died having counted it gets the record that was counted, from the outbox, in its history.
+func testRetryWritesCountedRecord(t *testing.T, client Client) {
+	ctx := context.Background()
+	s, _ := newTable(t, client)
+	counted := store.Verification{AgentID: "agent-content", VerificationID: "v", TaskID: "t", Result: "pass",
+		VerifiedAt: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), Paid: true, CallerID: "c"}
+	countOnly(t, s, counted)
+	retry := counted
+	retry.Result, retry.Paid = "fail", false
+	if err := s.RecordVerification(ctx, retry); err != nil {
+		t.Fatal(err)
+	}
+	page, _, err := s.History(ctx, counted.AgentID, 10, "")
+	if err != nil || len(page) != 1 {
+		t.Fatalf("History = %d records, %v; want 1", len(page), err)
+	}
+	if got := page[0]; got.Result != counted.Result || got.Paid != counted.Paid {
+		t.Errorf("history record result %s, paid %v; want %s, %v as counted", got.Result, got.Paid, counted.Result, counted.Paid)
+	}
+}
+
 // countOnly is a writer that dies after step 1: v is counted and in the outbox, and nothing more.
 func countOnly(t *testing.T, s *Store, v store.Verification) {
 	t.Helper()
@@ -373,7 +628,7 @@ func countOnly(t *testing.T, s *Store, v store.Verification) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.addToAggregate(context.Background(), v, historyItem(v), got); err != nil {
+	if _, err := s.addToAggregate(context.Background(), v, historyItem(v), got); err != nil {
 		t.Fatal(err)
 	}
 }
