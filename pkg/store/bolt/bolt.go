@@ -549,7 +549,7 @@ func splitAggregate(raw []byte) (int64, []byte, error) {
 
 // AgentAggregate implements store.Store with one read transaction.
 func (s *Store) AgentAggregate(ctx context.Context, agentID string) (reputation.Aggregate, bool, error) {
-	if err := storekey.CheckID("agent id", agentID); err != nil {
+	if err := storekey.CheckAgentID(agentID); err != nil {
 		return reputation.Aggregate{}, false, fmt.Errorf("read aggregate: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -575,7 +575,7 @@ func (s *Store) AgentAggregate(ctx context.Context, agentID string) (reputation.
 
 // History implements store.Store by walking the agent's bucket backwards from the cursor.
 func (s *Store) History(ctx context.Context, agentID string, limit int, cursor string) ([]store.Verification, string, error) {
-	if err := storekey.CheckID("agent id", agentID); err != nil {
+	if err := storekey.CheckAgentID(agentID); err != nil {
 		return nil, "", fmt.Errorf("read history: %w", err)
 	}
 	limit, err := storekey.PageLimit(limit)

@@ -790,7 +790,7 @@ func decodeAggregate(it item) (a aggregateItem, err error) {
 // whose aggregate read just after, counts it again if its id has already left recent_ids. That
 // needs a retry over a minute late meeting a read within a few milliseconds, and is left open.
 func (s *Store) AgentAggregate(ctx context.Context, agentID string) (reputation.Aggregate, bool, error) {
-	if err := storekey.CheckID("agent id", agentID); err != nil {
+	if err := storekey.CheckAgentID(agentID); err != nil {
 		return reputation.Aggregate{}, false, fmt.Errorf("read aggregate: %w", err)
 	}
 	got, err := s.getItem(ctx, getItemInput{Key: aggregateKey(agentID), ConsistentRead: true})
@@ -818,7 +818,7 @@ func (s *Store) AgentAggregate(ctx context.Context, agentID string) (reputation.
 // item more than the page, so next is "" exactly when nothing follows (DynamoDB's own
 // LastEvaluatedKey would announce one empty page too many).
 func (s *Store) History(ctx context.Context, agentID string, limit int, cursor string) ([]store.Verification, string, error) {
-	if err := storekey.CheckID("agent id", agentID); err != nil {
+	if err := storekey.CheckAgentID(agentID); err != nil {
 		return nil, "", fmt.Errorf("read history: %w", err)
 	}
 	limit, err := storekey.PageLimit(limit)

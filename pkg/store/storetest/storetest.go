@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"HistoryFieldsRoundTrip", testHistoryFields},
 		{"HistoryRecordIsIdempotent", testHistoryIdempotent},
 		{"HistoryUnknownAgent", testHistoryUnknownAgent},
+		{"HistoryLongestAgentID", testLongestAgentID},
 		{"HistoryBadCursor", testHistoryBadCursor},
 		{"HistoryBadLimit", testHistoryBadLimit},
 		{"RecordRejectsInvalid", testRecordRejectsInvalid},
@@ -430,6 +431,24 @@ func testHistoryIdempotent(t *testing.T, s store.Store) {
 	}
 	if len(got) != 1 {
 		t.Fatalf("recording one verification three times left %d records, want 1", len(got))
+	}
+}
+
+// testLongestAgentID: the service accepts agent ids of 200 characters, up to 800 bytes of UTF-8;
+// such an agent's verifications are recorded and read back like any other's.
+func testLongestAgentID(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	agent := strings.Repeat("\U0001F600", 200) // 800 bytes
+	v := sampleHistory(agent)[0]
+	if err := s.RecordVerification(ctx, v); err != nil {
+		t.Fatalf("RecordVerification of an 800-byte agent id: %v", err)
+	}
+	page, _, err := s.History(ctx, agent, 10, "")
+	if err != nil || len(page) != 1 || page[0].AgentID != agent {
+		t.Fatalf("History of an 800-byte agent id = %d records, %v; want the one recorded", len(page), err)
+	}
+	if agg, ok, err := s.AgentAggregate(ctx, agent); err != nil || !ok || agg.Verifications != 1 {
+		t.Fatalf("AgentAggregate of an 800-byte agent id = %d, %v, %v; want 1 verification", agg.Verifications, ok, err)
 	}
 }
 

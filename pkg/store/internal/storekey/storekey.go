@@ -26,6 +26,11 @@ const DayLayout = "2006-01-02"
 // and bbolt keys must stay small; 512 bytes leaves room for the prefixes.
 const MaxIDLength = 512
 
+// MaxAgentIDLength bounds an agent id, which is part of a partition key only (DynamoDB allows
+// 2048 bytes there) and a bucket name in bbolt. The service sends agent ids of at most 200
+// characters (verify.MaxIDLen), so up to 800 bytes of UTF-8, which MaxIDLength would refuse.
+const MaxAgentIDLength = 1024
+
 // MaxLabelLength bounds the task id and the caller id of a verification, which the store keeps but
 // never uses in a key. The service sends task ids of at most 200 characters (verify.MaxIDLen), so
 // up to 800 bytes of UTF-8, and caller ids of 64 hex digits; 1024 bytes takes all of them and
@@ -73,12 +78,14 @@ func DecodeCursor(cursor string) (string, error) {
 }
 
 // CheckID refuses ids that cannot be stored as (part of) a key.
-func CheckID(what, id string) error {
+func CheckID(what, id string) error { return checkKeyPart(what, id, MaxIDLength) }
+
+func checkKeyPart(what, id string, max int) error {
 	switch {
 	case id == "":
 		return fmt.Errorf("%s is empty", what)
-	case len(id) > MaxIDLength:
-		return fmt.Errorf("%s is longer than %d bytes", what, MaxIDLength)
+	case len(id) > max:
+		return fmt.Errorf("%s is longer than %d bytes", what, max)
 	case strings.ContainsRune(id, 0):
 		return fmt.Errorf("%s contains a NUL byte", what)
 	}
@@ -94,6 +101,9 @@ func CheckDay(day string) error {
 	return nil
 }
 
+// CheckAgentID checks an agent id as CheckID does, up to MaxAgentIDLength.
+func CheckAgentID(id string) error { return checkKeyPart("agent id", id, MaxAgentIDLength) }
+
 // CheckAllowance checks the client key and the day of an allowance counter.
 func CheckAllowance(client, day string) error {
 	if err := CheckID("client", client); err != nil {
@@ -104,7 +114,7 @@ func CheckAllowance(client, day string) error {
 
 // CheckVerification refuses a record that could not be stored faithfully or sorted.
 func CheckVerification(v store.Verification) error {
-	if err := CheckID("agent id", v.AgentID); err != nil {
+	if err := CheckAgentID(v.AgentID); err != nil {
 		return err
 	}
 	if err := CheckID("verification id", v.VerificationID); err != nil {
