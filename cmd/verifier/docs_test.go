@@ -26,7 +26,7 @@ func TestDiscoveryOnTheLocalServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and starts the server")
 	}
-	base, _ := startServe(t, t.TempDir())
+	base := startServe(t, t.TempDir()).url
 	t.Run("docs in headless Chromium", func(t *testing.T) { testDocsInChromium(t, base) })
 	t.Run("llms-full.txt commands", func(t *testing.T) { testLLMsFullCommands(t, base) })
 }

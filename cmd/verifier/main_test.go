@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agent-output-verifier/verifier/internal/testhttp"
 	"github.com/agent-output-verifier/verifier/internal/testproc"
+	"github.com/agent-output-verifier/verifier/pkg/store/bolt"
 )
 
 const seedRequest = "../../testdata/seed/invoice-draft.request.json"
@@ -94,7 +96,8 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Skip("builds and starts the server")
 	}
 	dir := t.TempDir()
-	base, stderr := startServe(t, dir)
+	srv := startServe(t, dir)
+	base, stderr := srv.url, srv.log
 	if st, err := os.Stat(filepath.Join(dir, "data", "signing-key.json")); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("dev key not created with mode 0600: %v", err)
 	}
@@ -141,10 +144,18 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 }
 
+// served is a running `verifier serve`.
+type served struct {
+	url   string
+	log   *testproc.TailBuffer
+	pid   int
+	done  chan struct{}    // closed when the process has exited
+	state *os.ProcessState // set before done is closed
+}
+
 // startServe builds the command and runs `verifier serve` on a free loopback port with its data
-// under dir, as `make dev` does; it returns the server's base URL and its log. The server is
-// stopped when the test ends.
-func startServe(t *testing.T, dir string) (string, *testproc.TailBuffer) {
+// under dir, as `make dev` does. The server is stopped when the test ends.
+func startServe(t *testing.T, dir string) *served {
 	t.Helper()
 	bin := filepath.Join(dir, "verifier")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
@@ -154,30 +165,63 @@ func startServe(t *testing.T, dir string) (string, *testproc.TailBuffer) {
 	cmd.Env = append(os.Environ(), "VERIFIER_BASE_URL=", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
 	testproc.SetProcessGroup(cmd)
 	stdout, _ := cmd.StdoutPipe()
-	stderr := &testproc.TailBuffer{}
-	cmd.Stderr = stderr
+	s := &served{log: &testproc.TailBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = s.log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	s.pid = cmd.Process.Pid
+	go func() {
+		cmd.Wait()
+		s.state = cmd.ProcessState
+		close(s.done)
+	}()
 	t.Cleanup(func() {
-		testproc.KillProcessGroup(cmd.Process.Pid, false)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
+		testproc.KillProcessGroup(s.pid, false)
 		select {
-		case <-done:
+		case <-s.done:
 		case <-time.After(10 * time.Second):
-			testproc.KillProcessGroup(cmd.Process.Pid, true)
+			testproc.KillProcessGroup(s.pid, true)
 		}
 	})
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
-		t.Fatalf("no start line: %v\n%s", err, stderr.String())
+		t.Fatalf("no start line: %v\n%s", err, s.log.String())
 	}
 	m := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)`).FindStringSubmatch(line)
 	if m == nil {
 		t.Fatalf("start line %q", line)
 	}
-	return m[1], stderr
+	s.url = m[1]
+	return s
+}
+
+// A stop signal ends `verifier serve` gracefully: exit status 0, and what it answered is in the
+// store (the queued history write landed before the store closed).
+func TestServeStopsGracefully(t *testing.T) {
+	dir := t.TempDir()
+	srv := startServe(t, dir)
+	body := `{"task_id":"t-stop","agent_id":"seller-stop","expected_schema":{"type":"integer"},"submitted_output":1}`
+	if resp, b := testhttp.Do(t, "POST", srv.url+"/verify/schema", []byte(body)); resp.StatusCode != 200 {
+		t.Fatalf("verify: %d %s", resp.StatusCode, b)
+	}
+	testproc.KillProcessGroup(srv.pid, false)
+	select {
+	case <-srv.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no exit 10 s after SIGTERM\n%s", srv.log.String())
+	}
+	if code := srv.state.ExitCode(); code != exitOK {
+		t.Fatalf("exit status %d after SIGTERM, want %d\n%s", code, exitOK, srv.log.String())
+	}
+	st, err := bolt.Open(filepath.Join(dir, "data", bolt.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if page, _, err := st.History(context.Background(), "seller-stop", 10, ""); err != nil || len(page) != 1 {
+		t.Errorf("history after the stop: %d records, %v; want the one verification", len(page), err)
+	}
 }
 
 // A receipt from `verifier check` verifies with the independent Python checker (RFC 8785 and

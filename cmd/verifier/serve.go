@@ -18,11 +18,19 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/app"
 	"github.com/agent-output-verifier/verifier/pkg/config"
 	"github.com/agent-output-verifier/verifier/pkg/discovery"
+	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
+	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
-// shutdownGrace is how long in-flight requests get to finish after a stop signal.
-const shutdownGrace = 10 * time.Second
+// Timeouts of the local server beyond the request's own. A request may run for
+// httpapi.LongestRequest (a paid one waits for the facilitator twice), so neither the write
+// timeout, which counts from the request's headers, nor the shutdown grace may be shorter: a
+// settlement cut off is a payment charged without an answer.
+const (
+	writeTimeout  = httpapi.LongestRequest + 10*time.Second
+	shutdownGrace = httpapi.LongestRequest + 5*time.Second
+)
 
 // historyWriters is how many history writes may be in flight at once. The embedded store lets
 // history writes wait up to 10 ms for company and commits them together, so a writer may wait that
@@ -36,7 +44,7 @@ const historyWriters = 256
 // the server's CPU in profiles; at 400 that falls to about 4%, for a heap of about 100 MB.
 const gcPercent = 400
 
-func runServe(args []string, stdout, stderr io.Writer) int {
+func runServe(args []string, stdout, stderr io.Writer) (code int) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
@@ -51,6 +59,11 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "verifier serve: listen: %v\n", err)
+		return exitError
+	}
+	if host, _, _ := net.SplitHostPort(ln.Addr().String()); os.Getenv("VERIFIER_BASE_URL") == "" && net.ParseIP(host).IsUnspecified() {
+		ln.Close()
+		fmt.Fprintf(stderr, "verifier serve: listening on every address (%s): set VERIFIER_BASE_URL to the URL clients use, which receipts name\n", *addr)
 		return exitError
 	}
 	getenv := func(name string) string {
@@ -84,11 +97,24 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "verifier serve: %v\n", err)
 		return exitError
 	}
-	defer closeStore()
+	defer func() {
+		// After the server and the history writers stopped: the allowance counts are written
+		// back, and a failure to do so is the exit status's business.
+		if err := closeStore(); err != nil {
+			fmt.Fprintf(stderr, "verifier serve: %v\n", err)
+			code = exitError
+		}
+	}()
 	stopRecording := svc.StartRecording(historyWriters)
 	defer stopRecording() // after the server stops: the queued history writes land before the store closes
 
-	srv := &http.Server{Handler: svc.Handler(mcpserver.New(svc).Mount, discovery.New(svc).Mount), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
+	srv := &http.Server{
+		Handler:           svc.Handler(mcpserver.New(svc).Mount, discovery.New(svc).Mount),
+		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: writeTimeout, IdleTimeout: 120 * time.Second,
+		// A payment header is the largest a request needs.
+		MaxHeaderBytes: x402.MaxHeaderBytes + 16<<10,
+	}
 	fmt.Fprintf(stdout, "serving %s on http://%s (key %s, store %s)\n", cfg.BaseURL, ln.Addr(), svc.Keys.Current.Version, cfg.Store)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -99,6 +125,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 			return exitError
 		}
 	case <-ctx.Done():
+		stop() // a second signal ends the process at once
 		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
 		if err := srv.Shutdown(sctx); err != nil {

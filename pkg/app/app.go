@@ -27,8 +27,10 @@ import (
 
 // Options are the choices a caller of Build makes beyond the configuration.
 type Options struct {
-	// CreateDevKey generates the key file on first run when a file: key does not exist yet
-	// (the local server does; Lambda functions never do).
+	// CreateDevKey generates the key file on first run when the default key file (in the data
+	// directory, VERIFIER_SIGNING_KEY unset) does not exist yet (the local server does; Lambda
+	// functions never do). A key file named in VERIFIER_SIGNING_KEY is never generated: a
+	// mistyped path must not start a service that signs with a new key.
 	CreateDevKey bool
 	Log          *slog.Logger
 	// KeySource loads non-file keys (Secrets Manager, KMS); nil means only file: keys work.
@@ -60,6 +62,12 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*httpapi.Servic
 	if log == nil {
 		log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	}
+	if cfg.Store == "bolt" || cfg.DefaultKey {
+		// Before anything is read from it or created in it.
+		if err := checkDataDir(cfg.DataDir); err != nil {
+			return nil, nil, err
+		}
+	}
 	key, err := loadKey(ctx, cfg, opt)
 	if err != nil {
 		return nil, nil, err
@@ -79,8 +87,8 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*httpapi.Servic
 	var st Store
 	switch cfg.Store {
 	case "bolt":
-		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-			return nil, nil, fmt.Errorf("create data directory: %w", err)
+		if err := makeDataDir(cfg.DataDir); err != nil {
+			return nil, nil, err
 		}
 		var bopts []bolt.Option
 		if opt.BackgroundHistory {
@@ -125,6 +133,31 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*httpapi.Servic
 	return svc, st.Close, nil
 }
 
+// makeDataDir creates the data directory (0700) unless it exists, and checks it as checkDataDir.
+func makeDataDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create data directory: %w", err)
+	}
+	return checkDataDir(dir)
+}
+
+// checkDataDir refuses a data directory others may write in: another user could have put a
+// store (allowances, payment reservations) or a signing key there. One that does not exist yet
+// passes.
+func checkDataDir(dir string) error {
+	st, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	if perm := st.Mode().Perm(); perm&0o022 != 0 {
+		return fmt.Errorf("data directory %s: others may write in it (mode %04o); chmod 700 it", dir, perm)
+	}
+	return nil
+}
+
 // callerSalt derives the per-deployment salt of caller ids from the signing key, so a deployment
 // needs no second secret and the salt changes when the key does.
 func callerSalt(k receipt.Key) []byte {
@@ -147,7 +180,7 @@ func loadKey(ctx context.Context, cfg config.Config, opt Options) (receipt.Key, 
 		return k, nil
 	}
 	k, err := keys.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) && opt.CreateDevKey {
+	if errors.Is(err, fs.ErrNotExist) && opt.CreateDevKey && cfg.DefaultKey {
 		version := cfg.KeyVersion
 		if version == "" {
 			version = "dev-" + time.Now().UTC().Format("2006-01-02")
@@ -155,8 +188,8 @@ func loadKey(ctx context.Context, cfg config.Config, opt Options) (receipt.Key, 
 		if k, err = keys.Generate(version, rand.Reader); err != nil {
 			return receipt.Key{}, fmt.Errorf("generate dev key: %w", err)
 		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return receipt.Key{}, fmt.Errorf("create key directory: %w", err)
+		if err := makeDataDir(filepath.Dir(path)); err != nil {
+			return receipt.Key{}, err
 		}
 		if err := keys.WriteFile(path, k); err != nil {
 			return receipt.Key{}, fmt.Errorf("write dev key: %w", err)
@@ -165,6 +198,10 @@ func loadKey(ctx context.Context, cfg config.Config, opt Options) (receipt.Key, 
 	}
 	if err != nil {
 		return receipt.Key{}, fmt.Errorf("load signing key: %w", err)
+	}
+	if cfg.KeyVersion != "" && k.Version != cfg.KeyVersion {
+		// As for a secret: the version names one key, so a file of another is the wrong file.
+		return receipt.Key{}, fmt.Errorf("load signing key: the key file %s holds version %q, not VERIFIER_KEY_VERSION %q", path, k.Version, cfg.KeyVersion)
 	}
 	return k, nil
 }

@@ -62,6 +62,61 @@ func TestMissingKeyFileIsAnErrorOnLambda(t *testing.T) {
 	}
 }
 
+// Only the default key file is generated: a key file named in VERIFIER_SIGNING_KEY that does not
+// exist (a mistyped path) stops the local server too, and a file whose version is not
+// VERIFIER_KEY_VERSION is refused.
+func TestNamedKeyFileNeverGenerated(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "reel-key.json")
+	cfg := load(t, map[string]string{"VERIFIER_DATA_DIR": dir, "VERIFIER_SIGNING_KEY": "file:" + path})
+	opt := Options{CreateDevKey: true, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+	if _, _, err := Build(context.Background(), cfg, opt); err == nil || !strings.Contains(err.Error(), "load signing key") {
+		t.Fatalf("a named key file that does not exist: %v, want a key error", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("the named key file was created: %v", err)
+	}
+	k, err := keys.Generate("v1", rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := keys.WriteFile(path, k); err != nil {
+		t.Fatal(err)
+	}
+	cfg = load(t, map[string]string{"VERIFIER_DATA_DIR": dir, "VERIFIER_SIGNING_KEY": "file:" + path, "VERIFIER_KEY_VERSION": "v2"})
+	if _, _, err := Build(context.Background(), cfg, opt); err == nil || !strings.Contains(err.Error(), `"v1"`) {
+		t.Fatalf("a key file of version v1 under VERIFIER_KEY_VERSION v2: %v, want a version error", err)
+	}
+	cfg = load(t, map[string]string{"VERIFIER_DATA_DIR": dir, "VERIFIER_SIGNING_KEY": "file:" + path, "VERIFIER_KEY_VERSION": "v1"})
+	svc, closeFn, err := Build(context.Background(), cfg, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	if !svc.Keys.Current.Private.Equal(k.Private) {
+		t.Error("the named key file's key is not the one in use")
+	}
+}
+
+// A data directory others may write in is refused before the store is opened: another user could
+// have put a store (allowances, payment reservations) or a key there.
+func TestDataDirectoryOthersMayWriteIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	cfg := load(t, map[string]string{"VERIFIER_DATA_DIR": dir})
+	_, _, err := Build(context.Background(), cfg, Options{CreateDevKey: true, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err == nil || !strings.Contains(err.Error(), "chmod 700") {
+		t.Fatalf("a world-writable data directory: %v, want a refusal", err)
+	}
+	for _, name := range []string{"verifier.db", "signing-key.json"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+			t.Errorf("%s was created: %v", name, err)
+		}
+	}
+}
+
 func TestDevKeyCreatedOnce(t *testing.T) {
 	dir := t.TempDir()
 	cfg := load(t, map[string]string{"VERIFIER_DATA_DIR": dir})

@@ -6,6 +6,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -26,6 +27,7 @@ type Config struct {
 	DataDir          string        // VERIFIER_DATA_DIR: the bolt file and the generated dev key
 	Table            string        // VERIFIER_TABLE: the DynamoDB table
 	SigningKey       string        // VERIFIER_SIGNING_KEY: file:<path> | secretsmanager:<id> | kms:<b64>
+	DefaultKey       bool          // VERIFIER_SIGNING_KEY was unset: the key file in the data directory
 	KeyVersion       string        // VERIFIER_KEY_VERSION: the current key's version label
 	PreviousKeys     []PreviousKey // VERIFIER_PREVIOUS_KEYS: JSON list of earlier public keys
 	FreeCallsPerDay  int           // VERIFIER_FREE_CALLS_PER_DAY
@@ -48,8 +50,8 @@ var Variables = []Variable{
 	{"VERIFIER_STORE", "bolt", "bolt (embedded file) or dynamodb"},
 	{"VERIFIER_DATA_DIR", ".data", "directory of the bolt file and of the generated dev key"},
 	{"VERIFIER_TABLE", "", "DynamoDB table (required with VERIFIER_STORE=dynamodb)"},
-	{"VERIFIER_SIGNING_KEY", "file:<data dir>/signing-key.json", "file:<path>, secretsmanager:<arn or name> or kms:<base64 ciphertext of the seed>"},
-	{"VERIFIER_KEY_VERSION", "", "version label of the current key (required for secretsmanager: and kms:)"},
+	{"VERIFIER_SIGNING_KEY", "file:<data dir>/signing-key.json", "file:<path>, secretsmanager:<arn or name> or kms:<base64 ciphertext of the seed>; the local server generates a key only at the default path"},
+	{"VERIFIER_KEY_VERSION", "", "version label of the current key (required for secretsmanager: and kms:; a key file must hold this version when it is set)"},
 	{"VERIFIER_PREVIOUS_KEYS", "[]", `JSON list of {"keyVersion","publicKey"} signed with before`},
 	{"VERIFIER_FREE_CALLS_PER_DAY", "1000", "free verifications per client per UTC day"},
 	{"VERIFIER_FREE_MAX_BODY", "65536", "largest body served free, in bytes"},
@@ -86,8 +88,8 @@ func Load(getenv func(string) string) (Config, error) {
 		SigningKey: strings.TrimSpace(getenv("VERIFIER_SIGNING_KEY")), KeyVersion: get("VERIFIER_KEY_VERSION"),
 		PriceVerify: get("VERIFIER_PRICE_VERIFY"), PriceScore: get("VERIFIER_PRICE_SCORE"),
 	}
-	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Config{}, bad("VERIFIER_BASE_URL", "must be an absolute http(s) URL")
+	if err := checkBaseURL(c.BaseURL); err != nil {
+		return Config{}, err
 	}
 	switch c.Store {
 	case "bolt":
@@ -99,7 +101,7 @@ func Load(getenv func(string) string) (Config, error) {
 		return Config{}, bad("VERIFIER_STORE", "must be bolt or dynamodb")
 	}
 	if c.SigningKey == "" {
-		c.SigningKey = "file:" + strings.TrimRight(c.DataDir, "/") + "/signing-key.json"
+		c.SigningKey, c.DefaultKey = "file:"+strings.TrimRight(c.DataDir, "/")+"/signing-key.json", true
 	}
 	switch {
 	case strings.HasPrefix(c.SigningKey, "file:"):
@@ -137,7 +139,31 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.X402, err = x402.LoadConfig(getenv); err != nil {
 		return Config{}, fmt.Errorf("configuration: %w", err)
 	}
+	// Without a payee nothing can be paid, so a zero allowance would refuse every call forever.
+	if c.X402.FreeOnly() && c.FreeCallsPerDay == 0 {
+		return Config{}, bad("VERIFIER_FREE_CALLS_PER_DAY", "must be at least 1 on a deployment that takes no payments (no payee is set)")
+	}
+	if c.X402.FreeOnly() && c.FreeMaxBody == 0 {
+		return Config{}, bad("VERIFIER_FREE_MAX_BODY", "must be at least 1 on a deployment that takes no payments (no payee is set)")
+	}
 	return c, nil
+}
+
+// checkBaseURL refuses a base URL that cannot stand in signed documents as the service's
+// address: not absolute http(s), credentials, a query or fragment, no host name, or an address
+// that names no host (0.0.0.0, ::).
+func checkBaseURL(base string) error {
+	u, err := url.Parse(base)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "":
+		return bad("VERIFIER_BASE_URL", "must be an absolute http(s) URL")
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(base, "?") || strings.HasSuffix(base, "#"):
+		return bad("VERIFIER_BASE_URL", "must have no user, query or fragment")
+	}
+	if ip := net.ParseIP(u.Hostname()); ip != nil && ip.IsUnspecified() {
+		return bad("VERIFIER_BASE_URL", "must name a host clients can reach, not "+u.Hostname())
+	}
+	return nil
 }
 
 func intVar(get func(string) string, name string, lo, hi int) (int, error) {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -54,6 +55,43 @@ func TestReadmeListsEveryVariable(t *testing.T) {
 	for _, v := range Variables {
 		if !strings.Contains(string(b), "| `"+v.Name+"` |") {
 			t.Errorf("README.md lacks a configuration row for %s", v.Name)
+		}
+	}
+}
+
+// Settings that would start a service in a state it cannot serve from: a base URL that cannot
+// stand in signed documents, and a free-only deployment that could answer nothing.
+func TestLoadRefusesUnservable(t *testing.T) {
+	cases := []struct {
+		name, want string
+		env        map[string]string
+	}{
+		{"credentials in the base URL", "VERIFIER_BASE_URL", map[string]string{"VERIFIER_BASE_URL": "https://user:secret@verifier.example"}},
+		{"a query", "VERIFIER_BASE_URL", map[string]string{"VERIFIER_BASE_URL": "https://verifier.example/?a=1"}},
+		{"a fragment", "VERIFIER_BASE_URL", map[string]string{"VERIFIER_BASE_URL": "https://verifier.example#x"}},
+		{"no host name", "VERIFIER_BASE_URL", map[string]string{"VERIFIER_BASE_URL": "http://:8080"}},
+		{"0.0.0.0", "VERIFIER_BASE_URL", map[string]string{"VERIFIER_BASE_URL": "http://0.0.0.0:8080"}},
+		{"::", "VERIFIER_BASE_URL", map[string]string{"VERIFIER_BASE_URL": "http://[::]:8080"}},
+		{"free-only without free calls", "VERIFIER_FREE_CALLS_PER_DAY", map[string]string{"VERIFIER_FREE_CALLS_PER_DAY": "0"}},
+		{"free-only without a free body size", "VERIFIER_FREE_MAX_BODY", map[string]string{"VERIFIER_FREE_MAX_BODY": "0"}},
+	}
+	for _, c := range cases {
+		if _, err := Load(env(c.env)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want an error naming %s", c.name, err, c.want)
+		}
+	}
+	if strings.Contains(fmt.Sprint(Load(env(cases[0].env))), "secret") {
+		t.Error("the error echoes the base URL's password")
+	}
+	// A deployment that takes payments may give nothing away.
+	paying := map[string]string{"VERIFIER_FREE_CALLS_PER_DAY": "0", "VERIFIER_FREE_MAX_BODY": "0",
+		"X402_PAY_TO_EVM": "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", "X402_FACILITATOR_URL": "https://facilitator.example"}
+	if _, err := Load(env(paying)); err != nil {
+		t.Errorf("a paying deployment without free calls: %v", err)
+	}
+	for _, ok := range []string{"https://verifier.example", "https://verifier.example/base", "http://127.0.0.1:8080", "http://[::1]:8080"} {
+		if _, err := Load(env(map[string]string{"VERIFIER_BASE_URL": ok})); err != nil {
+			t.Errorf("base URL %s: %v", ok, err)
 		}
 	}
 }

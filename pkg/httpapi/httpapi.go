@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -63,6 +64,12 @@ type Service struct {
 	CallerSalt       []byte        // per-deployment salt of caller ids
 
 	records chan store.Verification // history writes waiting for StartRecording's writers
+	// recording guards records: a request still running when the writers stop (a shutdown that
+	// outlived its grace) writes its record itself instead of sending on a closed channel.
+	recording struct {
+		sync.RWMutex
+		stopped bool
+	}
 }
 
 func (s *Service) now() time.Time {

@@ -245,8 +245,18 @@ func TestBackgroundRecording(t *testing.T) {
 	}
 	stop()
 	rec.mu.Lock()
-	defer rec.mu.Unlock()
 	if len(rec.recs) != 50 {
 		t.Fatalf("%d of 50 verifications recorded after stop", len(rec.recs))
+	}
+	rec.mu.Unlock()
+	// A request still running after the writers stopped (a shutdown past its grace) records for
+	// itself.
+	if resp, b := testhttp.Do(t, "POST", srv.URL+"/verify/schema", []byte(`{"task_id":"late","agent_id":"seller-late","expected_schema":{},"submitted_output":1}`)); resp.StatusCode != 200 {
+		t.Fatalf("after stop: %d %s", resp.StatusCode, b)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.recs) != 51 {
+		t.Fatalf("%d verifications recorded, want 51: the one after stop was lost", len(rec.recs))
 	}
 }

@@ -435,6 +435,11 @@ func (s *Service) servePaid(w http.ResponseWriter, r *http.Request, job *Job, he
 	writeJSON(w, http.StatusOK, v.Body)
 }
 
+// LongestRequest is how long a request may legitimately take: a paid one's store calls, the
+// facilitator's verification, the work and settlement, each at its bound. A server's write
+// timeout and shutdown grace must not cut it short.
+const LongestRequest = 3*DefaultStoreTimeout + x402.DefaultVerifyTimeout + DefaultDeadline + settleTimeout
+
 // Settlement's share of a paid request's time.
 const (
 	// settleTimeout bounds settlement well inside API Gateway's 29 s.

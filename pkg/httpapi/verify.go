@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -59,7 +60,17 @@ func (s *Service) withDeadline(ctx context.Context, f func() error) error {
 	ctx, cancel := context.WithTimeout(ctx, s.deadline())
 	defer cancel()
 	done := make(chan error, 1)
-	runPhase(func() { done <- f() })
+	runPhase(func() {
+		// The phase runs on a worker goroutine, outside the router's recovery: a panic here
+		// would end the process with every request in it.
+		defer func() {
+			if p := recover(); p != nil {
+				s.log().Error("panic", "phase", "verification", "panic", slog.AnyValue(p).String())
+				done <- errPanic
+			}
+		}()
+		done <- f()
+	})
 	select {
 	case err := <-done:
 		return err
@@ -207,15 +218,27 @@ func (s *Service) Record(ctx context.Context, v *Verification, clientIP string, 
 		Result: v.Report.Result, OverallRatio: v.Report.OverallRatio(), VerifiedAt: v.VerifiedAt,
 		Paid: paid, CallerID: s.CallerID(clientIP),
 	}
-	if s.records != nil {
-		select {
-		case s.records <- rec:
-			return
-		default:
-			// The queue is full: write now rather than lose the record (backpressure).
-		}
+	if s.queueRecord(rec) {
+		return
 	}
 	s.writeRecord(ctx, rec)
+}
+
+// queueRecord hands rec to the background writers, unless there are none (a Lambda function, or
+// writers stopped) or their queue is full, when the caller writes it now rather than lose it
+// (backpressure).
+func (s *Service) queueRecord(rec store.Verification) bool {
+	s.recording.RLock()
+	defer s.recording.RUnlock()
+	if s.records == nil || s.recording.stopped {
+		return false
+	}
+	select {
+	case s.records <- rec:
+		return true
+	default:
+		return false
+	}
 }
 
 func (s *Service) writeRecord(ctx context.Context, rec store.Verification) {
@@ -246,7 +269,10 @@ func (s *Service) StartRecording(workers int) (stop func()) {
 		}()
 	}
 	return func() {
+		s.recording.Lock()
+		s.recording.stopped = true
 		close(s.records)
+		s.recording.Unlock()
 		wg.Wait()
 	}
 }

@@ -92,6 +92,14 @@ func ReadFile(path string) (receipt.Key, error) {
 		return receipt.Key{}, fmt.Errorf("read key file: %w", err)
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return receipt.Key{}, fmt.Errorf("read key file: %w", err)
+	}
+	// As ssh does with its keys: a seed others could read may already be someone else's.
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return receipt.Key{}, fmt.Errorf("read key file %s: others may read or change it (mode %04o); chmod 600 it", path, perm)
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
 	if err != nil {
 		return receipt.Key{}, fmt.Errorf("read key file: %w", err)

@@ -80,6 +80,19 @@ func TestFileRoundTrip(t *testing.T) {
 		t.Errorf("file contents %+v", f)
 	}
 
+	// A key file others may read or write is refused, naming the mode but not the seed.
+	for _, mode := range []os.FileMode{0o640, 0o604, 0o620} {
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadFile(path); err == nil || !strings.Contains(err.Error(), "chmod 600") || strings.Contains(err.Error(), b64(k.Private.Seed())) {
+			t.Errorf("mode %04o: %v, want a refusal that says chmod 600", mode, err)
+		}
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
 	other, _ := Generate("v2", fixedRand(4))
 	err = WriteFile(path, other)
 	if err == nil || !strings.Contains(err.Error(), "exists") {
