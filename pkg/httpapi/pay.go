@@ -274,20 +274,22 @@ func settleTooLate() *apperr.Error {
 	return e
 }
 
-// serveFree runs a verification within the caller's free allowance, or answers 402/429 when it
-// is spent. The allowance is consumed only for a request that decoded cleanly.
-func (s *Service) serveFree(w http.ResponseWriter, r *http.Request, job *Job, bodyLen int) {
-	client := s.clientKey(r)
-	if int64(bodyLen) > s.Pricing.FreeMaxBody {
-		if s.Payer == nil {
-			s.WriteError(w, r, apperr.TooLarge(s.Pricing.FreeMaxBody))
-			return
-		}
-		s.writePaymentRequired(w, r, apperr.PaymentRequired,
-			fmt.Sprintf("Bodies over %d bytes are not covered by the free allowance; pay to verify this one.", s.Pricing.FreeMaxBody),
-			s.freeTrial(r.Context(), client, 0, false), nil)
+// refuseFreeSize answers a body over the free size limit sent without a payment: 402 to pay for
+// it, or 413 where nothing can be paid.
+func (s *Service) refuseFreeSize(w http.ResponseWriter, r *http.Request) {
+	if s.Payer == nil {
+		s.WriteError(w, r, apperr.TooLarge(s.Pricing.FreeMaxBody))
 		return
 	}
+	s.writePaymentRequired(w, r, apperr.PaymentRequired,
+		fmt.Sprintf("Bodies over %d bytes are not covered by the free allowance; pay to verify this one.", s.Pricing.FreeMaxBody),
+		s.freeTrial(r.Context(), s.clientKey(r), 0, false), nil)
+}
+
+// serveFree runs a verification within the caller's free allowance, or answers 402/429 when it
+// is spent. The allowance is consumed only for a request that decoded cleanly.
+func (s *Service) serveFree(w http.ResponseWriter, r *http.Request, job *Job) {
+	client := s.clientKey(r)
 	granted, remaining, err := s.ConsumeFree(r.Context(), client)
 	if err != nil {
 		s.WriteError(w, r, err)

@@ -204,6 +204,11 @@ func TestAllowanceEdges(t *testing.T) {
 	if resp, m := post(t, e.srv.URL+"/verify/schema", big); resp.StatusCode != 402 || m["code"] != "payment_required" {
 		t.Fatalf("large free body: %d %v", resp.StatusCode, m)
 	}
+	// So does one that does not even parse: the decoder, whose work the free allowance does
+	// not cover either, never sees it.
+	if resp, m := post(t, e.srv.URL+"/verify/schema", big[:len(big)-1]); resp.StatusCode != 402 || m["code"] != "payment_required" {
+		t.Fatalf("large free body that does not parse: %d %v", resp.StatusCode, m)
+	}
 	// The exhausted state says so, with the seed's shape.
 	post(t, e.srv.URL+"/verify/schema", okBody)
 	post(t, e.srv.URL+"/verify/deliverable", okBody)

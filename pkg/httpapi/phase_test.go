@@ -33,12 +33,12 @@ func TestRunPhaseStartsWorkersOnDemand(t *testing.T) {
 func TestPhasePanicIsAnInternalError(t *testing.T) {
 	s := &Service{}
 	for range 2 { // the second runs on the worker the first one used
-		err := s.withDeadline(context.Background(), func() error { panic("boom") })
+		err := s.withDeadline(context.Background(), func(context.Context) error { panic("boom") })
 		if ae, ok := apperr.As(err); !ok || ae.Code != apperr.Internal || ae.Status != 500 {
 			t.Fatalf("panicking phase: %v, want a 500 internal_error", err)
 		}
 	}
-	if err := s.withDeadline(context.Background(), func() error { return nil }); err != nil {
+	if err := s.withDeadline(context.Background(), func(context.Context) error { return nil }); err != nil {
 		t.Fatalf("a phase after the panics: %v", err)
 	}
 }

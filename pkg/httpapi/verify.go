@@ -54,9 +54,10 @@ type Job struct {
 	sch *verify.Schema
 }
 
-// withDeadline runs f within the service's per-request deadline. The engine is not interruptible,
-// but its work is bounded by the request limits; a caller past the deadline gets a retryable 503.
-func (s *Service) withDeadline(ctx context.Context, f func() error) error {
+// withDeadline runs f within the service's per-request deadline; a caller past the deadline gets a
+// retryable 503. f gets a context that ends then, so that the checks stop (Request.StopWhen)
+// instead of running on; compiling a schema cannot stop, and is bounded by the request limits.
+func (s *Service) withDeadline(ctx context.Context, f func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, s.deadline())
 	defer cancel()
 	done := make(chan error, 1)
@@ -69,7 +70,7 @@ func (s *Service) withDeadline(ctx context.Context, f func() error) error {
 				done <- errPanic
 			}
 		}()
-		done <- f()
+		done <- f(ctx)
 	})
 	select {
 	case err := <-done:
@@ -119,7 +120,7 @@ func runPhase(f func()) {
 // 422s (or 413s) that charge and consume nothing.
 func (s *Service) Decode(ctx context.Context, body []byte) (*Job, error) {
 	var job Job
-	err := s.withDeadline(ctx, func() (err error) {
+	err := s.withDeadline(ctx, func(context.Context) (err error) {
 		job.req, job.sch, err = s.Engine.Decode(body)
 		return err
 	})
@@ -132,7 +133,9 @@ func (s *Service) Decode(ctx context.Context, body []byte) (*Job, error) {
 // Finish checks a decoded request and signs the report within the deadline.
 func (s *Service) Finish(ctx context.Context, job *Job) (*Verification, error) {
 	var v *Verification
-	err := s.withDeadline(ctx, func() error {
+	err := s.withDeadline(ctx, func(ctx context.Context) error {
+		// The checks stop when the deadline answers for them, instead of running on.
+		job.req.StopWhen(ctx.Done())
 		now := s.now()
 		env := verify.Envelope{
 			VerificationID: s.newID(), VerifiedAt: now, VerifierVersion: verify.Version,
@@ -183,6 +186,12 @@ func (s *Service) handleVerify(w http.ResponseWriter, r *http.Request) {
 			s.freeTrial(r.Context(), s.clientKey(r), 0, false), nil)
 		return
 	}
+	if payment == "" && s.Allowance != nil && int64(len(body)) > s.Pricing.FreeMaxBody {
+		// Before decoding: parsing and compiling a body the free allowance does not cover is
+		// work to be paid for too.
+		s.refuseFreeSize(w, r)
+		return
+	}
 	job, err := s.Decode(r.Context(), body)
 	if err != nil {
 		s.WriteError(w, r, err)
@@ -202,7 +211,7 @@ func (s *Service) handleVerify(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		writeJSON(w, http.StatusOK, v.Body)
 	default:
-		s.serveFree(w, r, job, len(body))
+		s.serveFree(w, r, job)
 	}
 }
 

@@ -103,6 +103,15 @@ func (s *Server) verifySchema(ctx context.Context, req *mcp.CallToolRequest) (*m
 	if int64(len(args)) > s.svc.Engine.Limits().MaxBody {
 		return s.errorResult(ToolVerify, apperr.TooLarge(s.svc.Engine.Limits().MaxBody), nil), nil
 	}
+	if !paying && s.svc.Allowance != nil && int64(len(args)) > s.svc.Pricing.FreeMaxBody {
+		// Before decoding, as on REST: parsing and compiling what the free allowance does not
+		// cover is work to be paid for too.
+		if s.svc.Payer == nil {
+			return s.errorResult(ToolVerify, apperr.TooLarge(s.svc.Pricing.FreeMaxBody), nil), nil
+		}
+		return s.paymentRequired(ctx, ToolVerify, client, apperr.PaymentRequired,
+			fmt.Sprintf("Arguments over %d bytes are not covered by the free allowance; pay to verify this one.", s.svc.Pricing.FreeMaxBody), nil), nil
+	}
 	job, err := s.svc.Decode(ctx, args)
 	if err != nil {
 		return s.errorResult(ToolVerify, err, nil), nil
@@ -130,13 +139,6 @@ func (s *Server) verifySchema(ctx context.Context, req *mcp.CallToolRequest) (*m
 		}
 		s.svc.Record(ctx, v, ip, false)
 		return success(v.Body, nil), nil
-	}
-	if int64(len(args)) > s.svc.Pricing.FreeMaxBody {
-		if s.svc.Payer == nil {
-			return s.errorResult(ToolVerify, apperr.TooLarge(s.svc.Pricing.FreeMaxBody), nil), nil
-		}
-		return s.paymentRequired(ctx, ToolVerify, client, apperr.PaymentRequired,
-			fmt.Sprintf("Arguments over %d bytes are not covered by the free allowance; pay to verify this one.", s.svc.Pricing.FreeMaxBody), nil), nil
 	}
 	granted, remaining, err := s.svc.ConsumeFree(ctx, client)
 	if err != nil {

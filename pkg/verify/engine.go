@@ -74,8 +74,8 @@ func (e *Engine) Decode(body []byte) (*Request, *Schema, error) {
 func (e *Engine) Check(req *Request, sch *Schema, env Envelope) *Report {
 	var f Findings
 	var undeclared Tally
-	f.Schema, undeclared = sch.Check(req.Output)
-	f.Rules = EvaluateRules(req.Output, req.Rules)
+	f.Schema, undeclared = sch.check(req.Output, req.stop)
+	f.Rules = evaluateRules(req.Output, req.Rules, req.stop)
 	f.Bounds = EvaluateBounds(req.Output, req.Bounds)
 	f.Content, f.Info = CheckContent(req.Output, req.StrictContentCheck)
 	f.Content.Add(undeclared)

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -105,4 +106,27 @@ func nestedAllOf(levels int) string {
 	}
 	fmt.Fprintf(&b, `},"$ref":"#/$defs/l%d"}`, levels)
 	return b.String()
+}
+
+// A check whose caller stopped waiting (Request.StopWhen: the deadline answered already) stops
+// instead of running to the end: the schema walk fails closed and no rule is evaluated.
+func TestStoppedCheckEndsEarly(t *testing.T) {
+	items := strings.Repeat(`1,`, 5000) + `1`
+	body := []byte(`{"task_id":"t","expected_schema":{"type":"array","items":{"type":"integer"}},"submitted_output":[` + items + `],` +
+		`"rules":[{"type":"unique","field":"[]"}],"enforce_rules":true}`)
+	eng := NewEngine(Limits{})
+	req, sch, err := eng.Decode(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := eng.Check(req, sch, testEnv); rep.Result != "fail" || slices.Contains(rep.Summary.BlockingChecks, "schema:complexity") {
+		t.Fatalf("not stopped: %s, blocking %v; want a fail from the unique rule alone", rep.Result, rep.Summary.BlockingChecks)
+	}
+	done := make(chan struct{})
+	close(done)
+	req.StopWhen(done)
+	rep := eng.Check(req, sch, testEnv)
+	if !slices.Contains(rep.Summary.BlockingChecks, "schema:complexity") || slices.Contains(rep.Summary.BlockingChecks, "consistency:unique") {
+		t.Errorf("stopped: blocking %v; want the schema walk failed closed and no rule run", rep.Summary.BlockingChecks)
+	}
 }

@@ -47,10 +47,11 @@ type Request struct {
 	// request-hash test vectors.
 	Canonical []byte
 
-	alias           schemaAlias // expected_schema as sent, for the engine's cache
-	aliasRaw        []byte      // expected_schema as sent (part of the body)
-	schemaCanonical []byte      // expected_schema's canonical form
-	compiled        *Schema     // the compiled schema, when the cache knew it by its alias
+	alias           schemaAlias     // expected_schema as sent, for the engine's cache
+	aliasRaw        []byte          // expected_schema as sent (part of the body)
+	schemaCanonical []byte          // expected_schema's canonical form
+	compiled        *Schema         // the compiled schema, when the cache knew it by its alias
+	stop            <-chan struct{} // StopWhen
 }
 
 // requestFields are the members a request may have, in documentation order.
@@ -654,3 +655,8 @@ func readRaw(dec *jsontext.Decoder, src []byte) (jsontext.Value, error) {
 	end := dec.InputOffset()
 	return jsontext.Value(src[end-int64(len(v)) : end]), nil
 }
+
+// StopWhen makes the engine's checks of r stop early once done is closed (the caller stopped
+// waiting: a deadline passed). The answer is then a failure that nobody reads; what matters is
+// that the work ends, rather than running on after the caller answered.
+func (r *Request) StopWhen(done <-chan struct{}) { r.stop = done }

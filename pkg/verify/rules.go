@@ -12,13 +12,30 @@ import (
 // tally (SPEC §4.3): sum_equals and unique count one check per rule, gte, lte and exists_in one per
 // value tested, and a rule skipped by if_present counts nothing. Numbers are compared exactly as
 // written, so a report never passes or fails an amount because of float rounding.
-func EvaluateRules(output any, rules []Rule) Tally {
+func EvaluateRules(output any, rules []Rule) Tally { return evaluateRules(output, rules, nil) }
+
+// evaluateRules is EvaluateRules that stops before the next rule once stop is closed
+// (Request.StopWhen).
+func evaluateRules(output any, rules []Rule, stop <-chan struct{}) Tally {
 	var t Tally
 	ev := evaluator{root: output}
 	for i := range rules {
+		if stopped(stop) {
+			break
+		}
 		ev.rule(&rules[i], &t)
 	}
 	return t
+}
+
+// stopped reports whether stop (Request.StopWhen) is closed; a nil stop never is.
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // evaluator holds what evaluating rules and bounds over one output reuses: the output, decimal

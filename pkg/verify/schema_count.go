@@ -26,8 +26,11 @@ import (
 // validate again. The library stays the authority in the differential tests: the walker and the
 // library's Validate agree on the whole JSON-Schema-Test-Suite, on the project's own cases and
 // under fuzzing (schema_suite_test.go, schema_test.go, FuzzSchemaCheck), all through crossCheck.
-func (s *Schema) Check(instance any) (schema Tally, undeclared Tally) {
-	r := s.walk(instance)
+func (s *Schema) Check(instance any) (schema Tally, undeclared Tally) { return s.check(instance, nil) }
+
+// check is Check that stops early once stop is closed (Request.StopWhen).
+func (s *Schema) check(instance any, stop <-chan struct{}) (schema Tally, undeclared Tally) {
+	r := s.walk(instance, stop)
 	return r.schema, r.undeclared
 }
 
@@ -39,8 +42,9 @@ type schCheckResult struct {
 	libValid           bool
 }
 
-func (s *Schema) walk(instance any) schCheckResult {
+func (s *Schema) walk(instance any, stop <-chan struct{}) schCheckResult {
 	w := schWalkerPool.Get().(*schWalker)
+	w.stop = stop
 	ok := w.walk(s.root, instance)
 	if w.over {
 		// Fail closed: the caller learns the schema is too costly for this output.
@@ -62,6 +66,10 @@ const (
 	schEvalBase    = 100_000
 	schEvalPerNode = 256
 )
+
+// schStopEvery is how many evaluations pass between two looks at Request.StopWhen's channel:
+// often enough that a stopped check ends within milliseconds, rarely enough to cost nothing.
+const schStopEvery = 1024
 
 // schComplexityTally is the answer for a schema that exceeds the evaluation budget: one failing
 // check, so the result fails closed and the caller learns why.
@@ -100,16 +108,17 @@ var schWalkerPool = sync.Pool{New: func() any { return new(schWalker) }}
 // schWalker evaluates a node graph against an instance, mirroring the library's evaluation order,
 // dynamic scope, reference-cycle rule and annotation model (for unevaluated*), while counting.
 type schWalker struct {
-	instance any        // the whole output, for sizing the budget
-	evals    int        // subschema evaluations so far
-	budget   int        // evaluations allowed; schEvalBase until the output has been measured
-	sized    bool       // budget includes the per-value allowance
-	over     bool       // budget exceeded: every evaluation now fails at once
-	scope    []schScope // dynamic scope: every schema being evaluated, outermost first
-	base     int        // where the current dynamic scope starts (propertyNames and contentSchema start afresh)
-	vid      int        // instance depth, to tell in-place evaluation from a child's
-	loc      []schLoc   // the current instance location (counting mode only)
-	keys     []string   // scratch stack for sorted object keys
+	instance any             // the whole output, for sizing the budget
+	evals    int             // subschema evaluations so far
+	budget   int             // evaluations allowed; schEvalBase until the output has been measured
+	sized    bool            // budget includes the per-value allowance
+	over     bool            // budget exceeded or stopped: every evaluation now fails at once
+	stop     <-chan struct{} // Request.StopWhen, looked at every schStopEvery evaluations
+	scope    []schScope      // dynamic scope: every schema being evaluated, outermost first
+	base     int             // where the current dynamic scope starts (propertyNames and contentSchema start afresh)
+	vid      int             // instance depth, to tell in-place evaluation from a child's
+	loc      []schLoc        // the current instance location (counting mode only)
+	keys     []string        // scratch stack for sorted object keys
 
 	decl       []*schNode // schemas applied in place at the current object (undeclared-property check)
 	declFrom   int
@@ -140,7 +149,7 @@ func (w *schWalker) walk(root *schNode, instance any) bool {
 func (w *schWalker) release() {
 	w.scope, w.loc, w.keys, w.decl = w.scope[:0], w.loc[:0], w.keys[:0], w.decl[:0]
 	w.base, w.vid, w.declFrom, w.declOn, w.declSpeaks = 0, 0, 0, false, false
-	w.instance, w.evals, w.budget, w.sized, w.over = nil, 0, 0, false, false
+	w.instance, w.evals, w.budget, w.sized, w.over, w.stop = nil, 0, 0, false, false, nil
 	w.tally, w.undeclared = Tally{}, Tally{}
 	w.tallyLocs, w.undeclLocs = w.tallyLocs[:0], w.undeclLocs[:0]
 	schWalkerPool.Put(w)
@@ -296,6 +305,9 @@ func (w *schWalker) eval(n *schNode, v any, count, track bool) (bool, schAnn) {
 			w.budget = schEvalBase + schEvalPerNode*schInstanceNodes(w.instance)
 		}
 		w.over = w.evals > w.budget
+	}
+	if w.evals%schStopEvery == 0 && stopped(w.stop) {
+		w.over = true // nobody waits for the answer any more
 	}
 	if w.over {
 		return false, schAnn{}
