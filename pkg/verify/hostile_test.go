@@ -130,3 +130,102 @@ func TestStoppedCheckEndsEarly(t *testing.T) {
 		t.Errorf("stopped: blocking %v; want the schema walk failed closed and no rule run", rep.Summary.BlockingChecks)
 	}
 }
+
+// fanOut is a schema that applies leaf 2^levels times through a $ref fan-out.
+func fanOut(levels int, leaf string) string {
+	var b strings.Builder
+	b.WriteString(`{"$defs":{"l0":` + leaf)
+	for i := 1; i <= levels; i++ {
+		fmt.Fprintf(&b, `,"l%d":{"allOf":[{"$ref":"#/$defs/l%d"},{"$ref":"#/$defs/l%d"}]}`, i, i-1, i-1)
+	}
+	fmt.Fprintf(&b, `},"$ref":"#/$defs/l%d"}`, levels)
+	return b.String()
+}
+
+// hostileWork are schemas whose keywords cost work in proportion to the output at every visit
+// (patterns, uniqueItems, enum, format "regex"), which the evaluation budget charges by work: each
+// is refused as schema:complexity before the work is done. The reviewer measured them at 3.7 s,
+// minutes, 10.7 s and 2.1 GB, 930 ms and 650 MB, and 8.5 s before the charges.
+var hostileWork = []struct {
+	name, schema, output string
+	refused              bool
+}{
+	{"a backtracking-shaped pattern four times", `{"allOf":[` + strings.Repeat(`{"pattern":"(?:a?){1000}b"},`, 3) + `{"pattern":"(?:a?){1000}b"}]}`,
+		`"` + strings.Repeat("a", 60_000) + `"`, true},
+	{"a simple pattern four times (allowed)", `{"allOf":[` + strings.Repeat(`{"pattern":"^a+$"},`, 3) + `{"pattern":"^a+$"}]}`,
+		`"` + strings.Repeat("a", 60_000) + `"`, false},
+	{"a pattern behind a 2^10 fan-out", fanOut(10, `{"pattern":"(?:a?){1000}b"}`), `"` + strings.Repeat("a", 60_000) + `"`, true},
+	{"uniqueItems behind a 2^10 fan-out", fanOut(10, `{"uniqueItems":true}`), "[" + hostileNumbers(10_000) + "]", true},
+	{"uniqueItems over 100,000 numbers (allowed)", `{"uniqueItems":true}`, "[" + hostileNumbers(100_000) + "]", false},
+	{"format regex compiling .{1000} 6,000 times", `{"items":{"format":"regex"}}`, "[" + strings.TrimSuffix(strings.Repeat(`".{1000}",`, 6000), ",") + "]", true},
+	{"an enum of 35,000 strings against 35,000 strings (a lookup each)", `{"items":{"enum":[` + hostileStrings(35_000, "e") + `]}}`, "[" + hostileStrings(35_000, "o") + "]", false},
+	{"an enum of 35,000 numbers against 35,000 numbers", `{"items":{"enum":[` + hostileNumbers(35_000) + `]}}`, "[" + hostileNumbers(35_000) + "]", true},
+	{"an enum of 50 strings against 35,000 strings (allowed)", `{"items":{"enum":[` + hostileStrings(50, "o") + `]}}`, "[" + hostileStrings(35_000, "o") + "]", false},
+}
+
+func hostileNumbers(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprint(&b, i)
+	}
+	return b.String()
+}
+
+func hostileStrings(n int, prefix string) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"%s%d"`, prefix, i)
+	}
+	return b.String()
+}
+
+// TestHostileSchemaWork: costly keywords are charged by their work, so a schema that repeats
+// them is refused (schema:complexity) within a bounded allocation, and ordinary uses of the same
+// keywords are evaluated as before.
+func TestHostileSchemaWork(t *testing.T) {
+	for _, c := range hostileWork {
+		t.Run(c.name, func(t *testing.T) {
+			sch, err := CompileSchema(schDecode(t, []byte(c.schema)), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := schDecode(t, []byte(c.output))
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			got, _ := sch.Check(out)
+			runtime.ReadMemStats(&after)
+			refused := len(got.Failures) > 0 && got.Failures[0].Check == "schema:complexity"
+			if refused != c.refused {
+				t.Fatalf("refused %v, want %v (%d checks, %d failures)", refused, c.refused, got.Total, len(got.Failures))
+			}
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+				t.Errorf("allocated %d MiB", grew>>20)
+			}
+		})
+	}
+}
+
+// BenchmarkHostileSchemaWork measures the hostile schemas above: each is refused, or evaluated
+// when allowed, in a bounded time (see the report of the commit that added the charges).
+func BenchmarkHostileSchemaWork(b *testing.B) {
+	for _, c := range hostileWork {
+		sch, err := CompileSchema(schDecode(b, []byte(c.schema)), false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out := schDecode(b, []byte(c.output))
+		b.Run(strings.ReplaceAll(c.name, " ", "_"), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				sch.Check(out)
+			}
+		})
+	}
+}

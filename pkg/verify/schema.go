@@ -356,6 +356,48 @@ func schemaRE2Problem(pattern string) string {
 	return "is not a valid regular expression (" + se.Code.String() + ")"
 }
 
+// schRegexSize estimates the size of the program Go's regexp compiles pattern to, in
+// instructions, from its parse tree, without compiling it: compiling is what costs time and
+// memory (.{1000} is seven characters and a thousand instructions). The estimate follows
+// regexp/syntax's own size check and saturates at schRegexSizeMax.
+func schRegexSize(pattern string) (int, error) {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return 0, err
+	}
+	return schRegexTreeSize(re), nil
+}
+
+// schRegexSizeMax is where size estimates stop growing, far above every cap and charge.
+const schRegexSizeMax = 1 << 30
+
+func schRegexTreeSize(re *syntax.Regexp) int {
+	var n int
+	switch re.Op {
+	case syntax.OpLiteral:
+		n = len(re.Rune)
+	case syntax.OpCapture, syntax.OpStar:
+		n = 2 + schRegexTreeSize(re.Sub[0])
+	case syntax.OpPlus, syntax.OpQuest:
+		n = 1 + schRegexTreeSize(re.Sub[0])
+	case syntax.OpConcat, syntax.OpAlternate:
+		n = len(re.Sub)
+		for _, sub := range re.Sub {
+			n += schRegexTreeSize(sub)
+		}
+	case syntax.OpRepeat:
+		sub := schRegexTreeSize(re.Sub[0])
+		times := re.Max
+		if times < 0 {
+			times = re.Min + 1
+		}
+		n = times * (sub + 1) // sizes are at most schRegexSizeMax and times at most 1000: no overflow
+	default:
+		n = 1
+	}
+	return min(n, schRegexSizeMax)
+}
+
 // schemaIsDialectURL tells whether a URL the compiler tried to load is one of the document's
 // $schema values (an embedded resource naming an unknown dialect).
 func schemaIsDialectURL(doc any, u string) bool {
@@ -534,6 +576,9 @@ type schNode struct {
 	multI    schBound
 	required []string
 
+	patternSize int                 // the estimated program size of pattern, which its matches are charged by
+	enumStrs    map[string]struct{} // the strings of an enum of more than schEnumScan values
+
 	ref, recRef *schNode
 	dynRef      *schNode
 	dynAnchor   string // the $dynamicRef's anchor when its initial target carries the same $dynamicAnchor
@@ -575,8 +620,9 @@ type schNamed struct {
 }
 
 type schPattern struct {
-	re jsonschema.Regexp
-	n  *schNode
+	re   jsonschema.Regexp
+	size int // estimated program size (schRegexSize)
+	n    *schNode
 }
 
 type schDep struct {
@@ -609,6 +655,10 @@ func schBoundOf(r *big.Rat) schBound {
 	}
 	return b
 }
+
+// schEnumScan is the largest enum a string is looked for in by scanning; a larger one keeps its
+// strings in a set, so that a long enum of codes costs one lookup per value.
+const schEnumScan = 16
 
 // JSON type bits of the walker.
 const (
@@ -679,6 +729,17 @@ func schBuildGraph(root *jsonschema.Schema) *schNode {
 		n.exMinI, n.exMaxI = schBoundOf(s.ExclusiveMinimum), schBoundOf(s.ExclusiveMaximum)
 		n.multI = schBoundOf(s.MultipleOf)
 		n.required = s.Required
+		if s.Pattern != nil {
+			n.patternSize, _ = schRegexSize(s.Pattern.String())
+		}
+		if s.Enum != nil && len(s.Enum.Values) > schEnumScan {
+			n.enumStrs = map[string]struct{}{}
+			for _, e := range s.Enum.Values {
+				if str, ok := e.(string); ok {
+					n.enumStrs[str] = struct{}{}
+				}
+			}
+		}
 		n.ref, n.recRef = get(s.Ref), get(s.RecursiveRef)
 		if s.DynamicRef != nil {
 			n.dynRef = get(s.DynamicRef.Ref)
@@ -699,7 +760,8 @@ func schBuildGraph(root *jsonschema.Schema) *schNode {
 			}
 		}
 		for re, ps := range s.PatternProperties {
-			n.patterns = append(n.patterns, schPattern{re, get(ps)})
+			size, _ := schRegexSize(re.String()) // it compiled, so it parses
+			n.patterns = append(n.patterns, schPattern{re, size, get(ps)})
 		}
 		slices.SortFunc(n.patterns, func(a, b schPattern) int { return strings.Compare(a.re.String(), b.re.String()) })
 		switch a := s.AdditionalProperties.(type) {

@@ -58,17 +58,42 @@ func (s *Schema) walk(instance any, stop <-chan struct{}) schCheckResult {
 	return r
 }
 
-// The evaluation budget. Subschema applications can multiply without any cycle (allOf of two
-// $refs to a schema that does the same, thirty levels deep, is a 2 KB schema and 2^30
-// evaluations), so the walker counts evaluations and stops past schEvalBase plus schEvalPerNode for every value in the
-// output. Real schemas stay far below: the seed invoice needs 13 evaluations for 12 values.
+// The evaluation budget, in work units. Subschema applications can multiply without any cycle
+// (allOf of two $refs to a schema that does the same, thirty levels deep, is a 2 KB schema and
+// 2^30 evaluations), and every evaluation of a keyword that reads a whole string or array
+// multiplies with them, so the walker charges one unit per subschema evaluation plus the work of
+// such keywords (see the schCost constants) and stops past schEvalBase plus schEvalPerNode for
+// every unit of output size (schInstanceSize). Real schemas stay far below: the seed invoice
+// spends 22 units, of a budget of 103,328 for its 13.
 const (
 	schEvalBase    = 100_000
 	schEvalPerNode = 256
 )
 
-// schStopEvery is how many evaluations pass between two looks at Request.StopWhen's channel:
-// often enough that a stopped check ends within milliseconds, rarely enough to cost nothing.
+// What the keywords whose work grows with the value cost, in evaluation units (one unit is about
+// the 60-100 ns of one subschema evaluation; measured on the reviewer's cases):
+//   - schBytesPerUnit: reading a string (length, format, content decoding) costs a unit per 16
+//     bytes, and 16 bytes of string count as one value when the budget is sized, so a long
+//     string is not refused for being read once or a few times;
+//   - a pattern match costs length × compiled program size / schMatchPerUnit: Go's regexp runs
+//     its NFA at up to 6 ns per byte and instruction, so (?:a?){1000}b over 60,000 bytes is
+//     7.5 million units where ^a+$ is 22,000;
+//   - compiling a value for format "regex" costs schCompilePerInst units per instruction of its
+//     estimated program (compiling .{1000} takes 180 µs);
+//   - uniqueItems costs schUniquePerValue units per value in the array (its canonical keys took
+//     520 ns and about 100 bytes per number); const and enum cost the compared value's size for
+//     every candidate, divided by schEqualPerUnit (one comparison of two numbers takes 7 ns),
+//     except a string against a large enum, which is one lookup (schNode.enumStrs).
+const (
+	schBytesPerUnit   = 16
+	schMatchPerUnit   = 16
+	schCompilePerInst = 2
+	schUniquePerValue = 16
+	schEqualPerUnit   = 8
+)
+
+// schStopEvery is how many units pass between two looks at Request.StopWhen's channel: often
+// enough that a stopped check ends within milliseconds, rarely enough to cost nothing.
 const schStopEvery = 1024
 
 // schComplexityTally is the answer for a schema that exceeds the evaluation budget: one failing
@@ -77,24 +102,29 @@ func schComplexityTally() Tally {
 	var t Tally
 	t.Fail(Failure{Check: "schema:complexity", Path: "$", Field: "",
 		Expected: "a schema that evaluates within the verifier's work limit",
-		Found:    "too many subschema evaluations",
-		Detail:   "the schema applies its subschemas too many times for this output (nested allOf, anyOf or $ref fan-out), so it was not evaluated"})
+		Found:    "too much evaluation work",
+		Detail: "the schema needs too much work for this output (nested allOf, anyOf or $ref fan-out, or costly patterns, " +
+			"formats, enums or uniqueItems applied many times), so it was not evaluated"})
 	return t
 }
 
-// schInstanceNodes counts the values in an instance, to size the evaluation budget.
-func schInstanceNodes(v any) int {
+// schInstanceSize is the size of a value in budget terms: one per value, plus one per
+// schBytesPerUnit bytes of each string. It sizes the evaluation budget and the work of keywords
+// that read a whole value (const, enum, uniqueItems).
+func schInstanceSize(v any) int {
 	switch v := v.(type) {
+	case string:
+		return 1 + len(v)/schBytesPerUnit
 	case []any:
 		n := 1
 		for _, e := range v {
-			n += schInstanceNodes(e)
+			n += schInstanceSize(e)
 		}
 		return n
 	case map[string]any:
 		n := 1
-		for _, e := range v {
-			n += schInstanceNodes(e)
+		for k, e := range v {
+			n += len(k)/schBytesPerUnit + schInstanceSize(e)
 		}
 		return n
 	}
@@ -109,11 +139,12 @@ var schWalkerPool = sync.Pool{New: func() any { return new(schWalker) }}
 // dynamic scope, reference-cycle rule and annotation model (for unevaluated*), while counting.
 type schWalker struct {
 	instance any             // the whole output, for sizing the budget
-	evals    int             // subschema evaluations so far
-	budget   int             // evaluations allowed; schEvalBase until the output has been measured
+	evals    int             // work units spent so far
+	nextLook int             // evals at which to look at stop next
+	budget   int             // units allowed; schEvalBase until the output has been measured
 	sized    bool            // budget includes the per-value allowance
 	over     bool            // budget exceeded or stopped: every evaluation now fails at once
-	stop     <-chan struct{} // Request.StopWhen, looked at every schStopEvery evaluations
+	stop     <-chan struct{} // Request.StopWhen, looked at every schStopEvery units
 	scope    []schScope      // dynamic scope: every schema being evaluated, outermost first
 	base     int             // where the current dynamic scope starts (propertyNames and contentSchema start afresh)
 	vid      int             // instance depth, to tell in-place evaluation from a child's
@@ -142,14 +173,14 @@ type schLoc struct {
 
 // walk evaluates the whole instance in counting mode within the evaluation budget.
 func (w *schWalker) walk(root *schNode, instance any) bool {
-	w.instance, w.budget = instance, schEvalBase
+	w.instance, w.budget, w.nextLook = instance, schEvalBase, schStopEvery
 	return w.enter(root, instance, true)
 }
 
 func (w *schWalker) release() {
 	w.scope, w.loc, w.keys, w.decl = w.scope[:0], w.loc[:0], w.keys[:0], w.decl[:0]
 	w.base, w.vid, w.declFrom, w.declOn, w.declSpeaks = 0, 0, 0, false, false
-	w.instance, w.evals, w.budget, w.sized, w.over, w.stop = nil, 0, 0, false, false, nil
+	w.instance, w.evals, w.nextLook, w.budget, w.sized, w.over, w.stop = nil, 0, 0, 0, false, false, nil
 	w.tally, w.undeclared = Tally{}, Tally{}
 	w.tallyLocs, w.undeclLocs = w.tallyLocs[:0], w.undeclLocs[:0]
 	schWalkerPool.Put(w)
@@ -253,7 +284,7 @@ func (w *schWalker) fresh(n *schNode, v any) bool {
 func (w *schWalker) undeclaredCheck(obj map[string]any, decl []*schNode) {
 	var bad []string
 	for k := range obj {
-		if !schDeclared(decl, k) {
+		if !w.declared(decl, k) {
 			bad = append(bad, k)
 		}
 	}
@@ -270,18 +301,41 @@ func (w *schWalker) undeclaredCheck(obj map[string]any, decl []*schNode) {
 	w.undeclLocs = append(w.undeclLocs, slices.Clone(w.loc))
 }
 
-func schDeclared(decl []*schNode, k string) bool {
+// declared tells whether a schema applied at an object declares property k; past the budget it
+// answers true, as the walk's answer is schema:complexity then anyway.
+func (w *schWalker) declared(decl []*schNode, k string) bool {
 	for _, n := range decl {
 		if _, ok := n.propMap[k]; ok {
 			return true
 		}
 		for _, p := range n.patterns {
-			if p.re.MatchString(k) {
+			if !w.spend(schMatchCost(k, p.size)) || p.re.MatchString(k) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// schMatchCost is the work of matching a pattern whose program has size instructions against s.
+func schMatchCost(s string, size int) int { return len(s) * size / schMatchPerUnit }
+
+// spendFormat charges what validating v against a format costs: reading the string and, for
+// "regex", compiling it, by the size of its program (an unparsable one is charged its length
+// only: the library fails it while parsing).
+func (w *schWalker) spendFormat(name string, v any) bool {
+	str, ok := v.(string)
+	if !ok {
+		return true
+	}
+	if !w.spend(len(str) / schBytesPerUnit) {
+		return false
+	}
+	if name != "regex" {
+		return true
+	}
+	size, err := schRegexSize(str)
+	return err != nil || w.spend(schCompilePerInst*size)
 }
 
 // pass and fail record one check in counting mode.
@@ -294,22 +348,31 @@ func (w *schWalker) fail(kw, expected, found, detail string) {
 	w.tallyLocs = append(w.tallyLocs, slices.Clone(w.loc))
 }
 
+// spend charges units of work to the budget and reports whether the walk may go on; once it may
+// not, every evaluation fails at once and the walk answers schema:complexity.
+func (w *schWalker) spend(units int) bool {
+	if w.evals += units; w.evals > w.budget {
+		if !w.sized {
+			w.sized = true
+			w.budget = schEvalBase + schEvalPerNode*schInstanceSize(w.instance)
+		}
+		w.over = w.over || w.evals > w.budget
+	}
+	if w.evals >= w.nextLook {
+		w.nextLook = w.evals + schStopEvery
+		if stopped(w.stop) {
+			w.over = true // nobody waits for the answer any more
+		}
+	}
+	return !w.over
+}
+
 // eval evaluates n against v at the current location. count says whether assertions are counted
 // (false inside anyOf, oneOf, not, if, contains and propertyNames, which count as one check
 // each); in silent mode it stops at the first failure. track says whether the caller needs the
 // annotations (evaluated properties and items).
 func (w *schWalker) eval(n *schNode, v any, count, track bool) (bool, schAnn) {
-	if w.evals++; w.evals > w.budget {
-		if !w.sized {
-			w.sized = true
-			w.budget = schEvalBase + schEvalPerNode*schInstanceNodes(w.instance)
-		}
-		w.over = w.evals > w.budget
-	}
-	if w.evals%schStopEvery == 0 && stopped(w.stop) {
-		w.over = true // nobody waits for the answer any more
-	}
-	if w.over {
+	if !w.spend(1) {
 		return false, schAnn{}
 	}
 	if n.boolean != 0 {
@@ -375,6 +438,9 @@ func (w *schWalker) evalBody(n *schNode, v any, count, track bool) (bool, schAnn
 		}
 	}
 	if s.Const != nil {
+		if !w.spend(schInstanceSize(v) / schEqualPerUnit) {
+			return false, ann
+		}
 		pass := schEqual(v, *s.Const)
 		if !check(pass) {
 			return false, ann
@@ -385,10 +451,17 @@ func (w *schWalker) evalBody(n *schNode, v any, count, track bool) (bool, schAnn
 	}
 	if s.Enum != nil {
 		pass := false
-		for _, e := range s.Enum.Values {
-			if schEqual(v, e) {
-				pass = true
-				break
+		if str, isStr := v.(string); isStr && n.enumStrs != nil {
+			_, pass = n.enumStrs[str]
+		} else {
+			if !w.spend(len(s.Enum.Values) * schInstanceSize(v) / schEqualPerUnit) {
+				return false, ann
+			}
+			for _, e := range s.Enum.Values {
+				if schEqual(v, e) {
+					pass = true
+					break
+				}
 			}
 		}
 		if !check(pass) {
@@ -400,6 +473,9 @@ func (w *schWalker) evalBody(n *schNode, v any, count, track bool) (bool, schAnn
 		}
 	}
 	if s.Format != nil {
+		if !w.spendFormat(s.Format.Name, v) {
+			return false, ann
+		}
 		err := s.Format.Validate(v)
 		if _, isStr := v.(string); isStr || err != nil {
 			if !check(err == nil) {
@@ -597,6 +673,7 @@ func (w *schWalker) inPlace(sub *schNode, v any, count, trk bool, ok *bool, ann 
 // sortedKeys pushes obj's keys, sorted, on the scratch stack; pop with w.keys = w.keys[:from].
 func (w *schWalker) sortedKeys(obj map[string]any) (keys []string, from int) {
 	from = len(w.keys)
+	w.spend(len(obj)) // sorting; a walk over budget stops at its next evaluation
 	for k := range obj {
 		w.keys = append(w.keys, k)
 	}
@@ -697,6 +774,10 @@ func (w *schWalker) object(n *schNode, obj map[string]any, count, trk bool, ok *
 				}
 			}
 			for _, p := range n.patterns {
+				if !w.spend(schMatchCost(k, p.size)) {
+					w.keys = w.keys[:from]
+					return false
+				}
 				if !p.re.MatchString(k) {
 					continue
 				}
@@ -885,6 +966,9 @@ func (w *schWalker) array(n *schNode, arr []any, count, trk bool, ok *bool, ann 
 		}
 	}
 	if s.UniqueItems {
+		if !w.spend(schUniquePerValue * schInstanceSize(arr)) {
+			return false
+		}
 		i, j := schDuplicate(arr)
 		if !check(i < 0) {
 			return false
@@ -976,6 +1060,9 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 		return count
 	}
 	if s.MinLength != nil || s.MaxLength != nil {
+		if !w.spend(len(str) / schBytesPerUnit) {
+			return false
+		}
 		l := utf8.RuneCountInString(str)
 		if s.MinLength != nil {
 			pass := l >= *s.MinLength
@@ -999,6 +1086,9 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 		}
 	}
 	if s.Pattern != nil {
+		if !w.spend(schMatchCost(str, n.patternSize)) {
+			return false
+		}
 		pass := s.Pattern.MatchString(str)
 		if !check(pass) {
 			return false
@@ -1011,6 +1101,9 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 		return true
 	}
 	// Content assertion (strict mode only: the compiler sets these fields only then).
+	if !w.spend(len(str) / schBytesPerUnit) {
+		return false
+	}
 	decoded := []byte(str)
 	if s.ContentEncoding != nil {
 		d, err := s.ContentEncoding.Decode(str)
