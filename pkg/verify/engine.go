@@ -32,7 +32,7 @@ func NewEngine(lim Limits) *Engine {
 	if lim.MaxPathLen > 0 {
 		d.MaxPathLen = lim.MaxPathLen
 	}
-	return &Engine{limits: d, cache: NewSchemaCache(SchemaCacheSize)}
+	return &Engine{limits: d, cache: NewSchemaCache(SchemaCacheSize, SchemaCacheBytes)}
 }
 
 // Limits returns the limits in force.

@@ -55,6 +55,11 @@ func TestHostileInputs(t *testing.T) {
 		{"200 rules over 100,000 elements", wrap(`{}`, bigArray, `,"rules":[`+strings.TrimSuffix(strings.Repeat(`{"type":"gte","field":"[]","value":0},`, 200), ",")+`]`), 0, ""},
 		{"a number with 1000 digits", wrap(`{}`, "0."+strings.Repeat("1", 999)), 0, ""},
 		{"a number with an exponent of a billion", wrap(`{}`, "1e-1000000000"), 422, "submitted_output"},
+		{"1,001 patterns", wrap(`{"allOf":[`+strings.Repeat(`{"pattern":"^a"},`, 1000)+`{"pattern":"^b"}]}`, `"a"`), 422, "expected_schema"},
+		{"1,001 patternProperties", wrap(`{"patternProperties":{`+hostilePatternKeys(1001)+`}}`, `{}`), 422, "expected_schema"},
+		{"101 patterns of .{1000}", wrap(`{"allOf":[`+strings.Repeat(`{"pattern":".{1000}"},`, 100)+`{"pattern":".{1000}"}]}`, `"a"`), 422, "expected_schema"},
+		{"45,000 patterns of .{1000}", wrap(`{"allOf":[`+strings.TrimSuffix(strings.Repeat(`{"pattern":".{1000}"},`, 45_000), ",")+`]}`, `"a"`), 422, "expected_schema"},
+		{"1,000 patterns of 100 instructions (the caps)", wrap(`{"allOf":[`+strings.TrimSuffix(strings.Repeat(`{"pattern":".{97}"},`, 1000), ",")+`]}`, `"a"`), 0, ""},
 	}
 	eng := NewEngine(Limits{})
 	for _, c := range cases {
@@ -128,6 +133,52 @@ func TestStoppedCheckEndsEarly(t *testing.T) {
 	rep := eng.Check(req, sch, testEnv)
 	if !slices.Contains(rep.Summary.BlockingChecks, "schema:complexity") || slices.Contains(rep.Summary.BlockingChecks, "consistency:unique") {
 		t.Errorf("stopped: blocking %v; want the schema walk failed closed and no rule run", rep.Summary.BlockingChecks)
+	}
+}
+
+func hostilePatternKeys(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"^p%d$":{}`, i)
+	}
+	return b.String()
+}
+
+// TestSchemaCacheBoundedInBytes: the cache keeps compiled schemas within its byte estimate, so
+// that schemas at the pattern caps cannot pile up, and measures what one of them keeps.
+func TestSchemaCacheBoundedInBytes(t *testing.T) {
+	doc := schDecode(t, []byte(`{"allOf":[`+strings.TrimSuffix(strings.Repeat(`{"pattern":".{97}"},`, 1000), ",")+`]}`))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	sch, err := CompileSchema(doc, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	kept := int(after.HeapAlloc) - int(before.HeapAlloc)
+	t.Logf("a schema at the pattern caps keeps %d KB; estimated %d KB", kept>>10, sch.memory>>10)
+	if kept > sch.memory {
+		t.Errorf("keeps %d bytes, more than its estimate %d", kept, sch.memory)
+	}
+	runtime.KeepAlive(sch)
+
+	c := NewSchemaCache(SchemaCacheSize, 3*sch.memory)
+	for i := range 10 {
+		if _, err := c.Get(fmt.Sprint(i), func() (*Schema, error) { return sch, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := c.Len(); got != 3 {
+		t.Errorf("holds %d schemas, want 3 within its bytes", got)
+	}
+	big := &Schema{memory: 4 * sch.memory}
+	if got, _ := c.Get("big", func() (*Schema, error) { return big, nil }); got != big || c.Len() != 3 {
+		t.Errorf("a schema larger than the cache: got %p (want %p), cache holds %d", got, big, c.Len())
 	}
 }
 

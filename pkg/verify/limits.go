@@ -32,4 +32,16 @@ const (
 	DefaultTolerance = "1e-9"
 	// SchemaCacheSize is how many compiled schemas the engine keeps (LRU by schema_hash).
 	SchemaCacheSize = 256
+	// SchemaCacheBytes bounds the estimated memory of the compiled schemas the engine keeps (see
+	// schemaMemory): a quarter of the 512 MB a function has, so that a few large schemas cannot
+	// hold the rest of its memory. One schema estimated above it is used but not kept.
+	SchemaCacheBytes = 128 << 20
+	// MaxSchemaPatterns caps the regular expressions (pattern values and patternProperties keys)
+	// in one expected_schema: each compiled one keeps about 2.3 KB, and compiling takes far
+	// longer than the check, so 1,000 (2.3 MB) is ample for any real schema.
+	MaxSchemaPatterns = 1000
+	// MaxSchemaPatternSize caps the total estimated program size of those expressions, in
+	// instructions: a compiled instruction keeps 42 bytes, and a seven-character pattern such as
+	// .{1000} compiles to a thousand of them. 100,000 instructions keep about 4 MB.
+	MaxSchemaPatternSize = 100_000
 )

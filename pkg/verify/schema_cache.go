@@ -22,7 +22,9 @@ import (
 // nor canonicalized again: the entry holds its canonical form and schema_hash.
 type SchemaCache struct {
 	mu       sync.Mutex
-	size     int
+	size     int // entries at most
+	maxBytes int // estimated bytes at most (Schema.memory)
+	bytes    int
 	order    *list.List // front is the most recently used; values are *schCacheEntry
 	entries  map[string]*list.Element
 	aliases  map[schemaAlias]*list.Element
@@ -123,12 +125,13 @@ type schCacheCall struct {
 	err    error
 }
 
-// NewSchemaCache returns a cache holding at most size compiled schemas (at least one).
-func NewSchemaCache(size int) *SchemaCache {
+// NewSchemaCache returns a cache holding at most size compiled schemas (at least one) of at most
+// maxBytes estimated bytes in all.
+func NewSchemaCache(size, maxBytes int) *SchemaCache {
 	if size < 1 {
 		size = 1
 	}
-	return &SchemaCache{size: size, order: list.New(), entries: map[string]*list.Element{},
+	return &SchemaCache{size: size, maxBytes: maxBytes, order: list.New(), entries: map[string]*list.Element{},
 		aliases: map[schemaAlias]*list.Element{}, inflight: map[string]*schCacheCall{}}
 }
 
@@ -163,12 +166,14 @@ func (c *SchemaCache) Get(key string, compile func() (*Schema, error)) (*Schema,
 
 	c.mu.Lock()
 	delete(c.inflight, key)
-	if call.err == nil && call.schema != nil {
+	if call.err == nil && call.schema != nil && call.schema.memory <= c.maxBytes {
 		c.entries[key] = c.order.PushFront(&schCacheEntry{key: key, schema: call.schema})
-		for c.order.Len() > c.size {
+		c.bytes += call.schema.memory
+		for c.order.Len() > c.size || c.bytes > c.maxBytes {
 			oldest := c.order.Back()
 			c.order.Remove(oldest)
 			e := oldest.Value.(*schCacheEntry)
+			c.bytes -= e.schema.memory
 			delete(c.entries, e.key)
 			for _, a := range e.aliases {
 				delete(c.aliases, a.alias)

@@ -379,7 +379,7 @@ func TestSchemaConcurrentCheck(t *testing.T) {
 // ---- cache ----
 
 func TestSchemaCacheNoRecompile(t *testing.T) {
-	c := NewSchemaCache(4)
+	c := NewSchemaCache(4, SchemaCacheBytes)
 	var compiles int
 	compile := func() (*Schema, error) {
 		compiles++
@@ -414,7 +414,7 @@ func TestSchemaCacheNoRecompile(t *testing.T) {
 }
 
 func TestSchemaCacheLRUEviction(t *testing.T) {
-	c := NewSchemaCache(2)
+	c := NewSchemaCache(2, SchemaCacheBytes)
 	compiled := map[string]int{}
 	get := func(key string) {
 		t.Helper()
@@ -445,7 +445,7 @@ func TestSchemaCacheLRUEviction(t *testing.T) {
 
 // Aliases find an entry by the bytes it was sent as, are bounded per entry, and go with it.
 func TestSchemaCacheAliases(t *testing.T) {
-	c := NewSchemaCache(1)
+	c := NewSchemaCache(1, SchemaCacheBytes)
 	compile := func() (*Schema, error) { return CompileSchema(true, false) }
 	first, err := c.Get("a", compile)
 	if err != nil {
@@ -489,7 +489,7 @@ func TestSchemaCacheAliases(t *testing.T) {
 }
 
 func TestSchemaCacheConcurrent(t *testing.T) {
-	c := NewSchemaCache(8)
+	c := NewSchemaCache(8, SchemaCacheBytes)
 	var compiles atomic.Int64
 	release := make(chan struct{})
 	var wg sync.WaitGroup
@@ -536,7 +536,7 @@ func TestSchemaCacheConcurrent(t *testing.T) {
 }
 
 func TestSchemaCachePanickingCompile(t *testing.T) {
-	c := NewSchemaCache(2)
+	c := NewSchemaCache(2, SchemaCacheBytes)
 	_, err := c.Get("p", func() (*Schema, error) { panic("boom") })
 	if err == nil {
 		t.Fatal("want an error from a panicking compile")
