@@ -2,6 +2,7 @@ package verify
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -18,14 +19,45 @@ func EvaluateRules(output any, rules []Rule) Tally { return evaluateRules(output
 // (Request.StopWhen).
 func evaluateRules(output any, rules []Rule, stop <-chan struct{}) Tally {
 	var t Tally
-	ev := evaluator{root: output}
+	ev := evaluator{root: output, budget: RuleWorkBase}
 	for i := range rules {
 		if stopped(stop) {
 			break
 		}
 		ev.rule(&rules[i], &t)
+		if ev.over {
+			t.Fail(Failure{Check: "consistency:complexity", Path: "$", Field: "",
+				Expected: "rules that evaluate within the verifier's work limit",
+				Found:    "too much rule work",
+				Detail: fmt.Sprintf("the rules resolve too many values for this output (rule %d of %d went past the limit), "+
+					"so the remaining rules were not evaluated", i+1, len(rules))})
+			break
+		}
 	}
 	return t
+}
+
+// spend charges n units of rule work (RuleWorkBase, RuleWorkPerValue) and reports whether
+// evaluation may go on; the output is measured only once the base is spent.
+func (ev *evaluator) spend(n int) bool {
+	if ev.spent += n; ev.spent > ev.budget && !ev.sized {
+		ev.sized = true
+		ev.budget = RuleWorkBase + RuleWorkPerValue*schInstanceSize(ev.root)
+	}
+	ev.over = ev.over || ev.spent > ev.budget
+	return !ev.over
+}
+
+// spendHashed charges the values a rule hashes (unique, exists_in): each by its size.
+func (ev *evaluator) spendHashed(values []any) bool {
+	n := len(values)
+	for _, v := range values {
+		switch v.(type) {
+		case []any, map[string]any:
+			n += schInstanceSize(v)
+		}
+	}
+	return ev.spend(n)
 }
 
 // stopped reports whether stop (Request.StopWhen) is closed; a nil stop never is.
@@ -39,9 +71,11 @@ func stopped(stop <-chan struct{}) bool {
 }
 
 // evaluator holds what evaluating rules and bounds over one output reuses: the output, decimal
-// scratch space and a buffer for equality keys.
+// scratch space, a buffer for equality keys, and the rules' work so far.
 type evaluator struct {
 	root             any
+	spent, budget    int
+	sized, over      bool
 	c                calc
 	x, target, total decimal
 	diff             decimal
@@ -101,6 +135,9 @@ func (ev *evaluator) noOperand(r *Rule, t *Tally) {
 // sumEquals: the numbers at field add up to the target within the tolerance. One check.
 func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
 	values, found := r.Field.Resolve(ev.root)
+	if !ev.spend(len(values)) {
+		return
+	}
 	if !found {
 		if !r.IfPresent {
 			t.Fail(ev.notFound(r, r.Field, "a sum of the values at "+shorten(r.Field.Raw)))
@@ -185,6 +222,9 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 	// Element by element, compareElementwise resolves again under each element; here only
 	// whether the field exists matters.
 	values, at, found := resolveSteps(r.Field.Steps, ev.root, elementwise == 0)
+	if !ev.spend(len(values)) {
+		return
+	}
 	if !found {
 		if !r.IfPresent {
 			t.Fail(ev.notFound(r, r.Field, "numbers at "+shorten(r.Field.Raw)))
@@ -207,6 +247,9 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 	case r.OtherField != nil:
 		other := *r.OtherField
 		ovals, found := other.Resolve(ev.root)
+		if !ev.spend(len(ovals)) {
+			return
+		}
 		if !found {
 			if !r.IfPresent {
 				t.Fail(ev.notFound(r, other, "a number at "+shorten(other.Raw)))
@@ -249,6 +292,9 @@ func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other
 	rest, orest := r.Field.Steps[n:], other.Steps[n:]
 	elems, eat, _ := resolveSteps(prefix, ev.root, true)
 	pw, rw := countAll(prefix), countAll(rest)
+	if !ev.spend(2 * len(elems)) {
+		return
+	}
 	for i, e := range elems {
 		eAt := eat[i*pw : (i+1)*pw]
 		opAt := where{steps: other.Steps, at: eAt}
@@ -264,6 +310,9 @@ func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other
 			continue
 		}
 		vals, vat, _ := resolveSteps(rest, e, true)
+		if !ev.spend(len(vals)) {
+			return
+		}
 		for j, v := range vals {
 			w := where{steps: r.Field.Steps, at: eAt, more: vat[j*rw : (j+1)*rw]}
 			ev.compareElement(r, t, tol, v, w, ov, opAt, ok && err == nil, err)
@@ -341,6 +390,9 @@ func (ev *evaluator) compareOne(r *Rule, t *Tally, tol *tolerance, v any, w wher
 // check per value.
 func (ev *evaluator) existsIn(r *Rule, t *Tally) {
 	values, at, found := resolveSteps(r.Field.Steps, ev.root, true)
+	if !ev.spendHashed(values) {
+		return
+	}
 	if !found {
 		if !r.IfPresent {
 			t.Fail(ev.notFound(r, r.Field, "values at "+shorten(r.Field.Raw)))
@@ -367,6 +419,9 @@ func (ev *evaluator) existsIn(r *Rule, t *Tally) {
 		ev.noOperand(r, t)
 		return
 	}
+	if !ev.spendHashed(set) {
+		return
+	}
 	members := newValueSet(len(set))
 	for i, v := range set {
 		ev.remember(members, v, i)
@@ -386,6 +441,9 @@ func (ev *evaluator) existsIn(r *Rule, t *Tally) {
 // failure names the first value that repeats an earlier one.
 func (ev *evaluator) unique(r *Rule, t *Tally) {
 	values, found := r.Field.Resolve(ev.root)
+	if !ev.spendHashed(values) {
+		return
+	}
 	if !found {
 		if !r.IfPresent {
 			t.Fail(ev.notFound(r, r.Field, "distinct values at "+shorten(r.Field.Raw)))
