@@ -8,16 +8,19 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// errDepth and errNumberRange are the two things the tree builder rejects beyond JSON syntax.
+// errDepth, errNumberRange, errNumberSize and errSchemaSize are what the tree builder rejects
+// beyond JSON syntax.
 var (
 	errDepth       = errors.New("nests deeper than the limit")
 	errNumberRange = errors.New("has a number outside the range of IEEE-754 double precision")
 	errNumberSize  = errors.New("has a number with more than 1000 significant digits or an exponent beyond ±400")
+	errSchemaSize  = errors.New("has more subschemas than the limit")
 )
 
 // syntaxProblem turns a jsontext error into a problem phrase that never echoes the input: the
@@ -44,7 +47,7 @@ var errDuplicateName = fmt.Errorf("tree: %w", jsontext.ErrDuplicateName)
 
 // isTreeLimit tells the tree builder's own refusals from syntax errors.
 func isTreeLimit(err error) bool {
-	return errors.Is(err, errDepth) || errors.Is(err, errNumberRange) || errors.Is(err, errNumberSize)
+	return errors.Is(err, errDepth) || errors.Is(err, errNumberRange) || errors.Is(err, errNumberSize) || errors.Is(err, errSchemaSize)
 }
 
 // treeBuilder turns one JSON value into the engine's tree (nil, bool, string, json.Number,
@@ -54,6 +57,13 @@ type treeBuilder struct {
 	maxDepth int
 	base     int    // depth of the value's container in the whole body
 	src      string // the decoder's whole input, when the tree's strings may share it (see text)
+
+	// schema makes the builder weigh the tree as a schema and refuse one heavier than
+	// MaxSchemaNodes: weight is the sum so far, pointer the length of the JSON pointer of the
+	// value being read.
+	schema  bool
+	weight  int
+	pointer int
 }
 
 // decodeTree parses raw (already known to be valid JSON) into a tree. base is the nesting depth
@@ -64,6 +74,34 @@ func decodeTree(raw []byte, maxDepth, base int) (any, error) {
 	defer d.put()
 	b := treeBuilder{dec: &d.dec, maxDepth: maxDepth, base: base}
 	return b.value()
+}
+
+// decodeSchema is decodeTree for expected_schema, a member of the body, refusing a schema that
+// weighs more than MaxSchemaNodes.
+func decodeSchema(raw []byte, maxDepth int) (any, error) {
+	d := getDecoder(raw)
+	defer d.put()
+	b := treeBuilder{dec: &d.dec, maxDepth: maxDepth, base: 1, schema: true}
+	return b.value()
+}
+
+// weigh adds one to the schema's weight, and one more for every SchemaPointerBytes of size: the
+// length of a subschema's JSON pointer, or of an id (see MaxSchemaNodes).
+func (b *treeBuilder) weigh(size int) error {
+	b.weight += 1 + size/SchemaPointerBytes
+	if b.weight > MaxSchemaNodes {
+		return errSchemaSize
+	}
+	return nil
+}
+
+// decimalDigits is the length of n (not negative) written in decimal.
+func decimalDigits(n int) int {
+	d := 1
+	for ; n >= 10; n /= 10 {
+		d++
+	}
+	return d
 }
 
 // pooledDecoder is a decoder with the buffer it reads from. A new decoder allocates itself and
@@ -154,13 +192,24 @@ func (b *treeBuilder) value() (any, error) {
 	switch tok.Kind() {
 	case 'n':
 		return nil, nil
-	case 't':
-		return true, nil
-	case 'f':
+	case 't', 'f':
+		if b.schema {
+			if err := b.weigh(b.pointer); err != nil {
+				return nil, err
+			}
+		}
+		if tok.Kind() == 't' {
+			return true, nil
+		}
 		return false, nil
 	case '{':
 		if b.base+b.dec.StackDepth() > b.maxDepth {
 			return nil, errDepth
+		}
+		if b.schema {
+			if err := b.weigh(b.pointer); err != nil {
+				return nil, err
+			}
 		}
 		obj := make(map[string]any)
 		for b.dec.PeekKind() != '}' {
@@ -176,9 +225,22 @@ func (b *treeBuilder) value() (any, error) {
 			if _, dup := obj[key]; dup {
 				return nil, errDuplicateName
 			}
+			// A member's pointer adds "/" and its name, with "~" and "/" escaped as two bytes.
+			step := 0
+			if b.schema {
+				step = 1 + len(key) + strings.Count(key, "~") + strings.Count(key, "/")
+				b.pointer += step
+			}
 			v, err := b.value()
 			if err != nil {
 				return nil, err
+			}
+			b.pointer -= step
+			// The compiler also compares every resource and dynamic anchor with every other.
+			if name, ok := v.(string); ok && b.schema && (key == "$id" || key == "id" || key == "$dynamicAnchor") {
+				if err := b.weigh(len(name)); err != nil {
+					return nil, err
+				}
 			}
 			obj[key] = v
 		}
@@ -192,10 +254,17 @@ func (b *treeBuilder) value() (any, error) {
 		}
 		arr := make([]any, 0, 4)
 		for b.dec.PeekKind() != ']' {
+			// An element's pointer adds "/" and its index.
+			step := 0
+			if b.schema {
+				step = 1 + decimalDigits(len(arr))
+				b.pointer += step
+			}
 			v, err := b.value()
 			if err != nil {
 				return nil, err
 			}
+			b.pointer -= step
 			arr = append(arr, v)
 		}
 		if _, err := b.dec.ReadToken(); err != nil {

@@ -3,9 +3,11 @@ package verify
 import (
 	"bytes"
 	"crypto/ed25519"
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +29,9 @@ func TestHostileInputs(t *testing.T) {
 	}
 	longString := `"` + strings.Repeat("a", 1<<20-200) + `"`
 	bigArray := "[" + strings.TrimSuffix(strings.Repeat("1,", 100_000), ",") + "]"
+	allOf := func(n int, prefix string) string {
+		return prefix + `{"allOf":[` + strings.TrimSuffix(strings.Repeat("{},", n), ",") + `]}` + strings.Repeat("}", strings.Count(prefix, "{"))
+	}
 	cases := []struct {
 		name   string
 		body   string
@@ -60,6 +65,14 @@ func TestHostileInputs(t *testing.T) {
 		{"101 patterns of .{1000}", wrap(`{"allOf":[`+strings.Repeat(`{"pattern":".{1000}"},`, 100)+`{"pattern":".{1000}"}]}`, `"a"`), 422, "expected_schema"},
 		{"45,000 patterns of .{1000}", wrap(`{"allOf":[`+strings.TrimSuffix(strings.Repeat(`{"pattern":".{1000}"},`, 45_000), ",")+`]}`, `"a"`), 422, "expected_schema"},
 		{"1,000 patterns of 100 instructions (the caps)", wrap(`{"allOf":[`+strings.TrimSuffix(strings.Repeat(`{"pattern":".{97}"},`, 1000), ",")+`]}`, `"a"`), 0, ""},
+		{"1 MiB of short unknown members", string(unknownMembers(0, "")), 422, "0"},
+		{"1 MiB of 40-character unknown members", string(unknownMembers(0, strings.Repeat("k", 34))), 422, strings.Repeat("k", 34) + "0"},
+		{"1 MiB of unknown rule fields", wrap(`{}`, `1`, `,"rules":[{"type":"unique","field":"a",`+repeatJoin(80_000, func(i int) string { return fmt.Sprintf(`"f%06d":0`, i) })+`}]`), 422, "rules[0].f000000"},
+		{"5,000 subschemas (the limit)", wrap(allOf(MaxSchemaNodes-1, ""), `{}`), 0, ""},
+		{"5,001 subschemas", wrap(allOf(MaxSchemaNodes, ""), `{}`), 422, "expected_schema"},
+		{"1 MiB of subschemas", wrap(allOf((1<<20-100)/3, ""), `{}`), 422, "expected_schema"},
+		{"36,000 properties", wrap(`{"properties":{`+repeatJoin(36_000, func(i int) string { return fmt.Sprintf(`"p%d":{}`, i) })+`}}`, `{}`), 422, "expected_schema"},
+		{"1,000 subschemas under a 64 KB name", wrap(allOf(1000, `{"properties":{"`+strings.Repeat("x", 64<<10)+`":`), `{}`), 422, "expected_schema"},
 	}
 	eng := NewEngine(Limits{})
 	for _, c := range cases {
@@ -97,6 +110,10 @@ func TestHostileInputs(t *testing.T) {
 			e, ok := apperr.As(err)
 			if !ok || e.Status != c.status || len(e.Fields) == 0 || e.Fields[0].Field != c.field {
 				t.Fatalf("got %v, want %d naming %s", err, c.status, c.field)
+			}
+			// The answer stays small whatever the input: at most ListCap short problems.
+			if b, _ := json.Marshal(e); len(b) > 32<<10 {
+				t.Errorf("the error is %d bytes", len(b))
 			}
 		})
 	}
@@ -337,6 +354,107 @@ func BenchmarkHostileRuleWork(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				EvaluateRules(req.Output, req.Rules)
+			}
+		})
+	}
+}
+
+// unknownMembers is a request with the three required members followed by distinct unknown ones,
+// named prefix and a number: n of them, or as many as fit in 1 MiB when n is 0.
+func unknownMembers(n int, prefix string) []byte {
+	b := []byte(`{"task_id":"t","expected_schema":true,"submitted_output":1`)
+	for i := 0; n == 0 || i < n; i++ {
+		next := fmt.Appendf(nil, `,"%s%s":0`, prefix, strconv.FormatInt(int64(i), 36))
+		if n == 0 && len(b)+len(next)+1 > 1<<20 {
+			break
+		}
+		b = append(b, next...)
+	}
+	return append(b, '}')
+}
+
+// BenchmarkHostileUnknownMembers decodes requests with many unknown top-level members, each
+// refused with a 422 whose size the limits bound.
+func BenchmarkHostileUnknownMembers(b *testing.B) {
+	for _, n := range []int{16 << 10, 32 << 10, 64 << 10, 0} {
+		body := unknownMembers(n, "")
+		b.Run(fmt.Sprintf("bytes=%d", len(body)), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if _, err := DecodeRequest(body, DefaultLimits); err == nil {
+					b.Fatal("accepted")
+				}
+			}
+		})
+	}
+}
+
+// hostileSchemas make schemas of n subschemas (or of a size growing with n) in the shapes that
+// cost the schema compiler the most per subschema.
+var hostileSchemas = []struct {
+	name string
+	make func(n int) string
+}{
+	{"allOf of empty schemas", func(n int) string { return `{"allOf":[` + repeatJoin(n, func(int) string { return "{}" }) + `]}` }},
+	{"allOf of true", func(n int) string { return `{"allOf":[` + repeatJoin(n, func(int) string { return "true" }) + `]}` }},
+	{"properties", func(n int) string {
+		return `{"properties":{` + repeatJoin(n, func(i int) string { return fmt.Sprintf(`"p%d":{"type":"string","minLength":1}`, i) }) + `}}`
+	}},
+	{"resources", func(n int) string {
+		return `{"$defs":{` + repeatJoin(n, func(i int) string { return fmt.Sprintf(`"d%d":{"$id":"d%d"}`, i, i) }) + `}}`
+	}},
+	{"resources with 180-byte ids", func(n int) string {
+		return `{"$defs":{` + repeatJoin(n, func(i int) string { return fmt.Sprintf(`"d%d":{"$id":"%s%08d"}`, i, strings.Repeat("i", 172), i) }) + `}}`
+	}},
+	{"dynamic anchors referred to", func(n int) string {
+		return `{"$defs":{` + repeatJoin(n, func(i int) string { return fmt.Sprintf(`"d%d":{"$dynamicAnchor":"a%d","$ref":"#a%d"}`, i, i, i) }) + `}}`
+	}},
+	{"references", func(n int) string {
+		return `{"$defs":{"a":{"type":"string"}},"allOf":[` + repeatJoin(n, func(int) string { return `{"$ref":"#/$defs/a"}` }) + `]}`
+	}},
+	// Pointers of equal length behind a long common prefix are the compiler's slowest comparison.
+	{"allOf under a 4 KB name", func(n int) string {
+		return `{"properties":{"` + strings.Repeat("x", 4096) + `":{"allOf":[` + repeatJoin(n, func(int) string { return "{}" }) + `]}}}`
+	}},
+	{"60 levels of n-byte names", func(n int) string {
+		return strings.Repeat(`{"properties":{"`+strings.Repeat("k", n)+`":`, 60) + "{}" + strings.Repeat("}}", 60)
+	}},
+}
+
+func repeatJoin(n int, item func(int) string) string {
+	items := make([]string, n)
+	for i := range items {
+		items[i] = item(i)
+	}
+	return strings.Join(items, ",")
+}
+
+// largestSchema is the largest n whose schema the decoder accepts, found by bisection.
+func largestSchema(make func(int) string) int {
+	lo, hi := 1, 1<<20 // lo is accepted, hi is not
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if _, err := decodeSchema([]byte(make(mid)), DefaultLimits.MaxDepth); err == nil {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// BenchmarkHostileSchema decodes and compiles, with a cold cache, the largest schema of each
+// hostile shape that MaxSchemaNodes lets through.
+func BenchmarkHostileSchema(b *testing.B) {
+	for _, s := range hostileSchemas {
+		n := largestSchema(s.make)
+		body := []byte(`{"task_id":"t","expected_schema":` + s.make(n) + `,"submitted_output":null}`)
+		b.Run(fmt.Sprintf("%s/n=%d", s.name, n), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if _, _, err := NewEngine(Limits{}).Decode(body); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}

@@ -23,8 +23,12 @@ const (
 	// MaxIDLen is the longest task_id or agent_id in characters: ids are labels, not payloads.
 	MaxIDLen = 200
 	// ListCap is how many entries errors, errors_detail, flags and hints show; the rest are counted
-	// in <list>_omitted so a response stays small whatever the input.
+	// in <list>_omitted so a response stays small whatever the input. A 422 names at most as many
+	// problems, the last entry counting the rest.
 	ListCap = 50
+	// ShownNameMaxChars is the longest caller-chosen name a 422 shows: an unknown member longer
+	// (or not printable) is counted, not named, and a bound's longer path is cut.
+	ShownNameMaxChars = 40
 	// FoundMaxChars is how much of an offending value a message shows, so that a report never
 	// becomes a copy of the caller's output.
 	FoundMaxChars = 80
@@ -51,4 +55,17 @@ const (
 	// the bound the remaining rules are not evaluated and consistency:complexity fails.
 	RuleWorkBase     = 100_000
 	RuleWorkPerValue = 8
+	// MaxSchemaNodes bounds the subschemas of expected_schema, because the schema compiler
+	// (santhosh-tekuri/jsonschema v6.0.3) takes time quadratic in their number: it looks each one
+	// up in a list of all before it, comparing JSON pointers, and compares every resource and
+	// dynamic anchor with every other. So every object and boolean in the schema counts, whether it
+	// sits where a schema goes or not, once and once more for every SchemaPointerBytes bytes of its
+	// JSON pointer; a string $id (draft 4: id) or $dynamicAnchor counts the same way, by its own
+	// length. A hostile schema at the limit compiles in about 0.2 s (BenchmarkHostileSchema: 40,000
+	// subschemas took 6 s, 1 MiB of them did not finish in 20 minutes); the largest real schema
+	// measured, a 280 KB AWS resource schema, counts 4,136.
+	MaxSchemaNodes = 5000
+	// SchemaPointerBytes is how many bytes of a JSON pointer or id cost the compiler's comparisons
+	// about as much as one more subschema.
+	SchemaPointerBytes = 256
 )

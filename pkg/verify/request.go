@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -86,17 +87,61 @@ var ruleFields = []string{"type", "field", "equals_field", "equals", "other_fiel
 
 var boundFields = []string{"min", "max", "if_present"}
 
-// problems collects field problems so one 422 can name all of them.
-type problems []apperr.FieldProblem
-
-func (p *problems) add(field, problem, fix string) {
-	*p = append(*p, apperr.FieldProblem{Field: field, Problem: problem, Fix: fix})
+// problems collects field problems so one 422 can name all of them, up to ListCap: the problems
+// past ListCap-1 are counted in one last entry, so that the answer stays small whatever the input.
+type problems struct {
+	list    []apperr.FieldProblem
+	omitted int
 }
 
-// members reads one JSON object's members as raw values, in order, rejecting duplicate names.
+func (p *problems) add(field, problem, fix string) {
+	if len(p.list) >= ListCap-1 {
+		p.omitted++
+		return
+	}
+	p.list = append(p.list, apperr.FieldProblem{Field: field, Problem: problem, Fix: fix})
+}
+
+// count is how many problems were found, listed or not.
+func (p *problems) count() int { return len(p.list) + p.omitted }
+
+// err is the 422 naming the problems found.
+func (p *problems) err() error {
+	list := p.list
+	if p.omitted > 0 {
+		list = append(list, apperr.FieldProblem{Field: "body", Problem: "has " + schPlural(p.omitted, "more problem", "more problems"),
+			Fix: "Fix the problems named and send the request again to see the rest."})
+	}
+	return apperr.Invalid(list...)
+}
+
+// unknown files the unknown members of one object, names in the order given. A member is named
+// (as prefix+name) only when its name is short and printable and the 422 has room for it; the
+// others are counted in one problem of the object itself (field at), so that unknown members
+// can neither make the 422 echo the caller's input (SPEC §7) nor grow it without bound.
+func (p *problems) unknown(at, prefix string, names []string, problem, fix string) {
+	hidden := 0
+	for _, name := range names {
+		// The last free entry is kept for the count of the others.
+		if shownName(name) && len(p.list) < ListCap-2 {
+			p.add(prefix+name, problem, fix)
+		} else {
+			hidden++
+		}
+	}
+	if hidden > 0 {
+		what := "unknown member"
+		if hidden < len(names) {
+			what = "more unknown member"
+		}
+		p.add(at, "has "+schPlural(hidden, what, what+"s")+fmt.Sprintf(" (a name is shown only when it is printable and at most %d characters long)", ShownNameMaxChars), fix)
+	}
+}
+
+// member is one member of the request, as readObject found it.
 type member struct {
 	name    string
-	field   int // index in requestFields, or -1 for an unknown member
+	field   int // index in requestFields
 	raw     jsontext.Value
 	tree    any   // the value's tree, for the members readObject builds one for
 	treeErr error // the tree broke a limit (depth, number range or size)
@@ -122,8 +167,8 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias, []byte) *Sch
 	if !utf8.Valid(body) {
 		return nil, apperr.Field("body", "contains invalid UTF-8", "Encode the body as UTF-8.")
 	}
-	var room [numFields]member // the members of a request without unknown ones, without allocating
-	members, err := readObject(body, lim.MaxDepth, room[:0])
+	var room [numFields]member // the members, without allocating
+	members, unknown, err := readObject(body, lim.MaxDepth, room[:0])
 	if err != nil {
 		return nil, err
 	}
@@ -141,15 +186,14 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias, []byte) *Sch
 			bad.add(name, errNumberRange.Error(), "Send numbers within ±1.7976931348623157e308.")
 		case errors.Is(err, errNumberSize):
 			bad.add(name, errNumberSize.Error(), "Send numbers as ordinary decimals.")
+		case errors.Is(err, errSchemaSize):
+			bad.add(name, fmt.Sprintf("has more than %d subschemas: every object, boolean, $id and $dynamicAnchor in it counts, once more for each %d bytes of its JSON pointer (of an $id or anchor: of its length)", MaxSchemaNodes, SchemaPointerBytes),
+				"Send a smaller schema: share repeated parts through $defs and $ref.")
 		default:
 			bad.add(name, "could not be read", "Send valid JSON.")
 		}
 	}
 	for _, m := range members {
-		if m.field < 0 {
-			bad.add(safeName(m.name), "is not a known field", "Remove it; the fields are "+strings.Join(requestFields, ", ")+".")
-			continue
-		}
 		ms.seen[m.field] = true
 		ms.raw[m.field] = m.raw
 		switch {
@@ -164,6 +208,10 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias, []byte) *Sch
 			bad.add(requestFields[f], "is required", "Add "+requestFields[f]+".")
 		}
 	}
+	// Unknown members are filed after the problems above, which a flood of them must not crowd out.
+	if len(unknown) > 0 {
+		bad.unknown("body", "", unknown, "is not a known field", "Send only the fields "+strings.Join(requestFields, ", ")+".")
+	}
 	// The schema's tree is built only when the engine's cache does not know its bytes.
 	if v := ms.raw[fieldSchema]; ms.seen[fieldSchema] {
 		if known != nil {
@@ -171,15 +219,15 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias, []byte) *Sch
 			req.compiled = known(req.alias, v)
 		}
 		if req.compiled == nil {
-			if t, err := decodeTree(v, lim.MaxDepth, 1); err != nil {
+			if t, err := decodeSchema(v, lim.MaxDepth); err != nil {
 				treeProblem("expected_schema", err)
 			} else {
 				ms.trees[fieldSchema] = t
 			}
 		}
 	}
-	if len(bad) > 0 {
-		return nil, apperr.Invalid(bad...)
+	if bad.count() > 0 {
+		return nil, bad.err()
 	}
 
 	// From here on every required member is present with its tree (the schema's unless the
@@ -215,8 +263,8 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias, []byte) *Sch
 	}
 	req.Rules = decodeRules(&bad, ms.trees[fieldRules], lim)
 	req.Bounds = decodeBounds(&bad, ms.raw[fieldBounds], ms.trees[fieldBounds], lim)
-	if len(bad) > 0 {
-		return nil, apperr.Invalid(bad...)
+	if bad.count() > 0 {
+		return nil, bad.err()
 	}
 	if err := req.hash(&ms); err != nil {
 		return nil, err
@@ -224,17 +272,18 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias, []byte) *Sch
 	return req, nil
 }
 
-// readObject splits the body into its top-level members, appended to out, validating the whole body's syntax,
-// UTF-8 and member-name uniqueness at every depth. In the same pass it builds the tree of every
-// member but expected_schema (which the engine may know by its bytes) and unknown ones; a member
-// whose tree breaks a limit carries the error in treeErr, and reading goes on with the next.
+// readObject splits the body into its top-level members, appended to out, and the names of its
+// unknown members, in order, validating the whole body's syntax, UTF-8 and member-name uniqueness
+// at every depth. In the same pass it builds the tree of every member but expected_schema (which
+// the engine may know by its bytes); a member whose tree breaks a limit carries the error in
+// treeErr, and reading goes on with the next.
 //
 // Duplicate names are found without the decoder's own bookkeeping, which would cost a set of
 // names per object on top of the maps built anyway: the tree builder refuses a name its map
 // already holds, readObject checks the top level itself, and the two members read without a tree
 // are an unknown member (refused in any case) and expected_schema, which is either decoded into a
-// tree by decodeTree (with the decoder's checks) or known to the cache by these exact bytes.
-func readObject(body []byte, maxDepth int, out []member) ([]member, error) {
+// tree by decodeSchema (with the decoder's checks) or known to the cache by these exact bytes.
+func readObject(body []byte, maxDepth int, out []member) (members []member, unknown []string, err error) {
 	// A bytes.Buffer is parsed in place, without the copy a reader would need.
 	d := getDecoder(body, jsontext.AllowDuplicateNames(true))
 	defer d.put()
@@ -244,44 +293,63 @@ func readObject(body []byte, maxDepth int, out []member) ([]member, error) {
 	}
 	tok, err := dec.ReadToken()
 	if err != nil {
-		return nil, fail(err)
+		return nil, nil, fail(err)
 	}
 	if tok.Kind() != '{' {
-		return nil, apperr.Field("body", "is not a JSON object", "Send a JSON object with task_id, expected_schema and submitted_output.")
+		return nil, nil, apperr.Field("body", "is not a JSON object", "Send a JSON object with task_id, expected_schema and submitted_output.")
 	}
 	// The trees' strings and numbers are cut from one copy of the body instead of each being
 	// copied on its own. They live as long as the request, except the ids a store may keep
 	// for good, which decodeRequest copies so that they do not pin the whole body.
 	src := string(body)
+	// Each name is checked against the earlier ones in constant time: a field by its index, an
+	// unknown name in a set made only for a request that has one (it is refused anyway). Comparing
+	// each name with every earlier one made a body of many short names quadratic.
+	var (
+		seen        [numFields]bool
+		seenUnknown map[string]struct{}
+	)
 	for dec.PeekKind() != '}' {
 		name, err := dec.ReadToken()
 		if err != nil {
-			return nil, fail(err)
+			return nil, nil, fail(err)
 		}
 		// The token is void once the decoder moves on. key does not outlive this iteration, so
 		// its bytes stay on the stack; the member keeps the field's own name, and copies only
 		// an unknown one.
 		key := name.String()
-		for _, m := range out {
-			if m.name == key {
-				if m.field >= 0 {
-					return nil, apperr.Field(m.name, "appears more than once", "Send each field once.")
-				}
-				return nil, fail(errDuplicateName)
-			}
-		}
 		m := member{field: slices.Index(requestFields, key)}
-		if m.field >= 0 {
-			m.name = requestFields[m.field]
-		} else {
-			m.name = strings.Clone(key)
+		if m.field < 0 {
+			if _, dup := seenUnknown[key]; dup {
+				return nil, nil, fail(errDuplicateName)
+			}
+			if seenUnknown == nil {
+				seenUnknown = make(map[string]struct{})
+			}
+			kept := strings.Clone(key)
+			seenUnknown[kept] = struct{}{}
+			unknown = append(unknown, kept)
+			// Its value is only checked: the request is refused.
+			if err := dec.SkipValue(); err != nil {
+				field := kept
+				if !shownName(field) {
+					field = "body"
+				}
+				return nil, nil, apperr.Field(field, syntaxProblem(err, dec.InputOffset()), "Send well-formed JSON without duplicate member names.")
+			}
+			continue
 		}
+		m.name = requestFields[m.field]
+		if seen[m.field] {
+			return nil, nil, apperr.Field(m.name, "appears more than once", "Send each field once.")
+		}
+		seen[m.field] = true
 		syntax := func(err error) error {
-			return apperr.Field(safeName(m.name), syntaxProblem(err, dec.InputOffset()), "Send well-formed JSON without duplicate member names.")
+			return apperr.Field(m.name, syntaxProblem(err, dec.InputOffset()), "Send well-formed JSON without duplicate member names.")
 		}
-		if m.field == fieldSchema || m.field < 0 {
+		if m.field == fieldSchema {
 			if m.raw, err = readRaw(dec, body); err != nil {
-				return nil, syntax(err)
+				return nil, nil, syntax(err)
 			}
 			out = append(out, m)
 			continue
@@ -290,12 +358,12 @@ func readObject(body []byte, maxDepth int, out []member) ([]member, error) {
 		b := treeBuilder{dec: dec, maxDepth: maxDepth, src: src}
 		if m.tree, m.treeErr = b.value(); m.treeErr != nil {
 			if !isTreeLimit(m.treeErr) {
-				return nil, syntax(m.treeErr)
+				return nil, nil, syntax(m.treeErr)
 			}
 			// Read the rest of the value, still checking its syntax.
 			for dec.StackDepth() > 1 {
 				if _, err := dec.ReadToken(); err != nil {
-					return nil, syntax(err)
+					return nil, nil, syntax(err)
 				}
 			}
 		}
@@ -303,22 +371,36 @@ func readObject(body []byte, maxDepth int, out []member) ([]member, error) {
 		out = append(out, m)
 	}
 	if _, err := dec.ReadToken(); err != nil {
-		return nil, fail(err)
+		return nil, nil, fail(err)
 	}
 	if _, err := dec.ReadToken(); err != io.EOF {
-		return nil, apperr.Field("body", "has data after the JSON object", "Send exactly one JSON object.")
+		return nil, nil, apperr.Field("body", "has data after the JSON object", "Send exactly one JSON object.")
 	}
-	return out, nil
+	return out, unknown, nil
 }
 
-// safeName shortens an unknown member name so that naming it never becomes a way to echo input.
+// safeName shortens a bound's path so that naming it never becomes a way to echo input.
 func safeName(name string) string {
-	const max = 40
-	if utf8.RuneCountInString(name) > max {
+	if utf8.RuneCountInString(name) > ShownNameMaxChars {
 		r := []rune(name)
-		return string(r[:max]) + "…"
+		return string(r[:ShownNameMaxChars]) + "…"
 	}
 	return name
+}
+
+// shownName tells whether a 422 may name an unknown member by its name: one that is not empty,
+// at most ShownNameMaxChars long and printable throughout (no control, format or invisible
+// characters), such as a misspelt field.
+func shownName(name string) bool {
+	if name == "" || utf8.RuneCountInString(name) > ShownNameMaxChars {
+		return false
+	}
+	for _, r := range name {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }
 
 func idField(bad *problems, name string, v any, nullable bool) (string, bool) {
@@ -388,15 +470,11 @@ var operands = map[RuleType][]string{
 }
 
 func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule, bool) {
-	before := len(*bad)
+	before := bad.count()
 	for k := range obj {
 		if !slices.Contains(ruleFields, k) {
 			// Named in sorted order, so that the answer does not depend on map order.
-			for _, k := range sortedKeys(obj) {
-				if !slices.Contains(ruleFields, k) {
-					bad.add(at+"."+safeName(k), "is not a known rule field", "Remove it; rule fields are "+strings.Join(ruleFields, ", ")+".")
-				}
-			}
+			bad.unknown(at, at+".", unknownKeys(obj, ruleFields), "is not a known rule field", "Send only the rule fields "+strings.Join(ruleFields, ", ")+".")
 			break
 		}
 	}
@@ -500,7 +578,7 @@ func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule,
 	default:
 		bad.add(at+".if_present", "must be a boolean", "Send true or false.")
 	}
-	return r, len(*bad) == before
+	return r, bad.count() == before
 }
 
 func operandFix(t RuleType) string {
@@ -565,11 +643,7 @@ func decodeBounds(bad *problems, raw jsontext.Value, v any, lim Limits) []Bound 
 			continue
 		}
 		b := Bound{Path: p}
-		for _, k := range sortedKeys(spec) {
-			if !slices.Contains(boundFields, k) {
-				bad.add(at+"."+safeName(k), "is not a known bound field", "Use min, max and if_present.")
-			}
-		}
+		bad.unknown(at, at+".", unknownKeys(spec, boundFields), "is not a known bound field", "Use min, max and if_present.")
 		var limits [2]decimal
 		for i, k := range []string{"min", "max"} {
 			if spec[k] == nil {
@@ -631,10 +705,14 @@ func memberOrder(raw jsontext.Value) []string {
 	return names
 }
 
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
+// unknownKeys lists the members of m that are not in known, sorted, so that the answer does not
+// depend on map order.
+func unknownKeys(m map[string]any, known []string) []string {
+	var keys []string
 	for k := range m {
-		keys = append(keys, k)
+		if !slices.Contains(known, k) {
+			keys = append(keys, k)
+		}
 	}
 	slices.Sort(keys)
 	return keys

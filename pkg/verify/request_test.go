@@ -84,6 +84,52 @@ func TestDecodeRequestInvalid(t *testing.T) {
 	}
 }
 
+// A 422 names at most ListCap problems: unknown members come after the other problems, named
+// while there is room and counted after, and any other problems past the cap are counted.
+func TestDecodeRequestProblemCap(t *testing.T) {
+	members := func(n int, format string) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, format, i)
+		}
+		return b.String()
+	}
+	cases := []struct {
+		name      string
+		body      string
+		first     string // the first field named
+		named     int    // how many entries name fields before the last
+		last      string // the last entry's field
+		lastCount string // the number the last entry's problem gives
+	}{
+		{"100 unknown members, task_id missing", `{"expected_schema":{},"submitted_output":1` + members(100, `,"m%d":0`) + `}`,
+			"task_id", ListCap - 2, "body", "53 more unknown members"},
+		{"unknown members too long to name", `{"task_id":"t","expected_schema":{},"submitted_output":1` + members(3, `,"`+strings.Repeat("x", 41)+`%d":0`) + `}`,
+			"body", 0, "body", "3 unknown members"},
+		{"a rule with 100 unknown fields", `{"task_id":"t","expected_schema":{},"submitted_output":1,"rules":[{"type":"unique","field":"a"` + members(100, `,"f%03d":0`) + `}]}`,
+			"rules[0].f000", ListCap - 2, "rules[0]", "52 more unknown members"},
+		{"200 rules of an unknown type", `{"task_id":"t","expected_schema":{},"submitted_output":1,"rules":[` +
+			strings.TrimSuffix(members(200, `{"type":"x%d","field":"a"},`), ",") + `]}`,
+			"rules[0].type", ListCap - 1, "body", "151 more problems"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := DecodeRequest([]byte(c.body), DefaultLimits)
+			e, ok := apperr.As(err)
+			if !ok || e.Status != 422 {
+				t.Fatalf("got %v, want a 422", err)
+			}
+			n := len(e.Fields)
+			if got, want := n-1, c.named; got != want || n > ListCap {
+				t.Fatalf("got %d entries, want %d and a last one", n, want+1)
+			}
+			if e.Fields[0].Field != c.first || e.Fields[n-1].Field != c.last || !strings.Contains(e.Fields[n-1].Problem, "has "+c.lastCount) {
+				t.Errorf("got first %q, last %+v; want first %q, last %q having %s", e.Fields[0].Field, e.Fields[n-1], c.first, c.last, c.lastCount)
+			}
+		})
+	}
+}
+
 func TestDecodeRequestTooLarge(t *testing.T) {
 	eng := NewEngine(Limits{MaxBody: 1 << 20})
 	body := `{"task_id":"t","expected_schema":{},"submitted_output":"` + strings.Repeat("x", 1<<20) + `"}`
@@ -173,6 +219,22 @@ func seedResponse(t testing.TB, name string) map[string]any {
 	return m
 }
 
+// BenchmarkDecodeRequest is decoding alone, the schema's tree included (no cache).
+func BenchmarkDecodeRequest(b *testing.B) {
+	for _, n := range []int{0, 200} {
+		body := benchInvoice(b, n)
+		b.Run(itemsName(n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if _, err := DecodeRequest(body, DefaultLimits); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 func FuzzDecodeRequest(f *testing.F) {
 	cases := invalidCases(f)
 	for _, c := range cases {
@@ -206,6 +268,10 @@ func TestRequestSchemaAgreesWithDecoder(t *testing.T) {
 	sch, err := CompileSchema(RequestSchema(), false)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(requestSchemaJSON, fmt.Sprintf("at most %d subschemas", MaxSchemaNodes)) ||
+		!strings.Contains(requestSchemaJSON, fmt.Sprintf("once more per %d bytes", SchemaPointerBytes)) {
+		t.Error("the request schema does not give the subschema limit the decoder enforces")
 	}
 	ex, _ := json.Marshal(ExampleRequest())
 	bodies := [][]byte{seedFile(t, "invoice-draft.request.json"), ex}

@@ -13,7 +13,7 @@ const requestSchemaJSON = `{
   "properties": {
     "task_id": {"type": "string", "minLength": 1, "maxLength": 200, "description": "Your label for the job."},
     "agent_id": {"type": ["string", "null"], "minLength": 1, "maxLength": 200, "description": "The agent that produced the output (unauthenticated; the test- prefix is never recorded)."},
-    "expected_schema": {"type": ["object", "boolean"], "description": "A JSON Schema (drafts 4, 6, 7, 2019-09, 2020-12; 2020-12 when $schema is absent). Remote references are never fetched."},
+    "expected_schema": {"type": ["object", "boolean"], "description": "A JSON Schema (drafts 4, 6, 7, 2019-09, 2020-12; 2020-12 when $schema is absent) of at most 5000 subschemas (every object, boolean, $id and $dynamicAnchor in it counts, once more per 256 bytes of its JSON pointer). Remote references are never fetched."},
     "submitted_output": {"description": "The output under test: any JSON."},
     "strict_content_check": {"type": ["boolean", "null"], "default": false, "description": "Content checks block: empty strings, placeholders, undeclared properties, inexact numbers."},
     "bounds": {
