@@ -273,7 +273,9 @@ func TestHostileSchemaWork(t *testing.T) {
 			if refused != c.refused {
 				t.Fatalf("refused %v, want %v (%d checks, %d failures)", refused, c.refused, got.Total, len(got.Failures))
 			}
-			if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+			// 35,000 failing values are each recorded before the report shows ListCap of them:
+			// about 60 MiB, and twice that in the race detector's builds (make test).
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 160<<20 {
 				t.Errorf("allocated %d MiB", grew>>20)
 			}
 		})

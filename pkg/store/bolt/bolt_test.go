@@ -348,11 +348,7 @@ func TestOpenSweepsExpired(t *testing.T) {
 // puts the reservation on disk without waiting out the linger.
 func TestReservePaymentDecidesAtOnce(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), FileName)
-	s, err := Open(path, WithHistoryLinger(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, path := openStoreLingering(t)
 	exp := time.Now().Add(time.Hour)
 	within := func(what string, f func()) {
 		t.Helper()
@@ -413,11 +409,7 @@ func TestReservePaymentDecidesAtOnce(t *testing.T) {
 // authorization's replay).
 func TestReservationLostInCrash(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), FileName)
-	s, err := Open(path, WithHistoryLinger(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, path := openStoreLingering(t)
 	if err := s.ReservePayment(ctx, evmNonce, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
@@ -432,11 +424,7 @@ func TestReservationLostInCrash(t *testing.T) {
 // on the cluster would refuse its replay (see ReservePayment).
 func TestSolanaReservationSurvivesCrash(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), FileName)
-	s, err := Open(path, WithHistoryLinger(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, path := openStoreLingering(t)
 	const id = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp/9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 	var wins sync.WaitGroup
 	var won atomic.Int32
@@ -468,11 +456,7 @@ func TestSolanaReservationSurvivesCrash(t *testing.T) {
 // again after the release is.
 func TestReleasedReservationStaysReleased(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), FileName)
-	s, err := Open(path, WithHistoryLinger(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, path := openStoreLingering(t)
 	exp := time.Now().Add(time.Hour)
 	// evmNonce: released before its write committed. evmRace: written, then released, then
 	// reserved again.
@@ -502,6 +486,18 @@ func TestReleasedReservationStaysReleased(t *testing.T) {
 	if live, err := s.PaymentReserved(ctx, evmRace); err != nil || !live {
 		t.Errorf("reserved again after the release: PaymentReserved after a restart = %v, %v; want true", live, err)
 	}
+}
+
+// openStoreLingering opens a store in a new directory with an hour's history linger, so that EVM
+// reservations' deferred writes wait for a flush or Close.
+func openStoreLingering(t *testing.T) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), FileName)
+	s, err := Open(path, WithHistoryLinger(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, path
 }
 
 // EVM payment ids, as x402.PaymentID makes them.
