@@ -600,8 +600,9 @@ func aggregateKey(agentID string) item {
 type outboxEntry struct {
 	Queued int64 `json:"queued"` // when it was counted, epoch seconds
 	Record item  `json:"record"` // the history record, keys included
-	// size is what the entry adds to the item: the length of its id and of its JSON text.
-	size int
+	// text is the entry's JSON as the item holds it, written back as read: no entry but the
+	// new one is encoded again on a put.
+	text string
 }
 
 // overdue reports whether the entry has waited outboxGrace, so that a writer other than its owner
@@ -678,11 +679,7 @@ func (s *Store) addToAggregate(ctx context.Context, v store.Verification, rec, g
 		}
 		outbox := make(item, len(a.outbox)+1)
 		for id, e := range a.outbox {
-			text, err := json.Marshal(e)
-			if err != nil {
-				return nil, fmt.Errorf("encode outbox: %w", err)
-			}
-			outbox[id] = str(string(text))
+			outbox[id] = str(e.text)
 		}
 		outbox[v.VerificationID] = str(string(own))
 		it := aggregateKey(v.AgentID)
@@ -725,9 +722,9 @@ func (s *Store) addToAggregate(ctx context.Context, v store.Verification, rec, g
 // from outbox those it wrote, and returns their ids. A record it could not write stays for a later
 // writer: the caller's own recording does not fail for another's.
 func (s *Store) flushOutbox(ctx context.Context, outbox map[string]outboxEntry, now time.Time, room int) []string {
-	size := 0
-	for _, e := range outbox {
-		size += e.size
+	size := 0 // what the entries add to the item: their ids and JSON texts
+	for id, e := range outbox {
+		size += len(id) + len(e.text)
 	}
 	ids := slices.SortedFunc(maps.Keys(outbox), func(a, b string) int {
 		return cmp.Or(cmp.Compare(outbox[a].Queued, outbox[b].Queued), strings.Compare(a, b))
@@ -742,7 +739,7 @@ func (s *Store) flushOutbox(ctx context.Context, outbox map[string]outboxEntry, 
 			continue
 		}
 		delete(outbox, id)
-		size -= e.size
+		size -= len(id) + len(e.text)
 		written = append(written, id)
 	}
 	return written
@@ -774,7 +771,7 @@ func decodeAggregate(it item) (a aggregateItem, err error) {
 			if v.S == nil || json.Unmarshal([]byte(*v.S), &e) != nil {
 				return a, fmt.Errorf("decode aggregate: outbox record %s is malformed", id)
 			}
-			e.size = len(id) + len(*v.S)
+			e.text = *v.S
 			a.outbox[id] = e
 		}
 	}
