@@ -524,14 +524,25 @@ func startServer(bin, facilitator, parent string) (string, int, func(), error) {
 		"X402_PAY_TO_EVM=0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC", "X402_NETWORKS=eip155:8453",
 		"AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
 	testproc.SetProcessGroup(cmd)
-	cmd.Stderr = io.Discard
+	// The server logs a line per request. They go to a file, as an operator's would, not to a
+	// pipe this process must drain: a pipe left full while this process waited for a processor
+	// blocked the server's logger and the requests waiting to log.
+	logFile, err := os.Create(filepath.Join(dir, "server.log"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", 0, nil, err
+	}
+	cmd.Stderr = logFile
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		os.RemoveAll(dir)
 		return "", 0, nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	stop := func() {
 		testproc.KillProcessGroup(cmd.Process.Pid, false)
 		cmd.Wait()
+		logFile.Close()
 		os.RemoveAll(dir)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

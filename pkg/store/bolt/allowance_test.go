@@ -76,9 +76,10 @@ func TestAllowanceReservesAhead(t *testing.T) {
 	s := openAt(t, filepath.Join(t.TempDir(), FileName), clk)
 	t.Cleanup(func() { _ = s.Close() })
 	var disk []int
-	for i := 1; i <= 200; i++ {
-		if g, r := consume(t, s, "fast", 1000); !g || r != 1000-i {
-			t.Fatalf("call %d: granted %v, remaining %d; want true, %d", i, g, r, 1000-i)
+	const calls, limit = 10_000, 100_000
+	for i := 1; i <= calls; i++ {
+		if g, r := consume(t, s, "fast", limit); !g || r != limit-i {
+			t.Fatalf("call %d: granted %v, remaining %d; want true, %d", i, g, r, limit-i)
 		}
 		quiesce(s)
 		d := onDisk(t, s, "fast")
@@ -89,12 +90,12 @@ func TestAllowanceReservesAhead(t *testing.T) {
 			disk = append(disk, d)
 		}
 	}
-	want := []int{1, 3, 6, 11, 22, 45, 92, 187, 250, 313}
+	want := []int{1, 3, 6, 11, 22, 45, 92, 187, 378, 761, 1528, 3063, 6134, 8181, 10228, 12275}
 	if !slices.Equal(disk, want) {
 		t.Errorf("reservations on disk %v, want %v", disk, want)
 	}
-	if used, err := s.AllowanceUsed(context.Background(), "fast", leaseDay); err != nil || used != 200 {
-		t.Errorf("AllowanceUsed = %d, %v; want the exact 200, nil", used, err)
+	if used, err := s.AllowanceUsed(context.Background(), "fast", leaseDay); err != nil || used != calls {
+		t.Errorf("AllowanceUsed = %d, %v; want the exact %d, nil", used, err, calls)
 	}
 }
 

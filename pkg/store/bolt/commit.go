@@ -37,7 +37,7 @@ type groupCommit struct {
 }
 
 // maxDeferred deferrable writes commit without waiting out the linger.
-const maxDeferred = 256
+const maxDeferred = 1024
 
 func newGroupCommit(db *bbolt.DB, linger time.Duration) *groupCommit {
 	return &groupCommit{db: db, linger: linger, kick: make(chan struct{}, 1)}
