@@ -29,7 +29,14 @@ func (s *Service) MountVerify(rt *Router) {
 
 // readBody reads at most limit bytes; a longer body is a 413 naming the limit.
 func readBody(r *http.Request, limit int64) ([]byte, error) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	// A body of a declared length is read into one buffer of that size (and a byte to see the
+	// end), instead of one grown by doubling from 512 bytes, which was a twentieth of everything
+	// the local server allocated under load.
+	size := 512
+	if r.ContentLength >= 0 && r.ContentLength <= limit {
+		size = int(r.ContentLength) + 1
+	}
+	body, err := readAll(io.LimitReader(r.Body, limit+1), size)
 	if err != nil {
 		return nil, apperr.Field("body", "could not be read", "Send the body again.")
 	}
@@ -37,6 +44,24 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 		return nil, apperr.TooLarge(limit)
 	}
 	return body, nil
+}
+
+// readAll is io.ReadAll into a buffer of size bytes to begin with.
+func readAll(r io.Reader, size int) ([]byte, error) {
+	b := make([]byte, 0, size)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // room to read on into
+		}
+	}
 }
 
 // Verification is a finished check: the signed response and the report it was made from.

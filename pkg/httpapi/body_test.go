@@ -1,0 +1,54 @@
+package httpapi
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"testing"
+	"testing/iotest"
+
+	"github.com/agent-output-verifier/verifier/pkg/apperr"
+)
+
+// readBody reads a body of any length up to the limit, declared or not, however the reads come,
+// into one allocation when its length is declared, and refuses one past the limit.
+func TestReadBody(t *testing.T) {
+	const limit = 3000
+	for _, n := range []int{0, 1, 511, 512, 513, 2999, 3000, 3001, 9000} {
+		body := bytes.Repeat([]byte("x"), n)
+		for _, declared := range []bool{true, false} {
+			for _, oneByte := range []bool{true, false} {
+				var rd io.Reader = bytes.NewReader(body)
+				if oneByte {
+					rd = iotest.OneByteReader(rd)
+				}
+				r := httptest.NewRequest("POST", "/verify/schema", rd)
+				r.ContentLength = -1
+				if declared {
+					r.ContentLength = int64(n)
+				}
+				got, err := readBody(r, limit)
+				name := fmt.Sprintf("%d bytes, declared %v, one byte a read %v", n, declared, oneByte)
+				if n > limit {
+					if ae, ok := apperr.As(err); !ok || ae.Status != 413 {
+						t.Errorf("%s: %v, want a 413", name, err)
+					}
+					continue
+				}
+				if err != nil || !bytes.Equal(got, body) {
+					t.Errorf("%s: %d bytes, %v; want the body", name, len(got), err)
+				}
+			}
+		}
+	}
+	src := make([]byte, 2000)
+	rd := bytes.NewReader(src)
+	r := httptest.NewRequest("POST", "/verify/schema", rd)
+	if allocs := testing.AllocsPerRun(20, func() {
+		rd.Reset(src)
+		readBody(r, limit)
+	}); allocs > 2 { // the buffer, and the limit's reader
+		t.Errorf("%v allocations to read a declared body, want 2", allocs)
+	}
+}
