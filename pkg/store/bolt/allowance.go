@@ -38,8 +38,9 @@ import (
 // client that was calling several times a second: a lease doubles only when the last one was
 // taken within leaseWindow, in which the client used half of it, so what a crash loses is less
 // than about four times what that client called in its last second): that client finds those
-// free calls counted as used for the rest of its day. So does a client whose counter is dropped to make room (see
-// maxCounters), and a call whose reservation failed to commit (it is answered with an error).
+// free calls counted as used for the rest of its day. So does a client whose counter is dropped
+// to make room (see maxCounters), and a call whose reservation failed to commit, or that stopped
+// waiting for it when its context ended (either is answered with an error).
 const (
 	maxLease    = 4096
 	leaseWindow = time.Second
@@ -163,23 +164,35 @@ func (s *Store) ConsumeAllowance(ctx context.Context, client, day string, limit 
 	key := allowanceKey(client, day)
 	for {
 		c := s.counters.get(string(key), s.now())
+		// A call waiting for a reservation gives up when ctx ends (a disk that hangs must not
+		// hold requests past their deadline): ending ctx wakes the waiters.
+		stop := context.AfterFunc(ctx, func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.done.Broadcast()
+		})
 		c.mu.Lock()
 		if c.dead {
 			c.mu.Unlock()
+			stop()
 			continue
 		}
-		granted, remaining, err := s.consume(c, key, limit, expires)
+		granted, remaining, err := s.consume(ctx, c, key, limit, expires)
 		c.mu.Unlock()
+		stop()
 		return granted, remaining, err
 	}
 }
 
 // consume takes one call from c. The caller holds c.mu.
-func (s *Store) consume(c *counter, key []byte, limit int, expires time.Time) (bool, int, error) {
+func (s *Store) consume(ctx context.Context, c *counter, key []byte, limit int, expires time.Time) (bool, int, error) {
 	now := s.now()
 	if c.loaded && storekey.Expired(c.expires, now) {
-		for !c.idle() {
+		for !c.idle() && ctx.Err() == nil {
 			c.done.Wait()
+		}
+		if !c.idle() {
+			return false, 0, fmt.Errorf("consume allowance: waiting for yesterday's reservation: %w", ctx.Err())
 		}
 		c.loaded = false
 	}
@@ -200,11 +213,15 @@ func (s *Store) consume(c *counter, key []byte, limit int, expires time.Time) (b
 			s.startReservation(c, key, limit, expires, now)
 		}
 		c.waiting++
-		for call > c.reserved && call > c.failedTo {
+		for call > c.reserved && call > c.failedTo && ctx.Err() == nil {
 			c.done.Wait()
 		}
 		c.waiting--
 		if call > c.reserved {
+			if call > c.failedTo {
+				// Gave up: its number stays taken, as a failed reservation's does.
+				return false, 0, fmt.Errorf("consume allowance: waiting for the reservation: %w", ctx.Err())
+			}
 			return false, 0, errReservation
 		}
 	} else if !c.reserving && c.reserved-c.used <= c.lease/2 && c.nextLease(now) > 1 {

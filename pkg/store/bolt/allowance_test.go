@@ -2,12 +2,15 @@ package bolt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	bbolt "go.etcd.io/bbolt"
 )
 
 const leaseDay = "2025-03-01"
@@ -282,5 +285,55 @@ func TestAllowanceReservationFailureGrantsNothing(t *testing.T) {
 	c := s.counters.m[string(allowanceKey("c", leaseDay))]
 	if c.reserved != 1 || c.used != 2 {
 		t.Errorf("counter after the failed reservation: used %d, reserved %d; want 2 (the failed call's number stays taken) and 1", c.used, c.reserved)
+	}
+}
+
+// A call waiting for a reservation that does not commit (a disk that hangs) gives up when its
+// context ends, with an error, instead of holding its request past the deadline. Its number
+// stays taken, so nothing is granted twice once the disk comes back.
+func TestAllowanceWaitEndsWithContext(t *testing.T) {
+	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+	s := openAt(t, filepath.Join(t.TempDir(), FileName), clk)
+	t.Cleanup(func() { _ = s.Close() })
+	clk.Set(clk.Now().Add(leaseWindow)) // one call reserved at a time
+	consume(t, s, "c", 10)
+	quiesce(s)
+
+	// Hold bbolt's single writer, so that the next reservation cannot commit.
+	holding, release := make(chan struct{}), make(chan struct{})
+	held := make(chan error, 1)
+	go func() {
+		held <- s.db.Update(func(*bbolt.Tx) error { close(holding); <-release; return nil })
+	}()
+	<-holding
+	clk.Set(clk.Now().Add(leaseWindow))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	g, _, err := s.ConsumeAllowance(ctx, "c", leaseDay, 10, leaseExpiry)
+	if !errors.Is(err, context.DeadlineExceeded) || g {
+		t.Fatalf("ConsumeAllowance behind a hung commit = %v, %v; want no grant and the context's error", g, err)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Fatalf("gave up after %v, want about the context's 50 ms", waited)
+	}
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	quiesce(s)
+	// The call that gave up counts as used: 8 of 10 remain, and exactly 8 are granted.
+	granted := 0
+	for range 12 {
+		clk.Set(clk.Now().Add(leaseWindow))
+		if g, _ := consume(t, s, "c", 10); g {
+			granted++
+		}
+	}
+	if granted != 8 {
+		t.Errorf("%d calls granted after the wait ended, want 8", granted)
+	}
+	if used, err := s.AllowanceUsed(context.Background(), "c", leaseDay); err != nil || used != 10 {
+		t.Errorf("AllowanceUsed = %d, %v; want 10, nil", used, err)
 	}
 }
