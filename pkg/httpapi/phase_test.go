@@ -3,7 +3,9 @@ package httpapi
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 )
@@ -40,5 +42,49 @@ func TestPhasePanicIsAnInternalError(t *testing.T) {
 	}
 	if err := s.withDeadline(context.Background(), func(context.Context) error { return nil }); err != nil {
 		t.Fatalf("a phase after the panics: %v", err)
+	}
+}
+
+// At most maxPhases phases run at once; the others wait for a slot within their deadline, and
+// one that finds none in time is the retryable 503 of a missed deadline, never run.
+func TestPhasesAreBounded(t *testing.T) {
+	s := &Service{Deadline: 5 * time.Second}
+	var running, most atomic.Int32
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 3 * maxPhases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.withDeadline(context.Background(), func(context.Context) error {
+				n := running.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				<-release
+				running.Add(-1)
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for running.Load() < int32(maxPhases) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // time for a phase past the bound to start, if one could
+	if got := running.Load(); got != int32(maxPhases) {
+		t.Errorf("%d phases running, want %d", got, maxPhases)
+	}
+	short := &Service{Deadline: 30 * time.Millisecond}
+	ran := false
+	err := short.withDeadline(context.Background(), func(context.Context) error { ran = true; return nil })
+	if ae, ok := apperr.As(err); !ok || ae.Code != apperr.DeadlineExceeded || ran {
+		t.Errorf("a phase finding no slot: %v (ran %v), want the deadline's 503 and not run", err, ran)
+	}
+	close(release)
+	wg.Wait()
+	if got := most.Load(); got != int32(maxPhases) {
+		t.Errorf("at most %d phases ran at once, want %d", got, maxPhases)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,8 +86,21 @@ type Job struct {
 func (s *Service) withDeadline(ctx context.Context, f func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, s.deadline())
 	defer cancel()
+	deadlineErr := func() error {
+		e := apperr.New(apperr.DeadlineExceeded, "The verification did not finish within its deadline. Nothing was charged; try again or send a smaller request.")
+		e.RetryAfter = 1
+		return e
+	}
+	// A phase waits for a slot within the deadline, and gives it back when it ends, which for a
+	// compilation that cannot stop may be after its caller has been answered.
+	select {
+	case phaseSlots <- struct{}{}:
+	case <-ctx.Done():
+		return deadlineErr()
+	}
 	done := make(chan error, 1)
 	runPhase(func() {
+		defer func() { <-phaseSlots }()
 		// The phase runs on a worker goroutine, outside the router's recovery: a panic here
 		// would end the process with every request in it.
 		defer func() {
@@ -101,11 +115,19 @@ func (s *Service) withDeadline(ctx context.Context, f func(ctx context.Context) 
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		e := apperr.New(apperr.DeadlineExceeded, "The verification did not finish within its deadline. Nothing was charged; try again or send a smaller request.")
-		e.RetryAfter = 1
-		return e
+		return deadlineErr()
 	}
 }
+
+// maxPhases is how many verification phases (decoding and compiling, checking and signing) run
+// at once; the others wait for a slot, within their deadline. The phases use the processors
+// alone, so more at once than a few per processor only adds their memory: each holds its
+// request's trees, compiled schema and findings, several MB for a hostile body, and every
+// connection the server accepts could otherwise hold one.
+var maxPhases = 4 * runtime.GOMAXPROCS(0)
+
+// phaseSlots holds one token per running phase.
+var phaseSlots = make(chan struct{}, maxPhases)
 
 // phaseWorkers is how many goroutines stay ready to run the engine's phases for withDeadline.
 // Each keeps the stack it has grown: a new goroutine per phase started small and copied its stack
