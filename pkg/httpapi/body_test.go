@@ -42,6 +42,20 @@ func TestReadBody(t *testing.T) {
 			}
 		}
 	}
+	// A stated length is only the client's word: a megabyte stated and ten bytes sent cost no
+	// more than maxPresized, and a body shorter or longer than stated is read as it comes.
+	for _, c := range []struct {
+		stated int64
+		sent   int
+	}{{1 << 20, 10}, {100, 50}, {10, 100}} {
+		r := httptest.NewRequest("POST", "/verify/schema", bytes.NewReader(make([]byte, c.sent)))
+		r.ContentLength = c.stated
+		got, err := readBody(r, 1<<20)
+		if err != nil || len(got) != c.sent || cap(got) > maxPresized {
+			t.Errorf("stated %d, sent %d: %d bytes in a buffer of %d, %v; want %d bytes, at most %d allocated",
+				c.stated, c.sent, len(got), cap(got), err, c.sent, maxPresized)
+		}
+	}
 	src := make([]byte, 2000)
 	rd := bytes.NewReader(src)
 	r := httptest.NewRequest("POST", "/verify/schema", rd)

@@ -30,7 +30,8 @@ import (
 // 128 a client calling 2,800 times a second had 23 ms of calls left, less than a commit can take
 // when the machine is busy, so that every free call of that client stalled behind the disk
 // (half of all the time the local server's goroutines spent blocked under load). At 4,096 it has
-// 0.7 s; a lease never passes the daily limit, which is 1,000 calls by default.
+// 0.7 s; a lease never holds more than an eighth of the daily limit (leaseShare), which is 1,000
+// calls by default.
 //
 // Safety: the counter on disk is never below the calls granted, so no restart, crash included,
 // gives a client more than the allowance. A graceful Close writes the exact counts back. A crash
@@ -44,6 +45,10 @@ import (
 const (
 	maxLease    = 4096
 	leaseWindow = time.Second
+	// leaseShare bounds a reservation to this share of the daily limit as well (125 calls of the
+	// default 1,000), so that what a crash or a dropped counter (maxCounters) can cost a client
+	// stays a small part of its day: only a deployment with a large limit reaches maxLease.
+	leaseShare = 8
 	// maxCounters bounds the counters held in memory. To make room, counters with nothing
 	// reserved beyond their use are dropped first (the disk holds them exactly), then idle ones
 	// with a reservation, whose unused part then counts as used. Counters in use are never
@@ -236,7 +241,7 @@ func (s *Store) consume(ctx context.Context, c *counter, key []byte, limit int, 
 // limit; when it ends it wakes the calls waiting for it and starts the next one if calls are still
 // waiting. The caller holds c.mu.
 func (s *Store) startReservation(c *counter, key []byte, limit int, expires, now time.Time) {
-	lease := c.nextLease(now)
+	lease := min(c.nextLease(now), max(limit/leaseShare, 1))
 	target := min(c.used-1+lease, limit)
 	if target <= c.reserved {
 		return

@@ -309,13 +309,23 @@ func TestAllowanceWaitEndsWithContext(t *testing.T) {
 	clk.Set(clk.Now().Add(leaseWindow))
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	start := time.Now()
-	g, _, err := s.ConsumeAllowance(ctx, "c", leaseDay, 10, leaseExpiry)
-	if !errors.Is(err, context.DeadlineExceeded) || g {
-		t.Fatalf("ConsumeAllowance behind a hung commit = %v, %v; want no grant and the context's error", g, err)
+	type answer struct {
+		granted bool
+		err     error
 	}
-	if waited := time.Since(start); waited > 5*time.Second {
-		t.Fatalf("gave up after %v, want about the context's 50 ms", waited)
+	answered := make(chan answer, 1)
+	go func() {
+		g, _, err := s.ConsumeAllowance(ctx, "c", leaseDay, 10, leaseExpiry)
+		answered <- answer{g, err}
+	}()
+	select {
+	case a := <-answered:
+		if !errors.Is(a.err, context.DeadlineExceeded) || a.granted {
+			t.Fatalf("ConsumeAllowance behind a hung commit = %v, %v; want no grant and the context's error", a.granted, a.err)
+		}
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("ConsumeAllowance still waiting 5 s after its 50 ms context ended")
 	}
 	close(release)
 	if err := <-held; err != nil {
@@ -335,5 +345,21 @@ func TestAllowanceWaitEndsWithContext(t *testing.T) {
 	}
 	if used, err := s.AllowanceUsed(context.Background(), "c", leaseDay); err != nil || used != 10 {
 		t.Errorf("AllowanceUsed = %d, %v; want 10, nil", used, err)
+	}
+}
+
+// A reservation holds at most an eighth of the daily limit ahead (leaseShare), however fast the
+// client calls, so that a crash or a dropped counter costs it a small part of its day.
+func TestAllowanceLeaseShareOfLimit(t *testing.T) {
+	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+	s := openAt(t, filepath.Join(t.TempDir(), FileName), clk)
+	t.Cleanup(func() { _ = s.Close() })
+	const limit = 80
+	for i := 1; i <= 70; i++ {
+		consume(t, s, "fast", limit)
+		quiesce(s)
+		if d := onDisk(t, s, "fast"); d < i || d-i >= limit/leaseShare {
+			t.Fatalf("call %d: %d on disk; want at least the calls granted and fewer than %d ahead", i, d, limit/leaseShare)
+		}
 	}
 }
