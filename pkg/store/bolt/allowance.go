@@ -81,6 +81,24 @@ func (c *counter) nextLease(now time.Time) int {
 	return 1
 }
 
+// waitUntil waits on c.done until ready holds or ctx ends, so that a disk that hangs does not
+// hold requests past their deadline: ending ctx wakes the wait. It registers with ctx only when it
+// must wait, off the path of the calls a reservation already covers. The caller holds c.mu.
+func (c *counter) waitUntil(ctx context.Context, ready func() bool) {
+	if ready() {
+		return
+	}
+	stop := context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.done.Broadcast()
+	})
+	defer stop()
+	for !ready() && ctx.Err() == nil {
+		c.done.Wait()
+	}
+}
+
 // idle reports whether no call or reservation is using c. The caller holds c.mu.
 func (c *counter) idle() bool { return !c.reserving && c.waiting == 0 }
 
@@ -169,22 +187,13 @@ func (s *Store) ConsumeAllowance(ctx context.Context, client, day string, limit 
 	key := allowanceKey(client, day)
 	for {
 		c := s.counters.get(string(key), s.now())
-		// A call waiting for a reservation gives up when ctx ends (a disk that hangs must not
-		// hold requests past their deadline): ending ctx wakes the waiters.
-		stop := context.AfterFunc(ctx, func() {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			c.done.Broadcast()
-		})
 		c.mu.Lock()
 		if c.dead {
 			c.mu.Unlock()
-			stop()
 			continue
 		}
 		granted, remaining, err := s.consume(ctx, c, key, limit, expires)
 		c.mu.Unlock()
-		stop()
 		return granted, remaining, err
 	}
 }
@@ -193,9 +202,7 @@ func (s *Store) ConsumeAllowance(ctx context.Context, client, day string, limit 
 func (s *Store) consume(ctx context.Context, c *counter, key []byte, limit int, expires time.Time) (bool, int, error) {
 	now := s.now()
 	if c.loaded && storekey.Expired(c.expires, now) {
-		for !c.idle() && ctx.Err() == nil {
-			c.done.Wait()
-		}
+		c.waitUntil(ctx, c.idle)
 		if !c.idle() {
 			return false, 0, fmt.Errorf("consume allowance: waiting for yesterday's reservation: %w", ctx.Err())
 		}
@@ -218,9 +225,7 @@ func (s *Store) consume(ctx context.Context, c *counter, key []byte, limit int, 
 			s.startReservation(c, key, limit, expires, now)
 		}
 		c.waiting++
-		for call > c.reserved && call > c.failedTo && ctx.Err() == nil {
-			c.done.Wait()
-		}
+		c.waitUntil(ctx, func() bool { return call <= c.reserved || call <= c.failedTo })
 		c.waiting--
 		if call > c.reserved {
 			if call > c.failedTo {
