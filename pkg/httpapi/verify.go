@@ -140,7 +140,8 @@ var phaseSlots = make(chan struct{}, maxPhases)
 // at every doubling on the way down the decoder and the schema walker, about 5% of the local
 // server's CPU under load. They are started as phases find none idle, not all at once: a Lambda
 // function runs one phase at a time, and starting all of them cost its first request about a
-// millisecond. Past phaseWorkers, a phase gets a goroutine of its own.
+// millisecond. Past phaseWorkers, a phase gets a goroutine of its own. withDeadline runs at most
+// maxPhases phases at once, so on up to 16 processors this bound is seldom the one that holds.
 const phaseWorkers = 64
 
 var (
