@@ -15,6 +15,9 @@ import (
 const (
 	minThroughput = 5000.0 // verifications per second on 2 cores, keep-alive on loopback
 	maxP99        = 20.0   // milliseconds, open loop at half the rate
+	// specRate is "half that rate" read as SPEC §14 words it: half of minThroughput. The open
+	// loop at half the measured maximum is the stricter reading when the maximum exceeds the bar.
+	specRate = minThroughput / 2
 )
 
 // phase is one row of loadgen's table.
@@ -31,10 +34,13 @@ type loadRun struct {
 	paid  string
 	// tmpfs marks the diagnostic run whose store lives in memory (tmpfsDir): its syncs cost
 	// nothing, so it shows what the server's processors allow, and it is never judged.
-	tmpfs  bool
-	closed phase
-	open   phase
-	rate   float64 // the open loop's target rate
+	tmpfs bool
+	// atSpecRate marks the realistic run whose open loop ran at specRate rather than at half its
+	// own closed loop's throughput.
+	atSpecRate bool
+	closed     phase
+	open       phase
+	rate       float64 // the open loop's target rate
 	// busyClosed and busyOpen are the machine's CPU busy share in each phase, in percent, or -1
 	// when loadgen could not read it.
 	busyClosed, busyOpen float64
@@ -44,8 +50,8 @@ type loadRun struct {
 	srvClosed, srvOpen, genClosed, genOpen, paidP50, paidP99 float64
 }
 
-// runLoad runs loadgen's realistic mix at every connection count, then the seed invoice alone at
-// the count that did best. loadgen is built once, so that no compilation competes with the load.
+// runLoad runs loadgen's realistic mix at every connection count, then at the count that did best
+// the realistic mix again with its open loop at specRate, and the seed invoice alone. loadgen is built once, so that no compilation competes with the load.
 func runLoad(ctx context.Context, c config) ([]loadRun, error) {
 	gen := filepath.Join(c.tmp, "loadgen")
 	build := exec.CommandContext(ctx, "go", "build", "-o", gen, "./infra/loadgen")
@@ -65,8 +71,13 @@ func runLoad(ctx context.Context, c config) ([]loadRun, error) {
 			best = i
 		}
 	}
-	r, err := loadgen(ctx, c, gen, c.conns[best], "seed", "0")
+	r, err := loadgen(ctx, c, gen, c.conns[best], "realistic", "0.1", "-open-rate", strconv.FormatFloat(specRate, 'f', -1, 64))
 	if err != nil {
+		return nil, err
+	}
+	r.atSpecRate = true
+	runs = append(runs, r)
+	if r, err = loadgen(ctx, c, gen, c.conns[best], "seed", "0"); err != nil {
 		return nil, err
 	}
 	runs = append(runs, r)

@@ -39,3 +39,33 @@ func TestParseLoadTable(t *testing.T) {
 		t.Errorf("absent figures read as %v, %v, %v; want -1", r.srvClosed, r.genOpen, r.paidP99)
 	}
 }
+
+// The summary judges the p99 bar on the run at SPEC's rate, and the throughput bar on the best of
+// the connection counts, which neither the SPEC-rate run nor the diagnostic one can be, however
+// fast their closed loops were.
+func TestJudgedLoadRuns(t *testing.T) {
+	runs := []loadRun{
+		{mix: "realistic", conns: 32, closed: phase{throughput: 5100}},
+		{mix: "realistic", conns: 128, closed: phase{throughput: 6000}},
+		{mix: "realistic", conns: 256, closed: phase{throughput: 5900}},
+		{mix: "realistic", conns: 128, atSpecRate: true, rate: specRate, closed: phase{throughput: 7000}},
+		{mix: "seed", conns: 128, closed: phase{throughput: 9000}},
+		{mix: "realistic", conns: 128, tmpfs: true, closed: phase{throughput: 8000}},
+	}
+	best, spec := judgedLoadRuns(runs)
+	if best != &runs[1] {
+		t.Errorf("best run %+v, want the 128-connection realistic run", best)
+	}
+	if spec != &runs[3] {
+		t.Errorf("SPEC-rate run %+v, want the one marked", spec)
+	}
+	if got := loadLabel(runs[3]); got != "realistic, open loop at SPEC's rate" {
+		t.Errorf("label %q", got)
+	}
+	if specRate != 2500 {
+		t.Errorf("specRate %v, want half of SPEC's 5,000/s", specRate)
+	}
+	if best, spec := judgedLoadRuns(runs[4:5]); best != nil || spec != nil {
+		t.Errorf("a seed run alone was judged: %v, %v", best, spec)
+	}
+}

@@ -140,12 +140,7 @@ func (r *report) markdown() string {
 	r.peerRows(w)
 	w("| compiled schemas cached: uncached ÷ cached whole verification, seed invoice | (a repeated schema never recompiles; no number set) | %.2f× (%s vs %s) | shown |\n",
 		uncached.ns/fullSeed.ns, dur(uncached.ns), dur(fullSeed.ns))
-	var best *loadRun
-	for i := range r.load {
-		if l := &r.load[i]; l.mix == "realistic" && !l.tmpfs && (best == nil || l.closed.throughput > best.closed.throughput) {
-			best = l
-		}
-	}
+	best, spec := judgedLoadRuns(r.load)
 	if best != nil {
 		busy := ""
 		if best.busyClosed >= 0 {
@@ -157,7 +152,11 @@ func (r *report) markdown() string {
 		if best.rate < minThroughput/2 {
 			note = fmt.Sprintf(" (below SPEC's %s/s, since the maximum was)", thousands(minThroughput/2))
 		}
-		w("| p99 latency, open loop at half the measured maximum | < %.0f ms | %.2f ms at %s/s%s | %s |\n",
+		if spec != nil {
+			w("| p99 latency at half that rate: open loop at half of SPEC's %s/s, realistic mix, %d connections' server | < %.0f ms | %.2f ms at %s/s | %s |\n",
+				thousands(minThroughput), spec.conns, maxP99, spec.open.p99, thousands(spec.rate), verdict(spec.open.p99 < maxP99 && spec.open.errors == 0))
+		}
+		w("| the same at half the measured maximum (the stricter reading when the maximum beats the bar) | < %.0f ms | %.2f ms at %s/s%s | %s |\n",
 			maxP99, best.open.p99, thousands(best.rate), note, verdict(best.open.p99 < maxP99 && best.open.errors == 0))
 	}
 	var biggest binarySize
@@ -245,6 +244,11 @@ func (r *report) markdown() string {
 	w("1–200 line items (mostly small), a third failing a rule. Seed mix (`-mix seed`, no payments): the\n")
 	w("seed invoice alone, each request under a fresh task id and one of 50 agent ids in turn, the upper\n")
 	w("bound for small documents.\n\n")
+	w("SPEC §14 asks for a p99 under %.0f ms \"at half that rate\", that rate being its %s/s. The row marked\n", maxP99, thousands(minThroughput))
+	w("*open loop at SPEC's rate* runs the realistic mix again at the connection count that did best, with\n")
+	w("its open loop at %s/s exactly; it is the one the summary judges against the bar. The open loops at\n", thousands(specRate))
+	w("half each run's own maximum are the stricter reading where that maximum beats %s/s, and the summary\n", thousands(minThroughput))
+	w("shows the best run's beside it.\n\n")
 	w("*CPU busy* is the whole machine's (server and load generator together, from /proc/stat) during\n")
 	w("the phase: well under 100%% in the closed loop means the server waits for something other than the\n")
 	w("processors.\n\n")
@@ -257,10 +261,7 @@ func (r *report) markdown() string {
 	}
 	w("| mix | connections | closed loop: throughput | p50 | p99 | CPU busy | errors | open loop: rate | p50 | p90 | p99 | max | CPU busy | errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, l := range r.load {
-		mix := l.mix
-		if l.tmpfs {
-			mix += ", store in memory (diagnostic)"
-		}
+		mix := loadLabel(l)
 		w("| %s | %d | **%s/s** | %.2f ms | %.2f ms | %s | %d | %s/s | %.2f ms | %.2f ms | **%.2f ms** | %.2f ms | %s | %d |\n",
 			mix, l.conns, thousands(l.closed.throughput), l.closed.p50, l.closed.p99, percent(l.busyClosed), l.closed.errors,
 			thousands(l.rate), l.open.p50, l.open.p90, l.open.p99, l.open.max, percent(l.busyOpen), l.open.errors)
@@ -272,10 +273,7 @@ func (r *report) markdown() string {
 	w("history's next commit), so the paid share sets the open loop's p99.\n\n")
 	w("| mix | connections | server CPU per request: closed / open loop | load generator CPU per request: closed / open | paid requests, open loop: p50 | p99 |\n|---|---|---|---|---|---|\n")
 	for _, l := range r.load {
-		mix := l.mix
-		if l.tmpfs {
-			mix += ", store in memory (diagnostic)"
-		}
+		mix := loadLabel(l)
 		paid := "– | –"
 		if l.paidP50 >= 0 {
 			paid = fmt.Sprintf("%.2f ms | %.2f ms", l.paidP50, l.paidP99)
@@ -297,6 +295,33 @@ func (r *report) markdown() string {
 	return b.String()
 }
 
+// judgedLoadRuns picks the load runs the summary judges: best is the realistic run at the
+// connection count with the highest closed-loop throughput (the diagnostic and SPEC-rate runs
+// are not candidates), spec the realistic run whose open loop ran at specRate; either may be nil.
+func judgedLoadRuns(runs []loadRun) (best, spec *loadRun) {
+	for i := range runs {
+		l := &runs[i]
+		switch {
+		case l.atSpecRate:
+			spec = l
+		case l.mix == "realistic" && !l.tmpfs && (best == nil || l.closed.throughput > best.closed.throughput):
+			best = l
+		}
+	}
+	return best, spec
+}
+
+// loadLabel names a load run's mix in the report's tables.
+func loadLabel(l loadRun) string {
+	switch {
+	case l.tmpfs:
+		return l.mix + ", store in memory (diagnostic)"
+	case l.atSpecRate:
+		return l.mix + ", open loop at SPEC's rate"
+	}
+	return l.mix
+}
+
 func micros(v float64) string {
 	if v < 0 {
 		return "–"
@@ -314,7 +339,7 @@ func percent(v float64) string {
 func connList(runs []loadRun) string {
 	var s []string
 	for _, l := range runs {
-		if l.mix == "realistic" && !l.tmpfs {
+		if l.mix == "realistic" && !l.tmpfs && !l.atSpecRate {
 			s = append(s, fmt.Sprint(l.conns))
 		}
 	}
