@@ -48,20 +48,35 @@ type Server struct {
 	svc    *httpapi.Service
 	scores Scores
 	// jsonHandler answers with application/json (every client that accepts it); sseHandler
-	// answers with a one-event text/event-stream, for clients that accept nothing else.
+	// answers with a one-event text/event-stream, for clients that accept nothing else. Both are
+	// set before ready is closed.
 	jsonHandler, sseHandler http.Handler
+	ready                   chan struct{}
 	// publicHost is the host of the configured public base URL, which a reverse proxy in front of
 	// a loopback-bound local server legitimately sends as Host.
 	publicHost string
 }
 
 // New builds the MCP server over svc. It reads no request and touches no store, so it can run at
-// cold start.
+// cold start. The SDK's part is built on a goroutine of its own, which the first request waits
+// for: registering the tools decodes their schemas (tens of KB of JSON) only to check them, about
+// 1.5 ms of a Lambda function's cold start that can overlap the runtime's fetching of the first
+// event instead of preceding it.
 func New(svc *httpapi.Service) *Server {
-	s := &Server{svc: svc, scores: svc}
+	s := &Server{svc: svc, scores: svc, ready: make(chan struct{})}
 	if u, err := url.Parse(svc.BaseURL); err == nil {
 		s.publicHost = strings.ToLower(u.Hostname())
 	}
+	go func() {
+		defer close(s.ready)
+		s.build()
+	}()
+	return s
+}
+
+// build makes the SDK server with the tools and its two transports.
+func (s *Server) build() {
+	svc := s.svc
 	srv := mcp.NewServer(&mcp.Implementation{
 		Name:    "agent-output-verifier",
 		Title:   "Agent Output Verifier",
@@ -94,7 +109,6 @@ func New(svc *httpapi.Service) *Server {
 			s.jsonHandler = h
 		}
 	}
-	return s
 }
 
 // instructions tell a model what the server is for and how it is paid.
@@ -141,6 +155,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// RemoteAddr, and the SDK runs the tool with a context derived from this request's.
 	ctx := context.WithValue(r.Context(), callerKey{}, httpapi.ClientIP(r, s.svc.TrustedProxyHops))
 	r = r.Clone(ctx)
+	<-s.ready
 	h := s.jsonHandler
 	if jsonOK, sseOK := accepts(r.Header.Values("Accept")); sseOK && !jsonOK {
 		h = s.sseHandler
