@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/ed25519"
 	"fmt"
 	"net/http"
 	"os"
@@ -35,10 +34,6 @@ const (
 // StartLambda is the whole of a function's main: read the configuration, build the service with
 // the AWS key sources and store, and serve the handler mount picks (HTTP API payload v2).
 func StartLambda(mount func(*httpapi.Service) http.Handler) {
-	// The process's first Ed25519 key derivation builds crypto/ed25519's table of multiples of the
-	// base point, about 1 ms once per process. Starting it here lets it overlap reading the
-	// configuration and the key, which then finds it built (or waits for the rest of it).
-	go ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(lambdaGCPercent)
 	}
