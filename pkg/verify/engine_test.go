@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -159,11 +161,81 @@ func TestRatioAndCaps(t *testing.T) {
 	if got := ratioOf(0, 0); got.Ratio != 1 {
 		t.Errorf("ratio 0/0 = %v, want 1", got.Ratio)
 	}
-	list := make([]int, 120)
-	var n [2]int
-	kept, total, omitted := capped(list, &n)
-	if len(kept) != ListCap || *total != 120 || *omitted != 70 {
-		t.Errorf("capped: %d kept, total %d, omitted %d", len(kept), *total, *omitted)
+}
+
+// TestReportListsCapped: the report's lists show the first ListCap entries of the failures in
+// report order (schema, rules, bounds, content, info; hints of blocking failures first) and count
+// the rest, exactly as if every entry had been listed and the lists cut afterwards, whichever
+// groups block and however many failures each holds around the cap.
+func TestReportListsCapped(t *testing.T) {
+	fails := func(check string, n int) []Failure {
+		var fs []Failure
+		for i := range n {
+			fs = append(fs, Failure{Check: check, Path: fmt.Sprintf("$.%s[%d]", check, i), Field: fmt.Sprintf("%s[%d]", check, i),
+				Expected: "e", Found: fmt.Sprint(i), Detail: "d" + fmt.Sprint(i)})
+		}
+		return fs
+	}
+	// want lists every entry, then cuts each list at ListCap: the reading buildReport must match.
+	want := func(f Findings) (errs []string, flags []Flag, hints []Hint, blocking []string) {
+		groups := []failureGroup{
+			{f.Schema.Failures, sourceSchema, true, "error"},
+			{f.Rules.Failures, sourceIntegrity, f.Enforce, map[bool]string{true: "error", false: "warning"}[f.Enforce]},
+			{f.Bounds.Failures, sourceIntegrity, f.Enforce, map[bool]string{true: "error", false: "warning"}[f.Enforce]},
+			{f.Content.Failures, sourceContent, f.Strict, map[bool]string{true: "error", false: "warning"}[f.Strict]},
+			{f.Info, sourceContent, false, "info"},
+		}
+		var later []Hint
+		blocking = []string{}
+		for _, g := range groups {
+			for _, x := range g.failures {
+				flags = append(flags, Flag{Check: x.Check, Field: x.Field, Severity: g.severity, Detail: x.Detail})
+				h := Hint{Source: g.source, Check: x.Check, Path: x.Path, Expected: x.Expected, Found: x.Found}
+				if !g.blocking {
+					if g.severity != "info" {
+						later = append(later, h)
+					}
+					continue
+				}
+				if !slices.Contains(blocking, x.Check) {
+					blocking = append(blocking, x.Check)
+				}
+				errs = append(errs, messagePrefix(g.source)+": "+x.Check+" at '"+fieldOrRoot(x.Field)+"': "+x.Detail)
+				hints = append(hints, h)
+			}
+		}
+		return errs, flags, append(hints, later...), blocking
+	}
+	cut := func(n int) int { return min(n, ListCap) }
+	for _, sizes := range [][5]int{{0, 0, 0, 0, 0}, {3, 2, 1, 1, 1}, {49, 1, 1, 0, 2}, {50, 50, 0, 0, 0}, {120, 30, 5, 7, 4}, {0, 70, 0, 60, 3}, {10, 0, 0, 0, 90}} {
+		for _, enforce := range []bool{false, true} {
+			for _, strict := range []bool{false, true} {
+				f := Findings{Schema: Tally{Failures: fails("schema:type", sizes[0])}, Rules: Tally{Failures: fails("consistency:sum_equals", sizes[1])},
+					Bounds: Tally{Failures: fails("bounds:range", sizes[2])}, Content: Tally{Failures: fails("content:placeholder", sizes[3])},
+					Info: fails("content:inexact_number", sizes[4]), Enforce: enforce, Strict: strict}
+				rep := buildReport(&Request{}, f, Envelope{})
+				errs, flags, hints, blocking := want(f)
+				name := fmt.Sprintf("%v enforce=%v strict=%v", sizes, enforce, strict)
+				if !slices.Equal(rep.Errors, errs[:cut(len(errs))]) || *rep.ErrorsTotal != len(errs) || *rep.ErrorsOmitted != len(errs)-cut(len(errs)) {
+					t.Errorf("%s: errors %d shown of %d (%d omitted), want %d of %d", name, len(rep.Errors), *rep.ErrorsTotal, *rep.ErrorsOmitted, cut(len(errs)), len(errs))
+				}
+				if len(rep.ErrorsDetail) != cut(len(errs)) || *rep.ErrorsDetailTotal != len(errs) || (len(errs) > 0 && rep.ErrorsDetail[0].Message != errs[0]) {
+					t.Errorf("%s: errors_detail %d shown of %d", name, len(rep.ErrorsDetail), *rep.ErrorsDetailTotal)
+				}
+				if !slices.Equal(rep.Flags, flags[:cut(len(flags))]) || *rep.FlagsTotal != len(flags) || *rep.FlagsOmitted != len(flags)-cut(len(flags)) {
+					t.Errorf("%s: flags %d shown of %d, want %d of %d", name, len(rep.Flags), *rep.FlagsTotal, cut(len(flags)), len(flags))
+				}
+				if !slices.Equal(rep.Hints, hints[:cut(len(hints))]) || *rep.HintsTotal != len(hints) || *rep.HintsOmitted != len(hints)-cut(len(hints)) {
+					t.Errorf("%s: hints %d shown of %d, want %d of %d", name, len(rep.Hints), *rep.HintsTotal, cut(len(hints)), len(hints))
+				}
+				if !slices.Equal(rep.Summary.BlockingChecks, blocking) || (rep.Result == "fail") != (len(blocking) > 0) {
+					t.Errorf("%s: blocking %v result %s, want %v", name, rep.Summary.BlockingChecks, rep.Result, blocking)
+				}
+				if rep.Errors == nil || rep.Flags == nil || rep.Hints == nil || rep.ErrorsDetail == nil {
+					t.Errorf("%s: a null list", name)
+				}
+			}
+		}
 	}
 }
 

@@ -174,12 +174,13 @@ const (
 	sourceContent   = "content"
 )
 
-// outcome is one failure with where it came from and whether it blocks.
-type outcome struct {
-	Failure
+// failureGroup is one list of failures with where they came from and whether they block; the
+// report lists the groups in a fixed order.
+type failureGroup struct {
+	failures []Failure
 	source   string
 	blocking bool
-	severity string
+	severity string // "error" when blocking
 }
 
 // Findings are everything the checks found, before they are shaped into a report.
@@ -202,23 +203,23 @@ type Envelope struct {
 	Verify          VerifyInfo
 }
 
-// buildReport shapes findings into the response of SPEC §4.6.
+// buildReport shapes findings into the response of SPEC §4.6. Its lists hold at most ListCap
+// entries each and count the rest, so an output with tens of thousands of failures costs the
+// report no more than one with ListCap of them.
 func buildReport(req *Request, f Findings, env Envelope) *Report {
-	outs := make([]outcome, 0, len(f.Schema.Failures)+len(f.Rules.Failures)+len(f.Bounds.Failures)+len(f.Content.Failures)+len(f.Info))
-	add := func(t Tally, source string, blocking bool, nonBlockingSeverity string) {
-		for _, x := range t.Failures {
-			sev := "error"
-			if !blocking {
-				sev = nonBlockingSeverity
-			}
-			outs = append(outs, outcome{Failure: x, source: source, blocking: blocking, severity: sev})
+	nonBlocking := func(blocking bool, severity string) string {
+		if blocking {
+			return "error"
 		}
+		return severity
 	}
-	add(f.Schema, sourceSchema, true, "error")
-	add(f.Rules, sourceIntegrity, f.Enforce, "warning")
-	add(f.Bounds, sourceIntegrity, f.Enforce, "warning")
-	add(f.Content, sourceContent, f.Strict, "warning")
-	add(Tally{Failures: f.Info}, sourceContent, false, "info")
+	groups := [...]failureGroup{
+		{f.Schema.Failures, sourceSchema, true, "error"},
+		{f.Rules.Failures, sourceIntegrity, f.Enforce, nonBlocking(f.Enforce, "warning")},
+		{f.Bounds.Failures, sourceIntegrity, f.Enforce, nonBlocking(f.Enforce, "warning")},
+		{f.Content.Failures, sourceContent, f.Strict, nonBlocking(f.Strict, "warning")},
+		{f.Info, sourceContent, false, "info"},
+	}
 
 	rep := &Report{
 		VerificationID: env.VerificationID, TaskID: req.TaskID, AgentID: req.AgentID,
@@ -227,13 +228,20 @@ func buildReport(req *Request, f Findings, env Envelope) *Report {
 		EnforceRules: req.EnforceRules, StrictContentCheck: req.StrictContentCheck, Verify: env.Verify,
 	}
 	blocking := []string{}
-	nBlocking := 0
-	for _, o := range outs {
-		if o.blocking {
-			nBlocking++
-			if !contains(blocking, o.Check) {
-				blocking = append(blocking, o.Check)
+	// Failures in all, blocking ones, and the non-blocking ones that get a hint (all but info).
+	nAll, nBlocking, nLater := 0, 0, 0
+	for _, g := range groups {
+		nAll += len(g.failures)
+		switch {
+		case g.blocking:
+			nBlocking += len(g.failures)
+			for _, x := range g.failures {
+				if !contains(blocking, x.Check) {
+					blocking = append(blocking, x.Check)
+				}
 			}
+		case g.severity != "info":
+			nLater += len(g.failures)
 		}
 	}
 	rep.Result = "pass"
@@ -243,7 +251,6 @@ func buildReport(req *Request, f Findings, env Envelope) *Report {
 		rep.NextActions = failActions
 	}
 	rep.Summary = Summary{Result: rep.Result, BlockingChecks: blocking}
-	// Only the counts: the failures are in outs already.
 	var integrity Tally
 	for _, t := range []*Tally{&f.Rules, &f.Bounds, &f.Content} {
 		integrity.Total += t.Total
@@ -257,34 +264,47 @@ func buildReport(req *Request, f Findings, env Envelope) *Report {
 	}
 
 	rep.RequestHash = req.Hashes.Request
-	// Each list is allocated once, with room for all it will hold.
+	// Each list is allocated once, with room for the entries it shows.
 	var (
-		errs    = make([]string, 0, nBlocking)
-		details = make([]ErrorDetail, 0, nBlocking)
-		flags   = make([]Flag, 0, len(outs))
-		hints   = make([]Hint, 0, len(outs))
-		later   []Hint
+		errs    = make([]string, 0, min(nBlocking, ListCap))
+		details = make([]ErrorDetail, 0, min(nBlocking, ListCap))
+		flags   = make([]Flag, 0, min(nAll, ListCap))
+		hints   = make([]Hint, 0, min(nBlocking+nLater, ListCap))
 	)
-	for _, o := range outs {
-		flags = append(flags, Flag{Check: o.Check, Field: o.Field, Severity: o.severity, Detail: o.Detail})
-		h := Hint{Source: o.source, Check: o.Check, Path: o.Path, Expected: o.Expected, Found: o.Found}
-		if !o.blocking {
-			if o.severity != "info" {
-				later = append(later, h)
+	for _, g := range groups {
+		for _, x := range g.failures {
+			if len(flags) == ListCap && (!g.blocking || len(errs) == ListCap) {
+				break // nothing more of this group is shown
 			}
+			if len(flags) < ListCap {
+				flags = append(flags, Flag{Check: x.Check, Field: x.Field, Severity: g.severity, Detail: x.Detail})
+			}
+			if !g.blocking || len(errs) == ListCap {
+				continue
+			}
+			msg := messagePrefix(g.source) + ": " + x.Check + " at '" + fieldOrRoot(x.Field) + "': " + x.Detail
+			errs = append(errs, msg)
+			details = append(details, ErrorDetail{Check: x.Check, Path: x.Path, Expected: x.Expected, Found: x.Found, Message: msg})
+			hints = append(hints, Hint{Source: g.source, Check: x.Check, Path: x.Path, Expected: x.Expected, Found: x.Found})
+		}
+	}
+	// The hints of the blocking failures come first, then those of the others but info.
+	for _, g := range groups {
+		if g.blocking || g.severity == "info" {
 			continue
 		}
-		msg := messagePrefix(o.source) + ": " + o.Check + " at '" + fieldOrRoot(o.Field) + "': " + o.Detail
-		errs = append(errs, msg)
-		details = append(details, ErrorDetail{Check: o.Check, Path: o.Path, Expected: o.Expected, Found: o.Found, Message: msg})
-		hints = append(hints, h)
+		for _, x := range g.failures {
+			if len(hints) == ListCap {
+				break
+			}
+			hints = append(hints, Hint{Source: g.source, Check: x.Check, Path: x.Path, Expected: x.Expected, Found: x.Found})
+		}
 	}
-	hints = append(hints, later...)
 
-	rep.Errors, rep.ErrorsTotal, rep.ErrorsOmitted = capped(errs, &rep.counts[0])
-	rep.ErrorsDetail, rep.ErrorsDetailTotal, rep.ErrorsDetailOmitted = capped(details, &rep.counts[1])
-	rep.Flags, rep.FlagsTotal, rep.FlagsOmitted = capped(flags, &rep.counts[2])
-	rep.Hints, rep.HintsTotal, rep.HintsOmitted = capped(hints, &rep.counts[3])
+	rep.Errors, rep.ErrorsTotal, rep.ErrorsOmitted = listed(errs, nBlocking, &rep.counts[0])
+	rep.ErrorsDetail, rep.ErrorsDetailTotal, rep.ErrorsDetailOmitted = listed(details, nBlocking, &rep.counts[1])
+	rep.Flags, rep.FlagsTotal, rep.FlagsOmitted = listed(flags, nAll, &rep.counts[2])
+	rep.Hints, rep.HintsTotal, rep.HintsOmitted = listed(hints, nBlocking+nLater, &rep.counts[3])
 
 	rep.ratios = [3]Ratio{schema, integ, rep.overall}
 	rep.SchemaCompliance, rep.IntegrityChecks, rep.Overall = &rep.ratios[0], &rep.ratios[1], &rep.ratios[2]
@@ -308,14 +328,10 @@ func fieldOrRoot(field string) string {
 	return field
 }
 
-// capped keeps the first ListCap entries of a list and says, in n, how many there were and how
-// many were left out. The list is never null: an empty list is written as [].
-func capped[T any](list []T, n *[2]int) ([]T, *int, *int) {
-	n[0], n[1] = len(list), 0
-	if len(list) > ListCap {
-		n[1] = len(list) - ListCap
-		list = list[:ListCap]
-	}
+// listed is a list of the first of total entries (at most ListCap of them), with, in n, how many
+// there were and how many were left out. The list is never null: an empty list is written as [].
+func listed[T any](list []T, total int, n *[2]int) ([]T, *int, *int) {
+	n[0], n[1] = total, total-len(list)
 	if list == nil {
 		list = []T{}
 	}

@@ -641,6 +641,10 @@ type schNode struct {
 
 	patternSize int                 // the estimated program size of pattern, which its matches are charged by
 	enumStrs    map[string]struct{} // the strings of an enum of more than schEnumScan values
+	// enumExpected and enumDetail are an enum failure's expected text and detail, the same for
+	// every value the enum refuses: made once here rather than for each of them, which for a
+	// large enum and an output of many values was most of the walk's time and memory.
+	enumExpected, enumDetail string
 
 	ref, recRef *schNode
 	dynRef      *schNode
@@ -794,6 +798,10 @@ func schBuildGraph(root *jsonschema.Schema) *schNode {
 		n.required = s.Required
 		if s.Pattern != nil {
 			n.patternSize, _ = schRegexSize(s.Pattern.String())
+		}
+		if s.Enum != nil {
+			n.enumExpected = schClip("one of "+schShowList(s.Enum.Values), FoundMaxChars)
+			n.enumDetail = fmt.Sprintf("the value is not one of the %d allowed values", len(s.Enum.Values))
 		}
 		if s.Enum != nil && len(s.Enum.Values) > schEnumScan {
 			n.enumStrs = map[string]struct{}{}

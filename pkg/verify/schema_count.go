@@ -468,8 +468,7 @@ func (w *schWalker) evalBody(n *schNode, v any, count, track bool) (bool, schAnn
 			return false, ann
 		}
 		if !pass && count {
-			w.fail("enum", "one of "+schShowList(s.Enum.Values), "value "+schShow(v),
-				fmt.Sprintf("the value is not one of the %d allowed values", len(s.Enum.Values)))
+			w.fail("enum", n.enumExpected, "value "+schShow(v), n.enumDetail)
 		}
 	}
 	if s.Format != nil {

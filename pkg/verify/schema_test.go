@@ -186,6 +186,28 @@ func TestSchemaFailureText(t *testing.T) {
 		}
 		schAssertFailureShape(t, g)
 	}
+	if d := got.Failures[2].Detail; d != "the value is not one of the 2 allowed values" {
+		t.Errorf("enum detail %q", d)
+	}
+	// A large enum is listed clipped, the same for every value it refuses.
+	var vals []string
+	for i := range 40 {
+		vals = append(vals, fmt.Sprintf(`"value-%02d-%s"`, i, strings.Repeat("v", 20)))
+	}
+	sch3, _ := CompileSchema(schDecode(t, []byte(`{"items": {"enum": [`+strings.Join(vals, ",")+`]}}`)), false)
+	got3, _ := sch3.Check(schDecode(t, []byte(`["a", "b", "value-00"]`)))
+	wantExpected := "one of [" + strings.Join(vals[:2], ",") + ","
+	if len(got3.Failures) != 3 {
+		t.Fatalf("enum failures %+v", got3.Failures)
+	}
+	for _, f := range got3.Failures {
+		if !strings.HasPrefix(f.Expected, wantExpected) || !strings.HasSuffix(f.Expected, "…") || utf8.RuneCountInString(f.Expected) != FoundMaxChars {
+			t.Errorf("large enum shown as %q", f.Expected)
+		}
+		if f.Expected != got3.Failures[0].Expected || f.Detail != "the value is not one of the 40 allowed values" {
+			t.Errorf("enum failure %+v", f)
+		}
+	}
 	// A long value is shown clipped, never copied.
 	sch2, _ := CompileSchema(schDecode(t, []byte(`{"properties": {"`+long+`": {"const": 1}}}`)), false)
 	got2, _ := sch2.Check(schDecode(t, []byte(`{"`+long+`": "`+long+`"}`)))
