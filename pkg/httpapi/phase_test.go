@@ -88,3 +88,46 @@ func TestPhasesAreBounded(t *testing.T) {
 		t.Errorf("at most %d phases ran at once, want %d", got, maxPhases)
 	}
 }
+
+// A free call that finds no phase slot within its deadline is the retryable 503 of a missed
+// deadline and leaves its allowance as it was: FinishFree takes the free call once the work has
+// its slot. (Taking it first, and then waiting for a slot, used the call without an answer.)
+func TestFreeCallWithoutSlotKeepsAllowance(t *testing.T) {
+	e := newPayEnv(t, openBolt(t), 2, nil)
+	e.svc.Deadline = 50 * time.Millisecond
+	ctx := context.Background()
+	job, err := e.svc.Decode(ctx, []byte(okBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := e.svc.CallerID("127.0.0.1")
+	today, _ := day(e.svc.now())
+
+	for range maxPhases { // every slot busy, as under overload
+		phaseSlots <- struct{}{}
+	}
+	v, granted, _, err := e.svc.FinishFree(ctx, job, client)
+	for range maxPhases {
+		<-phaseSlots
+	}
+	if ae, ok := apperr.As(err); !ok || ae.Code != apperr.DeadlineExceeded || !ae.Retryable || v != nil || granted {
+		t.Fatalf("no slot: %v, %v, granted %v; want the deadline's retryable 503", v, err, granted)
+	}
+	if n, err := e.st.AllowanceUsed(ctx, client, today); err != nil || n != 0 {
+		t.Fatalf("a call answered 503 for want of a slot used %d free calls (%v)", n, err)
+	}
+
+	// With a slot free, the same call is granted and counted, and the allowance then runs out.
+	for want := 1; want >= 0; want-- {
+		v, granted, remaining, err := e.svc.FinishFree(ctx, job, client)
+		if err != nil || !granted || v == nil || remaining != want {
+			t.Fatalf("free call: %v, granted %v, remaining %d, %v; want granted with %d left", v, granted, remaining, err, want)
+		}
+	}
+	if v, granted, _, err := e.svc.FinishFree(ctx, job, client); err != nil || granted || v != nil {
+		t.Fatalf("past the allowance: %v, granted %v, %v; want refused without an error", v, granted, err)
+	}
+	if n, _ := e.st.AllowanceUsed(ctx, client, today); n != 2 {
+		t.Fatalf("%d free calls used, want 2", n)
+	}
+}
