@@ -21,15 +21,15 @@ const (
 // else as "content:placeholder" when it is placeholder text (see placeholders); one check per
 // string, named by what failed. Numbers whose literal does not survive IEEE-754 double precision
 // (see inexactNumber) are "content:inexact_number": when strict, every number is one counted
-// check; when not, numbers are not counted and each inexact one is returned in info, because
+// check; when not, numbers are not counted and each inexact one is a failure in info, because
 // RFC 8785 hashes it rounded and the caller should know the output_hash cannot tell it apart.
 // Failures come in document order with object members sorted by name.
-func CheckContent(output any, strict bool) (t Tally, info []Failure) {
+func CheckContent(output any, strict bool) (t Tally, info Tally) {
 	// Nearly every output is clean: count it without building paths or sorting keys, and walk
 	// again in order only when something is to be reported.
 	checks := 0
 	if !scanContent(output, strict, &checks) {
-		return Tally{Total: checks, Passed: checks}, nil
+		return Tally{Total: checks, Passed: checks}, Tally{}
 	}
 	w := contentWalker{strict: strict}
 	w.walk(output)
@@ -71,7 +71,7 @@ type contentWalker struct {
 	strict bool
 	at     []Step
 	t      Tally
-	info   []Failure
+	info   Tally // not counted: only its failures
 }
 
 func (w *contentWalker) walk(v any) {
@@ -97,7 +97,7 @@ func (w *contentWalker) walk(v any) {
 			if w.strict {
 				w.t.Fail(f)
 			} else {
-				w.info = append(w.info, f)
+				w.info.keep(f)
 			}
 		case w.strict:
 			w.t.Pass()

@@ -163,32 +163,38 @@ func TestRatioAndCaps(t *testing.T) {
 	}
 }
 
-// TestReportListsCapped: the report's lists show the first ListCap entries of the failures in
-// report order (schema, rules, bounds, content, info; hints of blocking failures first) and count
-// the rest, exactly as if every entry had been listed and the lists cut afterwards, whichever
-// groups block and however many failures each holds around the cap.
+// TestReportListsCapped: a Tally keeps the first ListCap failures and counts the rest, and the
+// report's lists show the first ListCap entries of the failures in report order (schema, rules,
+// bounds, content, info; hints of blocking failures first) with the rest counted: exactly as if
+// every failure had been kept and every list cut afterwards, whichever groups block and however
+// many failures each has around the cap.
 func TestReportListsCapped(t *testing.T) {
-	fails := func(check string, n int) []Failure {
-		var fs []Failure
+	// fails is n failures of one group, their checks taking turns among checks: as a Tally
+	// records them, and all of them.
+	fails := func(n int, checks ...string) (Tally, []Failure) {
+		var tl Tally
+		var all []Failure
 		for i := range n {
-			fs = append(fs, Failure{Check: check, Path: fmt.Sprintf("$.%s[%d]", check, i), Field: fmt.Sprintf("%s[%d]", check, i),
-				Expected: "e", Found: fmt.Sprint(i), Detail: "d" + fmt.Sprint(i)})
+			c := checks[i*len(checks)/max(n, 1)] // the later checks appear only past the cap
+			f := Failure{Check: c, Path: fmt.Sprintf("$.%s[%d]", c, i), Field: fmt.Sprintf("%s[%d]", c, i),
+				Expected: "e", Found: fmt.Sprint(i), Detail: "d" + fmt.Sprint(i)}
+			tl.Fail(f)
+			all = append(all, f)
 		}
-		return fs
+		return tl, all
 	}
-	// want lists every entry, then cuts each list at ListCap: the reading buildReport must match.
-	want := func(f Findings) (errs []string, flags []Flag, hints []Hint, blocking []string) {
-		groups := []failureGroup{
-			{f.Schema.Failures, sourceSchema, true, "error"},
-			{f.Rules.Failures, sourceIntegrity, f.Enforce, map[bool]string{true: "error", false: "warning"}[f.Enforce]},
-			{f.Bounds.Failures, sourceIntegrity, f.Enforce, map[bool]string{true: "error", false: "warning"}[f.Enforce]},
-			{f.Content.Failures, sourceContent, f.Strict, map[bool]string{true: "error", false: "warning"}[f.Strict]},
-			{f.Info, sourceContent, false, "info"},
-		}
+	type group struct {
+		all      []Failure
+		source   string
+		blocking bool
+		severity string
+	}
+	// want lists every failure, then cuts each list at ListCap: the reading buildReport must match.
+	want := func(groups []group) (errs []string, flags []Flag, hints []Hint, blocking []string) {
 		var later []Hint
 		blocking = []string{}
 		for _, g := range groups {
-			for _, x := range g.failures {
+			for _, x := range g.all {
 				flags = append(flags, Flag{Check: x.Check, Field: x.Field, Severity: g.severity, Detail: x.Detail})
 				h := Hint{Source: g.source, Check: x.Check, Path: x.Path, Expected: x.Expected, Found: x.Found}
 				if !g.blocking {
@@ -206,15 +212,35 @@ func TestReportListsCapped(t *testing.T) {
 		}
 		return errs, flags, append(hints, later...), blocking
 	}
+	sev := func(blocking bool) string {
+		if blocking {
+			return "error"
+		}
+		return "warning"
+	}
 	cut := func(n int) int { return min(n, ListCap) }
-	for _, sizes := range [][5]int{{0, 0, 0, 0, 0}, {3, 2, 1, 1, 1}, {49, 1, 1, 0, 2}, {50, 50, 0, 0, 0}, {120, 30, 5, 7, 4}, {0, 70, 0, 60, 3}, {10, 0, 0, 0, 90}} {
+	for _, sizes := range [][5]int{{0, 0, 0, 0, 0}, {3, 2, 1, 1, 1}, {49, 1, 1, 0, 2}, {50, 50, 0, 0, 0}, {120, 30, 5, 7, 4}, {0, 70, 0, 60, 3}, {10, 0, 0, 0, 90}, {51, 200, 51, 51, 51}} {
 		for _, enforce := range []bool{false, true} {
 			for _, strict := range []bool{false, true} {
-				f := Findings{Schema: Tally{Failures: fails("schema:type", sizes[0])}, Rules: Tally{Failures: fails("consistency:sum_equals", sizes[1])},
-					Bounds: Tally{Failures: fails("bounds:range", sizes[2])}, Content: Tally{Failures: fails("content:placeholder", sizes[3])},
-					Info: fails("content:inexact_number", sizes[4]), Enforce: enforce, Strict: strict}
+				var f Findings
+				var all [5][]Failure
+				f.Schema, all[0] = fails(sizes[0], "schema:type", "schema:enum")
+				f.Rules, all[1] = fails(sizes[1], "consistency:sum_equals", "consistency:unique", "consistency:gte")
+				f.Bounds, all[2] = fails(sizes[2], "bounds:range")
+				f.Content, all[3] = fails(sizes[3], "content:placeholder", "content:empty_string")
+				f.Info, all[4] = fails(sizes[4], "content:inexact_number")
+				f.Enforce, f.Strict = enforce, strict
+				for i, tl := range []Tally{f.Schema, f.Rules, f.Bounds, f.Content, f.Info} {
+					if len(tl.Failures) != cut(sizes[i]) || tl.Failed() != sizes[i] {
+						t.Fatalf("a tally of %d failures keeps %d and counts %d", sizes[i], len(tl.Failures), tl.Failed())
+					}
+				}
 				rep := buildReport(&Request{}, f, Envelope{})
-				errs, flags, hints, blocking := want(f)
+				errs, flags, hints, blocking := want([]group{
+					{all[0], sourceSchema, true, "error"}, {all[1], sourceIntegrity, enforce, sev(enforce)},
+					{all[2], sourceIntegrity, enforce, sev(enforce)}, {all[3], sourceContent, strict, sev(strict)},
+					{all[4], sourceContent, false, "info"},
+				})
 				name := fmt.Sprintf("%v enforce=%v strict=%v", sizes, enforce, strict)
 				if !slices.Equal(rep.Errors, errs[:cut(len(errs))]) || *rep.ErrorsTotal != len(errs) || *rep.ErrorsOmitted != len(errs)-cut(len(errs)) {
 					t.Errorf("%s: errors %d shown of %d (%d omitted), want %d of %d", name, len(rep.Errors), *rep.ErrorsTotal, *rep.ErrorsOmitted, cut(len(errs)), len(errs))
@@ -236,6 +262,14 @@ func TestReportListsCapped(t *testing.T) {
 				}
 			}
 		}
+	}
+	// Merging keeps the first ListCap of both, in order, and the check names only the dropped have.
+	a, allA := fails(40, "content:placeholder")
+	b, allB := fails(30, "content:placeholder", "content:empty_string")
+	a.Add(b)
+	merged := append(allA, allB...)
+	if !slices.Equal(a.Failures, merged[:ListCap]) || a.Failed() != 70 || !slices.Equal(a.appendChecks(nil), []string{"content:placeholder", "content:empty_string"}) {
+		t.Errorf("merged tally: %d kept, %d failed, checks %v", len(a.Failures), a.Failed(), a.appendChecks(nil))
 	}
 }
 

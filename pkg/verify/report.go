@@ -177,7 +177,7 @@ const (
 // failureGroup is one list of failures with where they came from and whether they block; the
 // report lists the groups in a fixed order.
 type failureGroup struct {
-	failures []Failure
+	t        Tally
 	source   string
 	blocking bool
 	severity string // "error" when blocking
@@ -185,11 +185,11 @@ type failureGroup struct {
 
 // Findings are everything the checks found, before they are shaped into a report.
 type Findings struct {
-	Schema  Tally     // schema_compliance
-	Rules   Tally     // consistency:*
-	Bounds  Tally     // bounds:range
-	Content Tally     // content:* (counted in integrity_checks)
-	Info    []Failure // info-only findings (inexact numbers outside strict mode)
+	Schema  Tally // schema_compliance
+	Rules   Tally // consistency:*
+	Bounds  Tally // bounds:range
+	Content Tally // content:* (counted in integrity_checks)
+	Info    Tally // info-only findings (inexact numbers outside strict mode), not counted
 	Enforce bool
 	Strict  bool
 	Compact bool
@@ -214,10 +214,10 @@ func buildReport(req *Request, f Findings, env Envelope) *Report {
 		return severity
 	}
 	groups := [...]failureGroup{
-		{f.Schema.Failures, sourceSchema, true, "error"},
-		{f.Rules.Failures, sourceIntegrity, f.Enforce, nonBlocking(f.Enforce, "warning")},
-		{f.Bounds.Failures, sourceIntegrity, f.Enforce, nonBlocking(f.Enforce, "warning")},
-		{f.Content.Failures, sourceContent, f.Strict, nonBlocking(f.Strict, "warning")},
+		{f.Schema, sourceSchema, true, "error"},
+		{f.Rules, sourceIntegrity, f.Enforce, nonBlocking(f.Enforce, "warning")},
+		{f.Bounds, sourceIntegrity, f.Enforce, nonBlocking(f.Enforce, "warning")},
+		{f.Content, sourceContent, f.Strict, nonBlocking(f.Strict, "warning")},
 		{f.Info, sourceContent, false, "info"},
 	}
 
@@ -230,18 +230,16 @@ func buildReport(req *Request, f Findings, env Envelope) *Report {
 	blocking := []string{}
 	// Failures in all, blocking ones, and the non-blocking ones that get a hint (all but info).
 	nAll, nBlocking, nLater := 0, 0, 0
-	for _, g := range groups {
-		nAll += len(g.failures)
+	for i := range groups {
+		g := &groups[i]
+		n := g.t.Failed()
+		nAll += n
 		switch {
 		case g.blocking:
-			nBlocking += len(g.failures)
-			for _, x := range g.failures {
-				if !contains(blocking, x.Check) {
-					blocking = append(blocking, x.Check)
-				}
-			}
+			nBlocking += n
+			blocking = g.t.appendChecks(blocking)
 		case g.severity != "info":
-			nLater += len(g.failures)
+			nLater += n
 		}
 	}
 	rep.Result = "pass"
@@ -271,8 +269,9 @@ func buildReport(req *Request, f Findings, env Envelope) *Report {
 		flags   = make([]Flag, 0, min(nAll, ListCap))
 		hints   = make([]Hint, 0, min(nBlocking+nLater, ListCap))
 	)
-	for _, g := range groups {
-		for _, x := range g.failures {
+	for i := range groups {
+		g := &groups[i]
+		for _, x := range g.t.Failures {
 			if len(flags) == ListCap && (!g.blocking || len(errs) == ListCap) {
 				break // nothing more of this group is shown
 			}
@@ -289,11 +288,12 @@ func buildReport(req *Request, f Findings, env Envelope) *Report {
 		}
 	}
 	// The hints of the blocking failures come first, then those of the others but info.
-	for _, g := range groups {
+	for i := range groups {
+		g := &groups[i]
 		if g.blocking || g.severity == "info" {
 			continue
 		}
-		for _, x := range g.failures {
+		for _, x := range g.t.Failures {
 			if len(hints) == ListCap {
 				break
 			}

@@ -645,6 +645,7 @@ type schNode struct {
 	// every value the enum refuses: made once here rather than for each of them, which for a
 	// large enum and an output of many values was most of the walk's time and memory.
 	enumExpected, enumDetail string
+	requiredExpected         string // a required failure's expected text, likewise
 
 	ref, recRef *schNode
 	dynRef      *schNode
@@ -796,6 +797,9 @@ func schBuildGraph(root *jsonschema.Schema) *schNode {
 		n.exMinI, n.exMaxI = schBoundOf(s.ExclusiveMinimum), schBoundOf(s.ExclusiveMaximum)
 		n.multI = schBoundOf(s.MultipleOf)
 		n.required = s.Required
+		if len(s.Required) > 0 {
+			n.requiredExpected = "required properties " + schNames(s.Required)
+		}
 		if s.Pattern != nil {
 			n.patternSize, _ = schRegexSize(s.Pattern.String())
 		}

@@ -51,9 +51,9 @@ func (s *Schema) walk(instance any, stop <-chan struct{}) schCheckResult {
 		w.release()
 		return schCheckResult{schema: schComplexityTally(), over: true}
 	}
-	w.sortFailures(&w.tally, w.tallyLocs)
-	w.sortFailures(&w.undeclared, w.undeclLocs)
-	r := schCheckResult{schema: w.tally, undeclared: w.undeclared, walkerValid: ok && len(w.tally.Failures) == 0}
+	w.kept.into(&w.tally)
+	w.undeclKept.into(&w.undeclared)
+	r := schCheckResult{schema: w.tally, undeclared: w.undeclared, walkerValid: ok && w.tally.Failed() == 0}
 	w.release()
 	return r
 }
@@ -83,13 +83,16 @@ const (
 //   - uniqueItems costs schUniquePerValue units per value in the array (its canonical keys took
 //     520 ns and about 100 bytes per number); const and enum cost the compared value's size for
 //     every candidate, divided by schEqualPerUnit (one comparison of two numbers takes 7 ns),
-//     except a string against a large enum, which is one lookup (schNode.enumStrs).
+//     except a string against a large enum, which is one lookup (schNode.enumStrs);
+//   - required, dependencies and dependentRequired cost a unit per schLookupsPerUnit names
+//     looked up (a lookup takes 15-25 ns).
 const (
 	schBytesPerUnit   = 16
 	schMatchPerUnit   = 16
 	schCompilePerInst = 8
 	schUniquePerValue = 16
 	schEqualPerUnit   = 8
+	schLookupsPerUnit = 4
 )
 
 // schStopEvery is how many units pass between two looks at Request.StopWhen's channel: often
@@ -156,8 +159,8 @@ type schWalker struct {
 	declOn     bool
 	declSpeaks bool
 
-	tally, undeclared     Tally
-	tallyLocs, undeclLocs [][]schLoc
+	tally, undeclared Tally // the counts; the failures are in kept and undeclKept until the end
+	kept, undeclKept  schKept
 }
 
 type schScope struct {
@@ -182,7 +185,8 @@ func (w *schWalker) release() {
 	w.base, w.vid, w.declFrom, w.declOn, w.declSpeaks = 0, 0, 0, false, false
 	w.instance, w.evals, w.nextLook, w.budget, w.sized, w.over, w.stop = nil, 0, 0, 0, false, false, nil
 	w.tally, w.undeclared = Tally{}, Tally{}
-	w.tallyLocs, w.undeclLocs = w.tallyLocs[:0], w.undeclLocs[:0]
+	w.kept.reset()
+	w.undeclKept.reset()
 	schWalkerPool.Put(w)
 }
 
@@ -297,8 +301,8 @@ func (w *schWalker) undeclaredCheck(obj map[string]any, decl []*schNode) {
 	f := Failure{Check: "content:undeclared_property", Path: path, Field: schFieldOf(path),
 		Expected: "only properties the schema declares", Found: schClip(schPlural(len(bad), "undeclared property", "undeclared properties")+" "+schNames(bad), FoundMaxChars),
 		Detail: schPlural(len(bad), "property is", "properties are") + " not declared by the schema at this location"}
-	w.undeclared.Fail(f)
-	w.undeclLocs = append(w.undeclLocs, slices.Clone(w.loc))
+	w.undeclared.Total++
+	w.undeclKept.add(f, w.loc)
 }
 
 // declared tells whether a schema applied at an object declares property k; past the budget it
@@ -343,9 +347,9 @@ func (w *schWalker) pass() { w.tally.Pass() }
 
 func (w *schWalker) fail(kw, expected, found, detail string) {
 	path := schRenderPath(w.loc)
-	w.tally.Fail(Failure{Check: "schema:" + kw, Path: path, Field: schFieldOf(path),
-		Expected: schClip(expected, FoundMaxChars), Found: schClip(found, FoundMaxChars), Detail: detail})
-	w.tallyLocs = append(w.tallyLocs, slices.Clone(w.loc))
+	w.tally.Total++
+	w.kept.add(Failure{Check: "schema:" + kw, Path: path, Field: schFieldOf(path),
+		Expected: schClip(expected, FoundMaxChars), Found: schClip(found, FoundMaxChars), Detail: detail}, w.loc)
 }
 
 // spend charges units of work to the budget and reports whether the walk may go on; once it may
@@ -714,13 +718,14 @@ func (w *schWalker) object(n *schNode, obj map[string]any, count, trk bool, ok *
 		}
 	}
 	if len(n.required) > 0 {
-		missing := schMissing(obj, n.required)
-		if !check(len(missing) == 0) {
+		w.spend(len(n.required) / schLookupsPerUnit) // a walk over budget stops at its next evaluation
+		missing, nMissing := schMissing(obj, n.required)
+		if !check(nMissing == 0) {
 			return false
 		}
-		if len(missing) > 0 && count {
-			w.fail("required", "required properties "+schNames(n.required), "missing "+schNames(missing),
-				schPlural(len(missing), "required property is", "required properties are")+" missing")
+		if nMissing > 0 && count {
+			w.fail("required", n.requiredExpected, "missing "+schNames(missing),
+				schPlural(nMissing, "required property is", "required properties are")+" missing")
 		}
 	}
 	for _, d := range n.deps {
@@ -733,11 +738,12 @@ func (w *schWalker) object(n *schNode, obj map[string]any, count, trk bool, ok *
 			}
 			continue
 		}
-		missing := schMissing(obj, d.req)
-		if !check(len(missing) == 0) {
+		w.spend(len(d.req) / schLookupsPerUnit)
+		missing, nMissing := schMissing(obj, d.req)
+		if !check(nMissing == 0) {
 			return false
 		}
-		if len(missing) > 0 && count {
+		if nMissing > 0 && count {
 			w.fail("dependencies", "properties "+schNames(d.req)+" when "+schClip(d.name, 30)+" is present", "missing "+schNames(missing),
 				"a property that requires others is present without them")
 		}
@@ -850,11 +856,12 @@ func (w *schWalker) object(n *schNode, obj map[string]any, count, trk bool, ok *
 		if _, present := obj[d.name]; !present {
 			continue
 		}
-		missing := schMissing(obj, d.req)
-		if !check(len(missing) == 0) {
+		w.spend(len(d.req) / schLookupsPerUnit)
+		missing, nMissing := schMissing(obj, d.req)
+		if !check(nMissing == 0) {
 			return false
 		}
-		if len(missing) > 0 && count {
+		if nMissing > 0 && count {
 			w.fail("dependentRequired", "properties "+schNames(d.req)+" when "+schClip(d.name, 30)+" is present", "missing "+schNames(missing),
 				"a property that requires others is present without them")
 		}
@@ -1426,15 +1433,26 @@ func schTypeMatches(types uint8, v any) bool {
 	return false
 }
 
-func schMissing(obj map[string]any, names []string) []string {
-	var missing []string
+func schMissing(obj map[string]any, names []string) (shown []string, n int) {
 	for _, name := range names {
 		if _, ok := obj[name]; !ok {
-			missing = append(missing, name)
+			if shown == nil {
+				shown = make([]string, 0, min(len(names), schShownNames))
+			}
+			if n < schShownNames {
+				shown = append(shown, name)
+			}
+			n++
 		}
 	}
-	return missing
+	return shown, n
 }
+
+// schShownNames is how many names schMissing keeps for a failure's text: more than schNames
+// shows of any list (each name adds at least ", " to FoundMaxChars), so that the text is the same
+// as of the whole list, which for thousands of required names and as many objects missing them
+// was gigabytes of allocation.
+const schShownNames = FoundMaxChars/2 + 8
 
 // schEqual is JSON equality as the library defines it: numbers by value (1 equals 1.0), objects
 // by content.
@@ -1717,22 +1735,123 @@ func schFieldOf(path string) string {
 	return strings.TrimPrefix(path, "$")
 }
 
-// sortFailures puts failures in document order (object keys sorted, array indices ascending,
-// a container before its contents), keeping the walk's keyword order within one location.
-func (w *schWalker) sortFailures(t *Tally, locs [][]schLoc) {
-	if len(t.Failures) < 2 {
+// schKept holds the failures of a walk that a report can show: the first ListCap in document
+// order (object keys sorted, array indices ascending, a container before its contents; the walk's
+// keyword order within one location), which the walk does not meet in that order. They are kept
+// in a heap whose top is the last of them; a failure after it is only counted, with the first
+// position of each check name that only such failures have.
+type schKept struct {
+	heap    []schFailureAt
+	found   int            // failures added, the seq of the next
+	dropped []schFailureAt // per check name among the failures not kept, the first (no Failure)
+}
+
+// schKeepCap is how many failures a walk keeps: ListCap, except in a test that compares with
+// keeping them all.
+var schKeepCap = ListCap
+
+// schFailureAt is a failure with its instance location and the order the walk found it in.
+type schFailureAt struct {
+	f   Failure
+	loc []schLoc
+	seq int
+}
+
+func (a *schFailureAt) compare(loc []schLoc, seq int) int {
+	if c := schCompareLoc(a.loc, loc); c != 0 {
+		return c
+	}
+	return a.seq - seq
+}
+
+func (k *schKept) reset() {
+	clear(k.heap)
+	clear(k.dropped)
+	k.heap, k.dropped, k.found = k.heap[:0], k.dropped[:0], 0
+}
+
+// add records f, found at loc.
+func (k *schKept) add(f Failure, loc []schLoc) {
+	seq := k.found
+	k.found++
+	if len(k.heap) < schKeepCap {
+		k.heap = append(k.heap, schFailureAt{f, slices.Clone(loc), seq})
+		k.up(len(k.heap) - 1)
 		return
 	}
-	idx := make([]int, len(t.Failures))
-	for i := range idx {
-		idx[i] = i
+	top := &k.heap[0]
+	if top.compare(loc, seq) < 0 {
+		k.drop(f.Check, loc, seq, true)
+		return
 	}
-	slices.SortStableFunc(idx, func(a, b int) int { return schCompareLoc(locs[a], locs[b]) })
-	sorted := make([]Failure, len(idx))
-	for i, j := range idx {
-		sorted[i] = t.Failures[j]
+	k.drop(top.f.Check, top.loc, top.seq, false)
+	*top = schFailureAt{f, slices.Clone(loc), seq}
+	k.down(0)
+}
+
+// drop notes a failure not kept: its check name's first position among those.
+func (k *schKept) drop(check string, loc []schLoc, seq int, clone bool) {
+	for i := range k.dropped {
+		if d := &k.dropped[i]; d.f.Check == check {
+			if d.compare(loc, seq) > 0 {
+				d.loc, d.seq = loc, seq
+				if clone {
+					d.loc = slices.Clone(loc)
+				}
+			}
+			return
+		}
 	}
-	t.Failures = sorted
+	if clone {
+		loc = slices.Clone(loc)
+	}
+	k.dropped = append(k.dropped, schFailureAt{Failure{Check: check}, loc, seq})
+}
+
+// up and down keep the heap ordered with the last failure, in document order, on top.
+func (k *schKept) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if k.heap[p].compare(k.heap[i].loc, k.heap[i].seq) >= 0 {
+			return
+		}
+		k.heap[p], k.heap[i] = k.heap[i], k.heap[p]
+		i = p
+	}
+}
+
+func (k *schKept) down(i int) {
+	for {
+		c := 2*i + 1
+		if c >= len(k.heap) {
+			return
+		}
+		if r := c + 1; r < len(k.heap) && k.heap[r].compare(k.heap[c].loc, k.heap[c].seq) > 0 {
+			c = r
+		}
+		if k.heap[i].compare(k.heap[c].loc, k.heap[c].seq) >= 0 {
+			return
+		}
+		k.heap[i], k.heap[c] = k.heap[c], k.heap[i]
+		i = c
+	}
+}
+
+// into puts the kept failures in t in document order, and counts the others.
+func (k *schKept) into(t *Tally) {
+	byPosition := func(a, b schFailureAt) int { return a.compare(b.loc, b.seq) }
+	slices.SortFunc(k.heap, byPosition)
+	if len(k.heap) > 0 {
+		t.Failures = make([]Failure, len(k.heap))
+		for i := range k.heap {
+			t.Failures[i] = k.heap[i].f
+		}
+	}
+	slices.SortFunc(k.dropped, byPosition)
+	for _, d := range k.dropped {
+		t.dropCheck(d.f.Check)
+	}
+	t.dropped = k.found - len(k.heap)
 }
 
 func schCompareLoc(a, b []schLoc) int {

@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -873,5 +874,53 @@ func TestSchemaOtherDrafts(t *testing.T) {
 				t.Errorf("%s\n%s: walker valid=%v, library valid=%v (%+v)", tc.schema, inst, r.walkerValid, r.libValid, r.schema.Failures)
 			}
 		}
+	}
+}
+
+// A walk keeps the first ListCap failures in document order, although it meets them in another
+// (each branch of allOf walks the object's members on its own), and counts the rest with their
+// check names in the order they first appear: the same as keeping every failure, sorting and
+// cutting.
+func TestSchemaKeepsFirstFailures(t *testing.T) {
+	// Members k00 to k99 each fail type once, k00 to k04 minimum too, so the first ListCap
+	// failures are those of k00 to k44. schema:maximum first fails at k90; schema:exclusiveMaximum
+	// at k60, though the walk meets it at k95 first; schema:not at k02, among the kept.
+	sch, err := CompileSchema(schDecode(t, []byte(`{"allOf": [
+		{"additionalProperties": {"type": "string"}},
+		{"patternProperties": {"^k0[0-4]$": {"minimum": 5}}},
+		{"properties": {"k90": {"maximum": -1}}},
+		{"properties": {"k95": {"exclusiveMaximum": -1}}},
+		{"properties": {"k60": {"exclusiveMaximum": -1}}},
+		{"properties": {"k02": {"not": {"const": 2}}}}
+	]}`)), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var members []string
+	for i := range 100 {
+		members = append(members, fmt.Sprintf(`"k%02d": %d`, i, i))
+	}
+	out := schDecode(t, []byte("{"+strings.Join(members, ",")+"}"))
+
+	schKeepCap = 1 << 30
+	all, _ := sch.Check(out)
+	schKeepCap = ListCap
+	got, _ := sch.Check(out)
+
+	if len(all.Failures) <= 2*ListCap || all.Failed() != len(all.Failures) {
+		t.Fatalf("reference walk kept %d of %d failures, want all of them, more than %d", len(all.Failures), all.Failed(), 2*ListCap)
+	}
+	if !slices.Equal(got.Failures, all.Failures[:ListCap]) {
+		t.Errorf("kept failures are not the first %d in document order:\n got %v\nwant %v", ListCap, got.Failures, all.Failures[:ListCap])
+	}
+	if got.Failed() != all.Failed() || got.Total != all.Total || got.Passed != all.Passed {
+		t.Errorf("counts %d failed of %d (%d passed), want %d of %d (%d)", got.Failed(), got.Total, got.Passed, all.Failed(), all.Total, all.Passed)
+	}
+	want := []string{"schema:type", "schema:minimum", "schema:not", "schema:exclusiveMaximum", "schema:maximum"}
+	if !slices.Equal(all.appendChecks(nil), want) {
+		t.Fatalf("reference check names %v, want %v", all.appendChecks(nil), want)
+	}
+	if gotChecks := got.appendChecks(nil); !slices.Equal(gotChecks, want) {
+		t.Errorf("check names %v, want %v", gotChecks, want)
 	}
 }

@@ -3,6 +3,7 @@ package verify
 import (
 	"encoding/json"
 	"math/big"
+	"slices"
 )
 
 // Values of submitted_output, expected_schema and rule operands are held as the decoder builds
@@ -59,21 +60,76 @@ type Failure struct {
 	Detail   string // one sentence, no check name or path: "values sum to 129.5, expected total (135.0)"
 }
 
-// Tally counts checks of one family and keeps the failures in the order found.
+// Tally counts checks of one family and keeps the failures a report can show: the first ListCap
+// in report order. The others are counted, with the check names only they have, so that an
+// output failing a check a hundred thousand times holds ListCap failures, not all of them.
 type Tally struct {
 	Total, Passed int
 	Failures      []Failure
+	// dropped counts the failures after Failures; dropChecks are the Check names that only
+	// they have, in the order of their first appearance; seen holds every Check name, once
+	// failures are dropped.
+	dropped    int
+	dropChecks []string
+	seen       map[string]struct{}
 }
 
-// Add merges other into t.
+// Add merges other into t, other's failures after t's.
 func (t *Tally) Add(other Tally) {
 	t.Total += other.Total
 	t.Passed += other.Passed
-	t.Failures = append(t.Failures, other.Failures...)
+	for _, f := range other.Failures {
+		t.keep(f)
+	}
+	t.dropped += other.dropped
+	for _, c := range other.dropChecks {
+		t.dropCheck(c)
+	}
 }
 
 // Pass records one passing check.
 func (t *Tally) Pass() { t.Total++; t.Passed++ }
 
 // Fail records one failing check.
-func (t *Tally) Fail(f Failure) { t.Total++; t.Failures = append(t.Failures, f) }
+func (t *Tally) Fail(f Failure) { t.Total++; t.keep(f) }
+
+// Failed is how many checks failed, the ones not kept in Failures included.
+func (t *Tally) Failed() int { return len(t.Failures) + t.dropped }
+
+// appendChecks appends to dst, in order of first appearance, the Check names of t's failures
+// that dst does not hold yet.
+func (t *Tally) appendChecks(dst []string) []string {
+	for _, f := range t.Failures {
+		if !slices.Contains(dst, f.Check) {
+			dst = append(dst, f.Check)
+		}
+	}
+	for _, c := range t.dropChecks {
+		if !slices.Contains(dst, c) {
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+func (t *Tally) keep(f Failure) {
+	if len(t.Failures) < ListCap {
+		t.Failures = append(t.Failures, f)
+		return
+	}
+	t.dropped++
+	t.dropCheck(f.Check)
+}
+
+func (t *Tally) dropCheck(c string) {
+	if t.seen == nil {
+		t.seen = make(map[string]struct{}, 8)
+		for _, f := range t.Failures {
+			t.seen[f.Check] = struct{}{}
+		}
+	}
+	if _, ok := t.seen[c]; !ok {
+		t.seen[c] = struct{}{}
+		t.dropChecks = append(t.dropChecks, c)
+	}
+}
