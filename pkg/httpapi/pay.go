@@ -287,11 +287,10 @@ func (s *Service) refuseFreeSize(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveFree runs a verification within the caller's free allowance, or answers 402/429 when it
-// is spent. The allowance is consumed only for a request that decoded cleanly and got a phase slot
-// (FinishFree).
+// is spent. The allowance is consumed only for a request that decoded cleanly.
 func (s *Service) serveFree(w http.ResponseWriter, r *http.Request, job *Job) {
 	client := s.clientKey(r)
-	v, granted, remaining, err := s.FinishFree(r.Context(), job, client)
+	granted, remaining, err := s.ConsumeFree(r.Context(), client)
 	if err != nil {
 		s.WriteError(w, r, err)
 		return
@@ -299,6 +298,11 @@ func (s *Service) serveFree(w http.ResponseWriter, r *http.Request, job *Job) {
 	if !granted {
 		s.writePaymentRequired(w, r, apperr.FreeTrialExhausted, "This client's free checks for today are used up; pay with x402 to continue.",
 			s.freeTrial(r.Context(), client, s.Pricing.FreeCallsPerDay, true), nil)
+		return
+	}
+	v, err := s.Finish(r.Context(), job)
+	if err != nil {
+		s.WriteError(w, r, err)
 		return
 	}
 	s.Record(r.Context(), v, ClientIP(r, s.TrustedProxyHops), false)

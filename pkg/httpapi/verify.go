@@ -186,36 +186,8 @@ func (s *Service) Decode(ctx context.Context, body []byte) (*Job, error) {
 
 // Finish checks a decoded request and signs the report within the deadline.
 func (s *Service) Finish(ctx context.Context, job *Job) (*Verification, error) {
-	v, _, err := s.finish(ctx, job, nil)
-	return v, err
-}
-
-// FinishFree is Finish for a call on client's free allowance: the free call is taken once the
-// work has its phase slot, so that a call that waits past its deadline for one is answered the
-// deadline's retryable 503 with its allowance as it was. granted false (and no error) is an
-// allowance already spent; remaining is what is left of it after this call.
-func (s *Service) FinishFree(ctx context.Context, job *Job, client string) (v *Verification, granted bool, remaining int, err error) {
-	v, remaining, err = s.finish(ctx, job, func(ctx context.Context) (bool, int, error) {
-		return s.ConsumeFree(ctx, client)
-	})
-	return v, v != nil, remaining, err
-}
-
-// finish runs the checks and signs within the deadline, first asking take, when there is one,
-// whether the call may go on (and what it leaves). v is nil when take refused.
-func (s *Service) finish(ctx context.Context, job *Job, take func(context.Context) (bool, int, error)) (*Verification, int, error) {
-	var (
-		v    *Verification
-		left int
-	)
+	var v *Verification
 	err := s.withDeadline(ctx, func(ctx context.Context) error {
-		if take != nil {
-			ok, n, err := take(ctx)
-			if err != nil || !ok {
-				return err
-			}
-			left = n
-		}
 		// The checks stop when the deadline answers for them, instead of running on.
 		job.req.StopWhen(ctx.Done())
 		now := s.now()
@@ -232,9 +204,9 @@ func (s *Service) finish(ctx context.Context, job *Job, take func(context.Contex
 	})
 	if err != nil {
 		// The phase may still be running (a missed deadline): what it writes is not read.
-		return nil, 0, err
+		return nil, err
 	}
-	return v, left, nil
+	return v, nil
 }
 
 // RunVerification decodes, checks and signs one request body, with no allowance or payment: for

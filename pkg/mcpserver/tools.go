@@ -140,7 +140,7 @@ func (s *Server) verifySchema(ctx context.Context, req *mcp.CallToolRequest) (*m
 		s.svc.Record(ctx, v, ip, false)
 		return success(v.Body, nil), nil
 	}
-	v, granted, remaining, err := s.svc.FinishFree(ctx, job, client)
+	granted, remaining, err := s.svc.ConsumeFree(ctx, client)
 	if err != nil {
 		return s.errorResult(ToolVerify, err, nil), nil
 	}
@@ -150,6 +150,10 @@ func (s *Server) verifySchema(ctx context.Context, req *mcp.CallToolRequest) (*m
 		}
 		return s.paymentRequired(ctx, ToolVerify, client, apperr.FreeTrialExhausted,
 			"This client's free checks for today are used up; pay with x402 to continue.", nil), nil
+	}
+	v, err := s.svc.Finish(ctx, job)
+	if err != nil {
+		return s.errorResult(ToolVerify, err, nil), nil
 	}
 	s.svc.Record(ctx, v, ip, false)
 	// What the REST answer says in its Free-Allowance-* headers.
