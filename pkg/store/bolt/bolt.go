@@ -331,28 +331,11 @@ func (s *Store) ReservePayment(ctx context.Context, id string, expires time.Time
 		}
 	}
 	if !strings.HasPrefix(id, evmPaymentPrefix) {
-		// Pending while it commits, so that a concurrent use is already a replay. The caller
-		// waits for the commit until its context ends; the commit goes on without it, and the
-		// payment stays reserved (refused as a replay, as on DynamoDB when a conditional write's
-		// answer is lost), since whether it reached the disk is not known yet.
-		p.writing.Add(1)
-		committed := make(chan error, 1)
-		go func() {
-			defer p.writing.Done()
-			err := s.writes.update(write)
-			p.mu.Lock()
-			written() // on disk now, or not reserved at all
-			p.mu.Unlock()
-			committed <- err
-		}()
+		// Pending while it commits, so that a concurrent use is already a replay.
 		p.mu.Unlock()
-		var err error
-		select {
-		case err = <-committed:
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
+		err := s.writes.update(write)
 		p.mu.Lock()
+		written() // on disk now, or not reserved at all
 		if err != nil {
 			return fmt.Errorf("reserve payment %s: %w", id, err)
 		}

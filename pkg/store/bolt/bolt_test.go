@@ -451,51 +451,6 @@ func TestSolanaReservationSurvivesCrash(t *testing.T) {
 	}
 }
 
-// A Solana reservation whose commit hangs is given up when the caller's context ends, instead of
-// holding the request past its deadline; the payment stays reserved, and is on disk once the
-// commit goes through.
-func TestSolanaReservationWaitEndsWithContext(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	const id = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp/1f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
-
-	// Hold bbolt's single writer, so that the reservation cannot commit.
-	holding, release := make(chan struct{}), make(chan struct{})
-	held := make(chan error, 1)
-	go func() {
-		held <- s.db.Update(func(*bbolt.Tx) error { close(holding); <-release; return nil })
-	}()
-	<-holding
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	answered := make(chan error, 1)
-	go func() { answered <- s.ReservePayment(ctx, id, time.Now().Add(time.Hour)) }()
-	select {
-	case err := <-answered:
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("ReservePayment behind a hung commit = %v, want the context's error", err)
-		}
-	case <-time.After(5 * time.Second):
-		close(release)
-		t.Fatal("ReservePayment still waiting 5 s after its 50 ms context ended")
-	}
-	bg := context.Background()
-	if err := s.ReservePayment(bg, id, time.Now().Add(time.Hour)); !errors.Is(err, store.ErrPaymentReplayed) {
-		t.Errorf("the same payment while its commit hangs = %v, want ErrPaymentReplayed", err)
-	}
-	close(release)
-	if err := <-held; err != nil {
-		t.Fatal(err)
-	}
-	s.payments.writing.Wait()
-	if live, err := s.PaymentReserved(bg, id); err != nil || !live {
-		t.Errorf("PaymentReserved once the commit went through = %v, %v; want true", live, err)
-	}
-}
-
 // TestReleasedReservationStaysReleased: a reservation released while its deferred write still
 // waits for the next commit, or after that write, is not on disk after a restart, and one made
 // again after the release is.
