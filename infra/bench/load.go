@@ -96,7 +96,7 @@ func runLoad(ctx context.Context, c config) ([]loadRun, error) {
 const tmpfsDir = "/dev/shm"
 
 func loadgen(ctx context.Context, c config, gen string, conns int, mix, paid string, extra ...string) (loadRun, error) {
-	out := filepath.Join(c.tmp, fmt.Sprintf("load-%s-%d-%d.md", mix, conns, len(extra)))
+	out := filepath.Join(c.tmp, fmt.Sprintf("load-%s-%d-%s.md", mix, conns, strings.Join(extra, "")))
 	args := append([]string{"-bin", c.verifier, "-duration", c.duration.String(), "-conns", strconv.Itoa(conns),
 		"-mix", mix, "-paid", paid}, extra...)
 	progress("  loadgen %s", strings.Join(args, " "))
