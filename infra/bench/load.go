@@ -96,7 +96,7 @@ func runLoad(ctx context.Context, c config) ([]loadRun, error) {
 const tmpfsDir = "/dev/shm"
 
 func loadgen(ctx context.Context, c config, gen string, conns int, mix, paid string, extra ...string) (loadRun, error) {
-	out := filepath.Join(c.tmp, fmt.Sprintf("load-%s-%d-%s.md", mix, conns, strings.Join(extra, "")))
+	out := filepath.Join(c.tmp, loadFileName(mix, conns, extra))
 	args := append([]string{"-bin", c.verifier, "-duration", c.duration.String(), "-conns", strconv.Itoa(conns),
 		"-mix", mix, "-paid", paid}, extra...)
 	progress("  loadgen %s", strings.Join(args, " "))
@@ -116,6 +116,17 @@ func loadgen(ctx context.Context, c config, gen string, conns int, mix, paid str
 	}
 	r.mix, r.conns, r.paid = mix, conns, paid
 	return r, nil
+}
+
+// loadFileName names the report file of one loadgen run after all its flags, as one file name.
+func loadFileName(mix string, conns int, extra []string) string {
+	flags := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' {
+			return r
+		}
+		return '_'
+	}, strings.Join(extra, " "))
+	return fmt.Sprintf("load-%s-%d-%s.md", mix, conns, flags)
 }
 
 var (

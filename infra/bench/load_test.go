@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -67,5 +68,17 @@ func TestJudgedLoadRuns(t *testing.T) {
 	}
 	if best, spec := judgedLoadRuns(runs[4:5]); best != nil || spec != nil {
 		t.Errorf("a seed run alone was judged: %v, %v", best, spec)
+	}
+}
+
+// Every load run writes a file of its own, in the run's directory.
+func TestLoadFileName(t *testing.T) {
+	names := map[string]bool{}
+	for _, extra := range [][]string{nil, {"-open-rate", "2500"}, {"-data-parent", tmpfsDir}} {
+		n := loadFileName("realistic", 128, extra)
+		if strings.ContainsAny(n, "/\\ ") || names[n] {
+			t.Errorf("file name %q for %v: a path, or taken", n, extra)
+		}
+		names[n] = true
 	}
 }
