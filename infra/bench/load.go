@@ -51,7 +51,8 @@ type loadRun struct {
 }
 
 // runLoad runs loadgen's realistic mix at every connection count, then at the count that did best
-// the realistic mix again with its open loop at specRate, and the seed invoice alone. loadgen is built once, so that no compilation competes with the load.
+// the realistic mix again with its open loop at specRate, and the seed invoice alone. loadgen is
+// built once, so that no compilation competes with the load.
 func runLoad(ctx context.Context, c config) ([]loadRun, error) {
 	gen := filepath.Join(c.tmp, "loadgen")
 	build := exec.CommandContext(ctx, "go", "build", "-o", gen, "./infra/loadgen")

@@ -207,17 +207,17 @@ type Envelope struct {
 // entries each and count the rest, so an output with tens of thousands of failures costs the
 // report no more than one with ListCap of them.
 func buildReport(req *Request, f Findings, env Envelope) *Report {
-	nonBlocking := func(blocking bool, severity string) string {
+	warning := func(blocking bool) string {
 		if blocking {
 			return "error"
 		}
-		return severity
+		return "warning"
 	}
 	groups := [...]failureGroup{
 		{f.Schema, sourceSchema, true, "error"},
-		{f.Rules, sourceIntegrity, f.Enforce, nonBlocking(f.Enforce, "warning")},
-		{f.Bounds, sourceIntegrity, f.Enforce, nonBlocking(f.Enforce, "warning")},
-		{f.Content, sourceContent, f.Strict, nonBlocking(f.Strict, "warning")},
+		{f.Rules, sourceIntegrity, f.Enforce, warning(f.Enforce)},
+		{f.Bounds, sourceIntegrity, f.Enforce, warning(f.Enforce)},
+		{f.Content, sourceContent, f.Strict, warning(f.Strict)},
 		{f.Info, sourceContent, false, "info"},
 	}
 
@@ -336,13 +336,4 @@ func listed[T any](list []T, total int, n *[2]int) ([]T, *int, *int) {
 		list = []T{}
 	}
 	return list, &n[0], &n[1]
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"container/heap"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -1776,65 +1777,43 @@ func (k *schKept) add(f Failure, loc []schLoc) {
 	k.found++
 	if len(k.heap) < schKeepCap {
 		k.heap = append(k.heap, schFailureAt{f, slices.Clone(loc), seq})
-		k.up(len(k.heap) - 1)
+		heap.Fix(k, len(k.heap)-1)
 		return
 	}
 	top := &k.heap[0]
 	if top.compare(loc, seq) < 0 {
-		k.drop(f.Check, loc, seq, true)
+		k.drop(f.Check, loc, seq)
 		return
 	}
-	k.drop(top.f.Check, top.loc, top.seq, false)
+	k.drop(top.f.Check, top.loc, top.seq)
 	*top = schFailureAt{f, slices.Clone(loc), seq}
-	k.down(0)
+	heap.Fix(k, 0)
 }
 
 // drop notes a failure not kept: its check name's first position among those.
-func (k *schKept) drop(check string, loc []schLoc, seq int, clone bool) {
+func (k *schKept) drop(check string, loc []schLoc, seq int) {
 	for i := range k.dropped {
 		if d := &k.dropped[i]; d.f.Check == check {
 			if d.compare(loc, seq) > 0 {
-				d.loc, d.seq = loc, seq
-				if clone {
-					d.loc = slices.Clone(loc)
-				}
+				d.loc, d.seq = slices.Clone(loc), seq
 			}
 			return
 		}
 	}
-	if clone {
-		loc = slices.Clone(loc)
-	}
-	k.dropped = append(k.dropped, schFailureAt{Failure{Check: check}, loc, seq})
+	k.dropped = append(k.dropped, schFailureAt{Failure{Check: check}, slices.Clone(loc), seq})
 }
 
-// up and down keep the heap ordered with the last failure, in document order, on top.
-func (k *schKept) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if k.heap[p].compare(k.heap[i].loc, k.heap[i].seq) >= 0 {
-			return
-		}
-		k.heap[p], k.heap[i] = k.heap[i], k.heap[p]
-		i = p
-	}
-}
-
-func (k *schKept) down(i int) {
-	for {
-		c := 2*i + 1
-		if c >= len(k.heap) {
-			return
-		}
-		if r := c + 1; r < len(k.heap) && k.heap[r].compare(k.heap[c].loc, k.heap[c].seq) > 0 {
-			c = r
-		}
-		if k.heap[i].compare(k.heap[c].loc, k.heap[c].seq) >= 0 {
-			return
-		}
-		k.heap[i], k.heap[c] = k.heap[c], k.heap[i]
-		i = c
-	}
+// schKept is a heap (container/heap) of the kept failures with the last, in document order, on
+// top.
+func (k *schKept) Len() int           { return len(k.heap) }
+func (k *schKept) Less(i, j int) bool { return k.heap[i].compare(k.heap[j].loc, k.heap[j].seq) > 0 }
+func (k *schKept) Swap(i, j int)      { k.heap[i], k.heap[j] = k.heap[j], k.heap[i] }
+func (k *schKept) Push(x any)         { k.heap = append(k.heap, x.(schFailureAt)) }
+func (k *schKept) Pop() any {
+	last := k.heap[len(k.heap)-1]
+	k.heap[len(k.heap)-1] = schFailureAt{}
+	k.heap = k.heap[:len(k.heap)-1]
+	return last
 }
 
 // into puts the kept failures in t in document order, and counts the others.
