@@ -27,11 +27,12 @@ openapi:
 	cd infra/openapi && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 # Every parser's fuzz target (package:Target) runs for FUZZTIME on top of its seed corpus
-# (which `unit` already runs): requests, paths, canonical JSON, receipts, payment headers and
-# payloads, cursors, stored aggregates, client answers, MCP tool arguments and _meta.
+# (which `unit` already runs): requests, paths, canonical JSON, receipts, signatures, payment
+# headers and payloads, cursors, stored aggregates, client answers, MCP tool arguments and _meta.
 FUZZ_TARGETS := \
 	pkg/verify:FuzzDecodeRequest pkg/verify:FuzzParsePath pkg/verify:FuzzSchemaCheck pkg/verify:FuzzCanonicalTree \
 	pkg/receipt:FuzzCanonicalEqual pkg/receipt:FuzzVerifyAttestation pkg/receipt:FuzzRequestHashes pkg/receipt:FuzzCardKeys \
+	pkg/receipt:FuzzSignMatchesStdlib \
 	pkg/x402:FuzzDecodePaymentSignature pkg/x402:FuzzDecodePaymentRequired pkg/x402:FuzzDecodeSettleResponse \
 	pkg/x402:FuzzDecodePaymentPayload pkg/x402:FuzzPaymentIDSolana \
 	pkg/store/internal/storekey:FuzzDecodeCursor pkg/reputation:FuzzUnmarshalAggregate pkg/client:FuzzReadAnswer \

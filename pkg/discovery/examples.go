@@ -2,7 +2,6 @@ package discovery
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -93,7 +92,7 @@ func (e *Examples) All() []Example { return []Example{e.Pass, e.Fail, e.Invalid,
 // testing receipt verification only.
 func ExampleKey() receipt.Key {
 	seed := sha256.Sum256([]byte(exampleKeySeed))
-	return receipt.Key{Version: ExampleKeyVersion, Private: ed25519.NewKeyFromSeed(seed[:])}
+	return receipt.Key{Version: ExampleKeyVersion, Private: receipt.NewKeyFromSeed(seed[:])}
 }
 
 // exampleService is svc as far as answers go (engine limits, base URL, prices), signing with the

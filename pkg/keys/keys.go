@@ -160,7 +160,7 @@ func FromSeed(version string, seed []byte) (receipt.Key, error) {
 	if len(seed) != ed25519.SeedSize {
 		return receipt.Key{}, fmt.Errorf("key from seed %q: seed is %d bytes, want %d", version, len(seed), ed25519.SeedSize)
 	}
-	return receipt.Key{Version: version, Private: ed25519.NewKeyFromSeed(seed)}, nil
+	return receipt.Key{Version: version, Private: receipt.NewKeyFromSeed(seed)}, nil
 }
 
 // ParsePublicKey decodes a published key (base64 of the raw 32 bytes) under version, as configured

@@ -2,7 +2,6 @@ package receipt
 
 import (
 	"bytes"
-	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -91,7 +90,7 @@ func (k Key) AttestCanonical(context string, response, canonical []byte, timesta
 	empty := len(body) == 2
 	msg = append(msg, '}')
 
-	sig := ed25519.Sign(k.Private, msg)
+	sig := sign(k.Private, msg)
 
 	// The response is valid JSON, so its last non-space byte is the closing brace of the object.
 	end := len(bytes.TrimRight(response, " \t\r\n")) - 1

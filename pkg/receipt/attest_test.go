@@ -367,8 +367,9 @@ func TestKeyHidesPrivate(t *testing.T) {
 	}
 }
 
-// TestAttestAllocs guards the sign path: the signed response is the only allocation (the message
-// buffer is pooled and the signature stays on the stack).
+// TestAttestAllocs guards the sign path: the signed response and the 64-byte signature are its
+// only allocations (the message buffer is pooled; curve25519-voi's Sign returns the signature on
+// the heap, where crypto/ed25519's stayed on the stack).
 func TestAttestAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates on its own")
@@ -378,7 +379,7 @@ func TestAttestAllocs(t *testing.T) {
 	if _, err := k.Attest(ContextVerify, resp, testTimestamp); err != nil {
 		t.Fatal(err)
 	}
-	if n := testing.AllocsPerRun(50, func() { _, _ = k.Attest(ContextVerify, resp, testTimestamp) }); n > 1 {
-		t.Errorf("%v allocations per Attest, want 1", n)
+	if n := testing.AllocsPerRun(50, func() { _, _ = k.Attest(ContextVerify, resp, testTimestamp) }); n > 2 {
+		t.Errorf("%v allocations per Attest, want 2", n)
 	}
 }
