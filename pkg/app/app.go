@@ -35,12 +35,17 @@ type Options struct {
 	Log          *slog.Logger
 	// KeySource loads non-file keys (Secrets Manager, KMS); nil means only file: keys work.
 	KeySource func(ctx context.Context, source, version string) (receipt.Key, error)
-	// OpenStore opens a non-bolt store (DynamoDB); nil means only bolt works.
-	OpenStore func(ctx context.Context, cfg config.Config) (Store, error)
+	// OpenStore opens a non-bolt store (DynamoDB) that reads time from now; nil means only bolt
+	// works.
+	OpenStore func(ctx context.Context, cfg config.Config, now func() time.Time) (Store, error)
 	// BackgroundHistory says history records are written off the request path (the local
 	// server's StartRecording), so the embedded store may let them wait for company before
 	// committing (bolt.WithHistoryLinger). A function that records before it answers leaves it off.
 	BackgroundHistory bool
+	// Now is the service's one clock, handed to every part that reads time (the service, the
+	// store, payments), so that they all agree on the day and on what has expired; nil means
+	// time.Now. Tests set it to move a whole service through days and years.
+	Now func() time.Time
 }
 
 // historyLinger is how long the embedded store lets a background history write wait for others.
@@ -68,13 +73,17 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*httpapi.Servic
 	if log == nil {
 		log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	}
+	now := opt.Now
+	if now == nil {
+		now = time.Now
+	}
 	if cfg.Store == "bolt" || cfg.DefaultKey {
 		// Before anything is read from it or created in it.
 		if err := checkDataDir(cfg.DataDir); err != nil {
 			return nil, nil, err
 		}
 	}
-	key, err := loadKey(ctx, cfg, opt)
+	key, err := loadKey(ctx, cfg, opt, now)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -96,7 +105,7 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*httpapi.Servic
 		if err := makeDataDir(cfg.DataDir); err != nil {
 			return nil, nil, err
 		}
-		var bopts []bolt.Option
+		bopts := []bolt.Option{bolt.WithClock(now)}
 		if opt.BackgroundHistory {
 			bopts = append(bopts, bolt.WithHistoryLinger(historyLinger))
 		}
@@ -109,13 +118,13 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*httpapi.Servic
 		if opt.OpenStore == nil {
 			return nil, nil, fmt.Errorf("store %q is not available in this binary", cfg.Store)
 		}
-		if st, err = opt.OpenStore(ctx, cfg); err != nil {
+		if st, err = opt.OpenStore(ctx, cfg, now); err != nil {
 			return nil, nil, fmt.Errorf("open store: %w", err)
 		}
 	}
 	var payer httpapi.Payer
 	if !cfg.X402.FreeOnly() {
-		p, err := x402.New(cfg.X402, x402.NewFacilitator(cfg.X402), log)
+		p, err := x402.New(cfg.X402, x402.NewFacilitator(cfg.X402), log, x402.WithClock(now))
 		if err != nil {
 			st.Close()
 			return nil, nil, fmt.Errorf("payments: %w", err)
@@ -133,6 +142,7 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*httpapi.Servic
 		Pricing: httpapi.Pricing{FreeCallsPerDay: cfg.FreeCallsPerDay, FreeMaxBody: cfg.FreeMaxBody,
 			PriceVerify: cfg.PriceVerify, PriceScore: cfg.PriceScore},
 		Log:              log,
+		Now:              now,
 		TrustedProxyHops: cfg.TrustedProxyHops,
 		CallerSalt:       callerSalt(key),
 	}
@@ -173,7 +183,7 @@ func callerSalt(k receipt.Key) []byte {
 	return h.Sum(nil)
 }
 
-func loadKey(ctx context.Context, cfg config.Config, opt Options) (receipt.Key, error) {
+func loadKey(ctx context.Context, cfg config.Config, opt Options, now func() time.Time) (receipt.Key, error) {
 	path, isFile := strings.CutPrefix(cfg.SigningKey, "file:")
 	if !isFile {
 		if opt.KeySource == nil {
@@ -189,7 +199,7 @@ func loadKey(ctx context.Context, cfg config.Config, opt Options) (receipt.Key, 
 	if errors.Is(err, fs.ErrNotExist) && opt.CreateDevKey && cfg.DefaultKey {
 		version := cfg.KeyVersion
 		if version == "" {
-			version = "dev-" + time.Now().UTC().Format("2006-01-02")
+			version = "dev-" + now().UTC().Format("2006-01-02")
 		}
 		if k, err = keys.Generate(version, rand.Reader); err != nil {
 			return receipt.Key{}, fmt.Errorf("generate dev key: %w", err)

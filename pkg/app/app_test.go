@@ -14,7 +14,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/agent-output-verifier/verifier/internal/testclock"
 	"github.com/agent-output-verifier/verifier/pkg/config"
 	"github.com/agent-output-verifier/verifier/pkg/keys"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
@@ -42,7 +44,7 @@ func TestKeySourceUnavailableAtStartup(t *testing.T) {
 		KeySource: func(context.Context, string, string) (receipt.Key, error) {
 			return receipt.Key{}, errors.New("read secret verifier-key: AccessDeniedException")
 		},
-		OpenStore: func(context.Context, config.Config) (Store, error) { opened = true; return nil, nil },
+		OpenStore: func(context.Context, config.Config, func() time.Time) (Store, error) { opened = true; return nil, nil },
 	})
 	if err == nil || svc != nil || closeFn != nil || !strings.Contains(err.Error(), "load signing key") {
 		t.Fatalf("got %v, %v; want a key error and no service", svc, err)
@@ -223,6 +225,75 @@ func TestAWSKeySourcesFromEnvironment(t *testing.T) {
 		got, err := aws.KeySource(context.Background(), source, "v9")
 		if err != nil || !got.Private.Equal(want.Private) {
 			t.Errorf("%s: %v", strings.SplitN(source, ":", 2)[0], err)
+		}
+	}
+}
+
+// Build hands its one clock to every part that reads time: at every epoch, far before and after
+// any day the suite runs on, the store, the allowance and its headers agree on the day, the
+// allowance runs out, and the next UTC day brings a fresh one. Over bolt and over DynamoDB
+// (dynalite), each of which would refuse a counter whose day its own clock had left behind.
+func TestOneClockAtEveryEpoch(t *testing.T) {
+	endpoint := dynalitetest.Start(t)
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+	aws, err := NewAWS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"task_id":"t","agent_id":"clock-agent","expected_schema":{"type":"number"},"submitted_output":3}`
+	for _, storeName := range []string{"bolt", "dynamodb"} {
+		for _, at := range testclock.Epochs() {
+			t.Run(storeName+"/"+at.Format(time.DateOnly), func(t *testing.T) {
+				env := map[string]string{"VERIFIER_STORE": storeName, "VERIFIER_DATA_DIR": filepath.Join(t.TempDir(), "data"),
+					"VERIFIER_FREE_CALLS_PER_DAY": "1"}
+				if storeName == "dynamodb" {
+					table := dynalitetest.TableName(t)
+					if err := dynamo.CreateTable(context.Background(), dynalitetest.Client(endpoint), table); err != nil {
+						t.Fatal(err)
+					}
+					keyFile := filepath.Join(t.TempDir(), "key.json")
+					k, _ := keys.Generate("v-clock", rand.Reader)
+					if err := keys.WriteFile(keyFile, k); err != nil {
+						t.Fatal(err)
+					}
+					env["VERIFIER_TABLE"], env["VERIFIER_SIGNING_KEY"] = table, "file:"+keyFile
+				}
+				clk := testclock.New(at)
+				svc, closeFn, err := Build(context.Background(), load(t, env), Options{CreateDevKey: true, Now: clk.Now,
+					KeySource: aws.KeySource, OpenStore: aws.OpenStore, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer closeFn()
+				srv := httptest.NewServer(svc.Handler())
+				defer srv.Close()
+				post := func() *http.Response {
+					t.Helper()
+					resp, err := http.Post(srv.URL+"/verify/schema", "application/json", strings.NewReader(body))
+					if err != nil {
+						t.Fatal(err)
+					}
+					resp.Body.Close()
+					return resp
+				}
+				midnight := time.Date(at.Year(), at.Month(), at.Day()+1, 0, 0, 0, 0, time.UTC)
+				if resp := post(); resp.StatusCode != 200 || resp.Header.Get("Free-Allowance-Resets") != midnight.Format(time.RFC3339) {
+					t.Fatalf("first call: %d, resets %q; want 200, %s", resp.StatusCode, resp.Header.Get("Free-Allowance-Resets"), midnight.Format(time.RFC3339))
+				}
+				// Free-only: the spent allowance is a 429 until the clock's next midnight, a minute away.
+				if resp := post(); resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "60" {
+					t.Fatalf("second call: %d, Retry-After %q; want 429, 60", resp.StatusCode, resp.Header.Get("Retry-After"))
+				}
+				clk.Advance(2 * time.Minute)
+				next := midnight.AddDate(0, 0, 1).Format(time.RFC3339)
+				if resp := post(); resp.StatusCode != 200 || resp.Header.Get("Free-Allowance-Remaining") != "0" || resp.Header.Get("Free-Allowance-Resets") != next {
+					t.Fatalf("next day: %d, remaining %q, resets %q; want 200, 0, %s", resp.StatusCode,
+						resp.Header.Get("Free-Allowance-Remaining"), resp.Header.Get("Free-Allowance-Resets"), next)
+				}
+			})
 		}
 	}
 }

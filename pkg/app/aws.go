@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -63,10 +64,10 @@ func (a *AWS) KeySource(ctx context.Context, source, version string) (receipt.Ke
 
 // OpenStore opens the DynamoDB store on the configured table. It makes no call: the first
 // request's is the first, and /health's Ping checks the table.
-func (a *AWS) OpenStore(ctx context.Context, cfg config.Config) (Store, error) {
+func (a *AWS) OpenStore(ctx context.Context, cfg config.Config, now func() time.Time) (Store, error) {
 	c, err := awsjson.New(a.Config, awsjson.DynamoDB)
 	if err != nil {
 		return nil, err
 	}
-	return dynamo.New(c, cfg.Table), nil
+	return dynamo.New(c, cfg.Table, dynamo.WithClock(now)), nil
 }

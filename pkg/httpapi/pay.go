@@ -69,6 +69,13 @@ func day(t time.Time) (string, time.Time) {
 	return t.Format("2006-01-02"), midnight
 }
 
+// AllowanceResets is when today's free allowance resets: the next UTC midnight by the service's
+// clock, as the Free-Allowance-Resets header says it (every transport reports the same instant).
+func (s *Service) AllowanceResets() time.Time {
+	_, midnight := day(s.now())
+	return midnight
+}
+
 // clientKey is how the allowance knows a client: the salted hash of its IP, never the IP.
 func (s *Service) clientKey(r *http.Request) string {
 	return s.CallerID(ClientIP(r, s.TrustedProxyHops))
@@ -107,10 +114,9 @@ func (s *Service) freeTrial(ctx context.Context, client string, used int, knownU
 }
 
 func (s *Service) setAllowanceHeaders(w http.ResponseWriter, remaining int) {
-	_, midnight := day(s.now())
 	w.Header().Set("Free-Allowance-Remaining", strconv.Itoa(remaining))
 	w.Header().Set("Free-Allowance-Limit", strconv.Itoa(s.Pricing.FreeCallsPerDay))
-	w.Header().Set("Free-Allowance-Resets", midnight.Format(time.RFC3339))
+	w.Header().Set("Free-Allowance-Resets", s.AllowanceResets().Format(time.RFC3339))
 }
 
 // verifyDescription describes the verify routes and tool in payment requirements.

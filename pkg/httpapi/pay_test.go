@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agent-output-verifier/verifier/internal/testclock"
 	"github.com/agent-output-verifier/verifier/internal/testhttp"
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
@@ -76,14 +77,26 @@ type payEnv struct {
 	srv   *httptest.Server
 	st    store.Store
 	payer *fakePayer
-	now   atomic.Pointer[time.Time]
+	clock *testclock.Clock // the one clock of the service and its store
 }
 
-func newPayEnv(t testing.TB, st store.Store, limit int, payer *fakePayer) *payEnv {
+// opener opens a store that reads time from now, as every component of one test environment does.
+type opener func(t testing.TB, now func() time.Time) store.Store
+
+// payStart is the payment tests' default instant: a minute before a UTC midnight, so a test can
+// cross into the next day. The tests whose outcome involves the day also run at testclock.Epochs.
+var payStart = time.Date(2026, 11, 30, 23, 59, 0, 0, time.UTC)
+
+func newPayEnv(t testing.TB, open opener, limit int, payer *fakePayer) *payEnv {
+	return newPayEnvAt(t, payStart, open, limit, payer)
+}
+
+// newPayEnvAt builds the service and its store on one test clock that reads at.
+func newPayEnvAt(t testing.TB, at time.Time, open opener, limit int, payer *fakePayer) *payEnv {
 	t.Helper()
-	e := &payEnv{st: st, payer: payer}
-	start := time.Date(2026, 11, 30, 23, 59, 0, 0, time.UTC)
-	e.now.Store(&start)
+	e := &payEnv{payer: payer, clock: testclock.New(at)}
+	e.st = open(t, e.clock.Now)
+	st := e.st
 	e.svc = &Service{
 		Engine:    verify.NewEngine(verify.Limits{}),
 		Keys:      receipt.KeyRing{Current: receipt.Key{Version: "test-v1", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32))}},
@@ -92,7 +105,7 @@ func newPayEnv(t testing.TB, st store.Store, limit int, payer *fakePayer) *payEn
 		Store:     st,
 		Allowance: st,
 		Pricing:   Pricing{FreeCallsPerDay: limit, FreeMaxBody: 64 << 10, PriceVerify: "0.02", PriceScore: "0.01"},
-		Now:       func() time.Time { return *e.now.Load() },
+		Now:       e.clock.Now,
 		// A hundred concurrent callers under the race detector can keep a test store busy for
 		// seconds; the default timeout is tested on its own.
 		StoreTimeout: 30 * time.Second,
@@ -105,9 +118,9 @@ func newPayEnv(t testing.TB, st store.Store, limit int, payer *fakePayer) *payEn
 	return e
 }
 
-func openBolt(t testing.TB) store.Store {
+func openBolt(t testing.TB, now func() time.Time) store.Store {
 	t.Helper()
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "v.db"))
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "v.db"), bolt.WithClock(now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,14 +128,14 @@ func openBolt(t testing.TB) store.Store {
 	return st
 }
 
-func openDynalite(t testing.TB) store.Store {
+func openDynalite(t testing.TB, now func() time.Time) store.Store {
 	t.Helper()
 	client := dynalitetest.Client(dynalitetest.Start(t))
 	table := dynalitetest.TableName(t)
 	if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
 		t.Fatal(err)
 	}
-	return dynamo.New(client, table)
+	return dynamo.New(client, table, dynamo.WithClock(now))
 }
 
 const okBody = `{"task_id":"t","agent_id":"seller-9","expected_schema":{"type":"number"},"submitted_output":1}`
@@ -135,47 +148,61 @@ func post(t *testing.T, url, body string, hdr ...string) (*http.Response, map[st
 	return resp, m
 }
 
-// 100 concurrent free calls from one client with an allowance of 40: exactly 40 answers.
+// midnightAfter is the UTC midnight that ends at's day, as the allowance headers write it.
+func midnightAfter(at time.Time) string {
+	y, m, d := at.UTC().Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC).Format(time.RFC3339)
+}
+
+// 100 concurrent free calls from one client with an allowance of 40: exactly 40 answers, and the
+// next UTC day a fresh allowance; at every epoch, so the outcome never depends on the calendar.
 func TestAllowanceUnderConcurrency(t *testing.T) {
-	for name, open := range map[string]func(testing.TB) store.Store{"bolt": openBolt, "dynalite": openDynalite} {
-		t.Run(name, func(t *testing.T) {
-			e := newPayEnv(t, open(t), 40, &fakePayer{})
-			var ok, paid, other atomic.Int32
-			var wg sync.WaitGroup
-			for range 100 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					resp, m := post(t, e.srv.URL+"/verify/schema", okBody)
-					switch {
-					case resp.StatusCode == 200:
-						ok.Add(1)
-					case resp.StatusCode == 402 && m["code"] == "free_trial_exhausted" && resp.Header.Get(HeaderPaymentRequired) != "":
-						paid.Add(1)
-					default:
-						t.Logf("unexpected answer %d %v", resp.StatusCode, m)
-						other.Add(1)
-					}
-				}()
-			}
-			wg.Wait()
-			if ok.Load() != 40 || paid.Load() != 60 || other.Load() != 0 {
-				t.Fatalf("got %d answers, %d 402s, %d others; want 40, 60, 0", ok.Load(), paid.Load(), other.Load())
-			}
-			// A new UTC day resets the allowance.
-			next := e.now.Load().Add(2 * time.Minute)
-			e.now.Store(&next)
-			resp, _ := post(t, e.srv.URL+"/verify/schema", okBody)
-			if resp.StatusCode != 200 || resp.Header.Get("Free-Allowance-Remaining") != "39" || resp.Header.Get("Free-Allowance-Limit") != "40" ||
-				resp.Header.Get("Free-Allowance-Resets") != "2026-12-02T00:00:00Z" {
-				t.Fatalf("next day: %d, headers %v", resp.StatusCode, resp.Header)
-			}
-		})
+	for name, open := range map[string]opener{"bolt": openBolt, "dynalite": openDynalite} {
+		for _, at := range testclock.Epochs() {
+			t.Run(name+"/"+at.Format("2006-01-02"), func(t *testing.T) {
+				e := newPayEnvAt(t, at, open, 40, &fakePayer{})
+				var ok, paid, other atomic.Int32
+				var wg sync.WaitGroup
+				for range 100 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						resp, m := post(t, e.srv.URL+"/verify/schema", okBody)
+						switch {
+						case resp.StatusCode == 200:
+							ok.Add(1)
+						case resp.StatusCode == 402 && m["code"] == "free_trial_exhausted" && resp.Header.Get(HeaderPaymentRequired) != "":
+							paid.Add(1)
+						default:
+							t.Logf("unexpected answer %d %v", resp.StatusCode, m)
+							other.Add(1)
+						}
+					}()
+				}
+				wg.Wait()
+				if ok.Load() != 40 || paid.Load() != 60 || other.Load() != 0 {
+					t.Fatalf("got %d answers, %d 402s, %d others; want 40, 60, 0", ok.Load(), paid.Load(), other.Load())
+				}
+				// A new UTC day resets the allowance.
+				next := e.clock.Advance(2 * time.Minute)
+				resp, _ := post(t, e.srv.URL+"/verify/schema", okBody)
+				if resp.StatusCode != 200 || resp.Header.Get("Free-Allowance-Remaining") != "39" || resp.Header.Get("Free-Allowance-Limit") != "40" ||
+					resp.Header.Get("Free-Allowance-Resets") != midnightAfter(next) {
+					t.Fatalf("next day: %d, headers %v", resp.StatusCode, resp.Header)
+				}
+			})
+		}
 	}
 }
 
 func TestAllowanceEdges(t *testing.T) {
-	e := newPayEnv(t, openBolt(t), 2, &fakePayer{})
+	for _, at := range testclock.Epochs() {
+		t.Run(at.Format("2006-01-02"), func(t *testing.T) { testAllowanceEdges(t, at) })
+	}
+}
+
+func testAllowanceEdges(t *testing.T, at time.Time) {
+	e := newPayEnvAt(t, at, openBolt, 2, &fakePayer{})
 	// A 422 consumes nothing.
 	for range 3 {
 		if resp, _ := post(t, e.srv.URL+"/verify/schema", `{"task_id":"t"}`); resp.StatusCode != 422 {
@@ -192,7 +219,7 @@ func TestAllowanceEdges(t *testing.T) {
 	if resp.StatusCode != 402 || err != nil || len(pr.Accepts) != 1 || pr.Accepts[0].Amount != "20000" || pr.Resource.URL != "http://127.0.0.1:8080/verify/schema" {
 		t.Fatalf("probe: %d %v %+v", resp.StatusCode, err, pr)
 	}
-	ft := m["free_trial"].(map[string]any)
+	ft, _ := m["free_trial"].(map[string]any)
 	if ft["available"] != true || ft["remaining_calls_today"] != 2.0 || m["code"] != "payment_required" {
 		t.Fatalf("probe body: %v", m)
 	}
@@ -213,8 +240,8 @@ func TestAllowanceEdges(t *testing.T) {
 	post(t, e.srv.URL+"/verify/schema", okBody)
 	post(t, e.srv.URL+"/verify/deliverable", okBody)
 	resp, m = post(t, e.srv.URL+"/verify/schema", okBody)
-	ft = m["free_trial"].(map[string]any)
-	if resp.StatusCode != 402 || ft["available"] != false || ft["code"] != "free_trial_exhausted" || ft["remaining_calls_today"] != 0.0 || ft["resets_at"] != "2026-12-01T00:00:00Z" {
+	ft, _ = m["free_trial"].(map[string]any)
+	if resp.StatusCode != 402 || ft["available"] != false || ft["code"] != "free_trial_exhausted" || ft["remaining_calls_today"] != 0.0 || ft["resets_at"] != midnightAfter(at) {
 		t.Fatalf("exhausted: %d %v", resp.StatusCode, m)
 	}
 	for _, k := range []string{"available", "via", "transport", "url", "tool", "calls_per_client_per_day", "remaining_calls_today", "resets_at", "client", "rest_free", "message", "code"} {
@@ -227,7 +254,7 @@ func TestAllowanceEdges(t *testing.T) {
 // The bazaar extensions, encoded once, put exactly the bytes in the PAYMENT-REQUIRED header and in
 // the body that encoding the extension maps on every answer put there.
 func TestBazaarExtensionsEncodedOnce(t *testing.T) {
-	e := newPayEnv(t, openBolt(t), 0, &fakePayer{})
+	e := newPayEnv(t, openBolt, 0, &fakePayer{})
 	ctx := context.Background()
 	verifyPR, err := e.svc.paymentRequired(ctx, "/verify/schema", "m")
 	if err != nil {
@@ -261,7 +288,7 @@ func TestBazaarExtensionsEncodedOnce(t *testing.T) {
 
 // BenchmarkPaymentRequired is one whole 402 answer of POST /verify/schema past the allowance.
 func BenchmarkPaymentRequired(b *testing.B) {
-	h := newPayEnv(b, openBolt(b), 0, &fakePayer{}).svc.Handler()
+	h := newPayEnv(b, openBolt, 0, &fakePayer{}).svc.Handler()
 	b.ReportAllocs()
 	for b.Loop() {
 		w := httptest.NewRecorder()
@@ -273,7 +300,7 @@ func BenchmarkPaymentRequired(b *testing.B) {
 }
 
 func TestFreeOnly(t *testing.T) {
-	e := newPayEnv(t, openBolt(t), 1, nil)
+	e := newPayEnv(t, openBolt, 1, nil)
 	post(t, e.srv.URL+"/verify/schema", okBody)
 	resp, m := post(t, e.srv.URL+"/verify/schema", okBody)
 	if resp.StatusCode != 429 || m["code"] != "free_trial_exhausted" || m["retryable"] != true || resp.Header.Get("Retry-After") != "60" {
@@ -293,7 +320,7 @@ func (failingAllowance) ConsumeAllowance(context.Context, string, string, int, t
 }
 
 func TestAllowanceStoreDownIsRetryable(t *testing.T) {
-	e := newPayEnv(t, failingAllowance{openBolt(t)}, 5, &fakePayer{})
+	e := newPayEnv(t, func(t testing.TB, now func() time.Time) store.Store { return failingAllowance{openBolt(t, now)} }, 5, &fakePayer{})
 	resp, m := post(t, e.srv.URL+"/verify/schema", okBody)
 	if resp.StatusCode != 503 || m["retryable"] != true || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("store down: %d %v", resp.StatusCode, m)
@@ -309,7 +336,7 @@ func (slowAllowance) ConsumeAllowance(ctx context.Context, _, _ string, _ int, _
 }
 
 func TestSlowAllowanceStoreIsRetryable(t *testing.T) {
-	e := newPayEnv(t, slowAllowance{openBolt(t)}, 5, &fakePayer{})
+	e := newPayEnv(t, func(t testing.TB, now func() time.Time) store.Store { return slowAllowance{openBolt(t, now)} }, 5, &fakePayer{})
 	e.svc.StoreTimeout = 0 // the default
 	resp, m := post(t, e.srv.URL+"/verify/schema", okBody)
 	if resp.StatusCode != 503 || m["retryable"] != true || m["code"] != "service_unavailable" {
@@ -319,7 +346,7 @@ func TestSlowAllowanceStoreIsRetryable(t *testing.T) {
 
 func TestPaidPath(t *testing.T) {
 	payer := &fakePayer{valid: true, settleOK: true}
-	e := newPayEnv(t, openBolt(t), 0, payer)
+	e := newPayEnv(t, openBolt, 0, payer)
 	sig := paymentHeader(t, testRequirement, 1)
 
 	resp, m := post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, sig)
@@ -405,7 +432,7 @@ func (d *deadlinePayer) Settle(ctx context.Context, p x402.PaymentPayload, r x40
 // the answer needs (a Lambda function stopped while settling would charge without answering).
 func TestPaymentNotSettledIsReleased(t *testing.T) {
 	payer := &deadlinePayer{fakePayer: &fakePayer{valid: true, settleOK: true}}
-	e := newPayEnv(t, openBolt(t), 0, nil)
+	e := newPayEnv(t, openBolt, 0, nil)
 	e.svc.Payer = payer
 	payment := func(n int) x402.PaymentPayload {
 		p, err := x402.DecodePaymentSignature(paymentHeader(t, testRequirement, n))

@@ -84,9 +84,9 @@ var scoreKeys = []string{"agent_id", "score", "confidence", "verifications", "la
 
 func TestScoreRoute(t *testing.T) {
 	payer := &fakePayer{valid: true, settleOK: true}
-	e := newPayEnv(t, openBolt(t), 0, payer)
+	e := newPayEnv(t, openBolt, 0, payer)
 	e.svc.Reputation = e.st
-	now := *e.now.Load()
+	now := e.clock.Now()
 	recordN(t, e.st, "seller-s", 10, true, true, now)
 
 	// Unknown and test- ids: a free, signed no_data answer; the facilitator is never asked.
@@ -187,10 +187,10 @@ func TestScoreRoute(t *testing.T) {
 
 // TestScoreAPIForMCP checks LookupScore, which the MCP tool get_verification_record is built on.
 func TestScoreAPIForMCP(t *testing.T) {
-	e := newPayEnv(t, openBolt(t), 0, &fakePayer{valid: true, settleOK: true})
+	e := newPayEnv(t, openBolt, 0, &fakePayer{valid: true, settleOK: true})
 	e.svc.Reputation = e.st
 	ctx := context.Background()
-	recordN(t, e.st, "seller-m", 3, false, false, *e.now.Load())
+	recordN(t, e.st, "seller-m", 3, false, false, e.clock.Now())
 	for id, want := range map[string]bool{"seller-m": true, "seller-unknown": false, "test-seller-m": false} {
 		if l, err := e.svc.LookupScore(ctx, id); err != nil || l.Priced() != want {
 			t.Errorf("LookupScore(%s): priced %v, %v; want %v", id, l.Priced(), err, want)
@@ -206,7 +206,7 @@ func TestScoreAPIForMCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recordN(t, e.st, "seller-late", 3, true, true, *e.now.Load())
+	recordN(t, e.st, "seller-late", 3, true, true, e.clock.Now())
 	if late, err := unknown.Document(); err != nil || unknown.Priced() || decode(t, late)["reason"] != "no_data" {
 		t.Errorf("recorded after the lookup: priced %v, document %s, %v; want the free no_data answer", unknown.Priced(), late, err)
 	}
@@ -272,7 +272,7 @@ var reputationKeys = []string{"agent_id", "totals", "first_seen", "last_seen", "
 
 func TestReputationRoute(t *testing.T) {
 	payer := &fakePayer{valid: true, settleOK: true}
-	e := newPayEnv(t, openBolt(t), 5, payer)
+	e := newPayEnv(t, openBolt, 5, payer)
 	e.svc.Reputation = e.st
 	body := func(agent, task, output string) string {
 		return `{"task_id":"` + task + `","agent_id":"` + agent + `","expected_schema":{"type":"number"},"submitted_output":` + output + `}`
@@ -293,7 +293,7 @@ func TestReputationRoute(t *testing.T) {
 	}
 	for i, st := range steps {
 		at := time.Date(2026, 11, 30, 12, 0, i, 0, time.UTC)
-		e.now.Store(&at)
+		e.clock.Set(at)
 		var hdr []string
 		if st.pay > 0 {
 			hdr = []string{HeaderPaymentSignature, paymentHeader(t, testRequirement, 100+st.pay)}
@@ -368,7 +368,7 @@ func TestReputationRoute(t *testing.T) {
 }
 
 func TestAgentRoutesRefuseBadInput(t *testing.T) {
-	e := newPayEnv(t, openBolt(t), 5, nil)
+	e := newPayEnv(t, openBolt, 5, nil)
 	e.svc.Reputation = e.st
 	long := strings.Repeat("a", 201)
 	cases := []struct {
@@ -423,7 +423,7 @@ func TestAgentRoutesRefuseBadInput(t *testing.T) {
 // history, marked paid, only once its settlement succeeded.
 func TestPaidVerificationRecordedAfterSettlement(t *testing.T) {
 	payer := &fakePayer{valid: true, settleOK: false}
-	e := newPayEnv(t, openBolt(t), 0, payer)
+	e := newPayEnv(t, openBolt, 0, payer)
 	if resp, _ := post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, paymentHeader(t, testRequirement, 7)); resp.StatusCode != 402 {
 		t.Fatalf("failed settlement: %d", resp.StatusCode)
 	}
@@ -448,10 +448,10 @@ func TestPaidVerificationRecordedAfterSettlement(t *testing.T) {
 // passed to the payment side.
 func TestScoreRequirementsHeader(t *testing.T) {
 	var asked []string
-	e := newPayEnv(t, openBolt(t), 0, nil)
+	e := newPayEnv(t, openBolt, 0, nil)
 	e.svc.Payer = priceRecorder{fakePayer: &fakePayer{}, asked: &asked}
 	e.svc.Reputation = e.st
-	recordN(t, e.st, "seller-p", 1, true, false, *e.now.Load())
+	recordN(t, e.st, "seller-p", 1, true, false, e.clock.Now())
 	resp, _ := testhttp.Do(t, "GET", e.srv.URL+"/score/seller-p", nil)
 	raw, err := base64.StdEncoding.DecodeString(resp.Header.Get(HeaderPaymentRequired))
 	if resp.StatusCode != 402 || err != nil || !json.Valid(raw) {

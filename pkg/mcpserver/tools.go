@@ -158,18 +158,8 @@ func (s *Server) verifySchema(ctx context.Context, req *mcp.CallToolRequest) (*m
 	s.svc.Record(ctx, v, ip, false)
 	// What the REST answer says in its Free-Allowance-* headers.
 	return success(v.Body, mcp.Meta{"free_allowance": map[string]any{
-		"remaining": remaining, "limit": s.svc.Pricing.FreeCallsPerDay, "resets_at": s.nextMidnight().Format(time.RFC3339),
+		"remaining": remaining, "limit": s.svc.Pricing.FreeCallsPerDay, "resets_at": s.svc.AllowanceResets().Format(time.RFC3339),
 	}}), nil
-}
-
-// nextMidnight is when the free allowance resets: the next UTC midnight by the service's clock.
-func (s *Server) nextMidnight() time.Time {
-	now := time.Now()
-	if s.svc.Now != nil {
-		now = s.svc.Now()
-	}
-	y, m, d := now.UTC().Date()
-	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
 }
 
 // verificationRecord is the get_verification_record tool: GET /score/{agent_id} over MCP. A

@@ -21,7 +21,7 @@ type Payments struct {
 	cfg  Config
 	fac  *Facilitator
 	log  *slog.Logger
-	now  func() time.Time // the clock of the fee payer cache; tests replace it
+	now  func() time.Time // the clock of the fee payer cache: the service's one clock
 	nets []network        // the offered networks, in configuration order
 
 	fetching chan struct{} // a one-slot semaphore: one GET /supported at a time
@@ -38,14 +38,30 @@ type feePayerCache struct {
 	failedAt  time.Time
 }
 
+// Option changes how New builds the payments.
+type Option func(*Payments)
+
+// WithClock makes the payments read time from now, the clock every other part of the service
+// reads, instead of time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(p *Payments) {
+		if now != nil {
+			p.now = now
+		}
+	}
+}
+
 // New builds the payments from a validated configuration and the facilitator client. It makes
 // no network call: the Solana fee payer is fetched on first need, so a cold start never waits on
 // the facilitator. f may be nil only for a free-only configuration; log may be nil.
-func New(cfg Config, f *Facilitator, log *slog.Logger) (*Payments, error) {
+func New(cfg Config, f *Facilitator, log *slog.Logger, opts ...Option) (*Payments, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Payments{cfg: cfg, fac: f, log: log, now: time.Now, fetching: make(chan struct{}, 1)}
+	for _, o := range opts {
+		o(p)
+	}
 	if cfg.PayToEVM != "" {
 		a, err := checksumEVMAddress(cfg.PayToEVM)
 		if err != nil {

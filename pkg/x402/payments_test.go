@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agent-output-verifier/verifier/internal/testclock"
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 )
 
@@ -51,19 +52,6 @@ func newSupportedServer(t *testing.T, feePayer string) *supportedServer {
 	}))
 	t.Cleanup(s.Close)
 	return s
-}
-
-// fakeClock is the clock the fee payer cache reads.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 // fixturePayments is the configuration of testdata/requirements.json against a facilitator
@@ -133,8 +121,8 @@ func TestRequirementsNetworks(t *testing.T) {
 // New makes no HTTP call; the fee payer is fetched on first need, then cached for an hour.
 func TestFeePayerLazyAndCached(t *testing.T) {
 	p, srv := fixturePayments(t)
-	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	p.now = clock.now
+	clock := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	p.now = clock.Now
 	if n := srv.calls.Load(); n != 0 {
 		t.Fatalf("New made %d calls", n)
 	}
@@ -147,12 +135,12 @@ func TestFeePayerLazyAndCached(t *testing.T) {
 	if n := srv.calls.Load(); n != 1 {
 		t.Errorf("%d calls, want 1", n)
 	}
-	clock.advance(59 * time.Minute)
+	clock.Advance(59 * time.Minute)
 	p.Requirements(context.Background(), "0.02")
 	if n := srv.calls.Load(); n != 1 {
 		t.Errorf("after 59 min: %d calls, want 1", n)
 	}
-	clock.advance(2 * time.Minute)
+	clock.Advance(2 * time.Minute)
 	p.Requirements(context.Background(), "0.02")
 	if n := srv.calls.Load(); n != 2 {
 		t.Errorf("after 61 min: %d calls, want 2", n)
@@ -189,8 +177,8 @@ func TestFeePayerOutageAndRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	p.now = clock.now
+	clock := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	p.now = clock.Now
 	networks := func() string {
 		reqs, err := p.Requirements(context.Background(), "0.02")
 		if err != nil {
@@ -219,7 +207,7 @@ func TestFeePayerOutageAndRecovery(t *testing.T) {
 	}
 	logMu.Unlock()
 
-	clock.advance(31 * time.Second)
+	clock.Advance(31 * time.Second)
 	networks()
 	if n := srv.calls.Load(); n != 2 {
 		t.Errorf("after 31 s: %d calls, want 2", n)
@@ -228,7 +216,7 @@ func TestFeePayerOutageAndRecovery(t *testing.T) {
 	if got := networks(); got != NetworkBase {
 		t.Errorf("recovered but within the retry period: %s", got)
 	}
-	clock.advance(31 * time.Second)
+	clock.Advance(31 * time.Second)
 	if got := networks(); got != NetworkBase+","+NetworkSolana {
 		t.Errorf("after recovery: %s", got)
 	}

@@ -11,13 +11,15 @@ import (
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/agent-output-verifier/verifier/internal/testclock"
 )
 
 const leaseDay = "2025-03-01"
 
 var leaseExpiry = time.Date(2025, 3, 2, 1, 0, 0, 0, time.UTC)
 
-func openAt(t *testing.T, path string, clk *clock) *Store {
+func openAt(t *testing.T, path string, clk *testclock.Clock) *Store {
 	t.Helper()
 	s, err := Open(path, WithClock(clk.Now))
 	if err != nil {
@@ -75,7 +77,7 @@ func consume(t *testing.T, s *Store, client string, limit int) (bool, int) {
 // the next batch in the background once half of the current one is used: the disk stays ahead of
 // the calls granted, by less than maxLease.
 func TestAllowanceReservesAhead(t *testing.T) {
-	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC))
 	s := openAt(t, filepath.Join(t.TempDir(), FileName), clk)
 	t.Cleanup(func() { _ = s.Close() })
 	var disk []int
@@ -105,7 +107,7 @@ func TestAllowanceReservesAhead(t *testing.T) {
 // A client calling less often than leaseWindow reserves one call at a time: the disk is exact
 // after every call, as without reservations.
 func TestAllowanceSlowClientIsExactOnDisk(t *testing.T) {
-	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC))
 	s := openAt(t, filepath.Join(t.TempDir(), FileName), clk)
 	t.Cleanup(func() { _ = s.Close() })
 	for i := 1; i <= 10; i++ {
@@ -119,7 +121,7 @@ func TestAllowanceSlowClientIsExactOnDisk(t *testing.T) {
 
 // Reservations never pass the limit, and the limit holds exactly in memory.
 func TestAllowanceReservationStopsAtLimit(t *testing.T) {
-	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC))
 	s := openAt(t, filepath.Join(t.TempDir(), FileName), clk)
 	t.Cleanup(func() { _ = s.Close() })
 	granted := 0
@@ -141,7 +143,7 @@ func TestAllowanceReservationStopsAtLimit(t *testing.T) {
 func TestAllowanceAcrossRestarts(t *testing.T) {
 	for _, graceful := range []bool{false, true} {
 		t.Run(fmt.Sprintf("graceful=%v", graceful), func(t *testing.T) {
-			clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+			clk := testclock.New(time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC))
 			path := filepath.Join(t.TempDir(), FileName)
 			s := openAt(t, path, clk)
 			const calls, limit = 100, 150
@@ -186,7 +188,7 @@ func TestAllowanceAcrossRestarts(t *testing.T) {
 // Concurrent callers from many clients: every client gets exactly its limit, and the disk is
 // never below the grants.
 func TestAllowanceConcurrentClients(t *testing.T) {
-	s := openAt(t, filepath.Join(t.TempDir(), FileName), &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)})
+	s := openAt(t, filepath.Join(t.TempDir(), FileName), testclock.New(time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)))
 	const clients, callers, calls, limit = 4, 8, 40, 250
 	var mu sync.Mutex
 	granted := map[string]int{}
@@ -227,7 +229,7 @@ func TestAllowanceConcurrentClients(t *testing.T) {
 // are dropped first, without loss; then an idle one with a reservation is, and its unused part
 // counts as used (never fewer).
 func TestAllowanceCountersBounded(t *testing.T) {
-	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC))
 	s := openAt(t, filepath.Join(t.TempDir(), FileName), clk)
 	t.Cleanup(func() { _ = s.Close() })
 	s.counters.max = 2
@@ -274,7 +276,7 @@ func TestAllowanceCountersBounded(t *testing.T) {
 
 // A failed reservation commit grants nothing and leaves the counter as it was.
 func TestAllowanceReservationFailureGrantsNothing(t *testing.T) {
-	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC))
 	s := openAt(t, filepath.Join(t.TempDir(), FileName), clk)
 	consume(t, s, "c", 100) // reserves 1
 	quiesce(s)
@@ -292,7 +294,7 @@ func TestAllowanceReservationFailureGrantsNothing(t *testing.T) {
 // context ends, with an error, instead of holding its request past the deadline. Its number
 // stays taken, so nothing is granted twice once the disk comes back.
 func TestAllowanceWaitEndsWithContext(t *testing.T) {
-	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC))
 	s := openAt(t, filepath.Join(t.TempDir(), FileName), clk)
 	t.Cleanup(func() { _ = s.Close() })
 	clk.Set(clk.Now().Add(leaseWindow)) // one call reserved at a time
@@ -351,7 +353,7 @@ func TestAllowanceWaitEndsWithContext(t *testing.T) {
 // A reservation holds at most an eighth of the daily limit ahead (leaseShare), however fast the
 // client calls, so that a crash or a dropped counter costs it a small part of its day.
 func TestAllowanceLeaseShareOfLimit(t *testing.T) {
-	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC))
 	s := openAt(t, filepath.Join(t.TempDir(), FileName), clk)
 	t.Cleanup(func() { _ = s.Close() })
 	const limit = 80

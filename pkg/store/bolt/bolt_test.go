@@ -13,13 +13,14 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/agent-output-verifier/verifier/internal/testclock"
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/storetest"
 )
 
 func TestContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store {
-		s, err := Open(filepath.Join(t.TempDir(), FileName))
+	storetest.Run(t, func(t *testing.T, now func() time.Time) store.Store {
+		s, err := Open(filepath.Join(t.TempDir(), FileName), WithClock(now))
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}
@@ -27,16 +28,6 @@ func TestContract(t *testing.T) {
 		return s
 	})
 }
-
-// clock is a settable clock for the expiry tests.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *clock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.now = t }
 
 func TestSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
@@ -78,7 +69,7 @@ func TestSurvivesRestart(t *testing.T) {
 func TestExpiry(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), FileName)
-	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC))
 	s := openAt(t, path, clk)
 	midnight := time.Date(2025, 3, 2, 0, 0, 0, 0, time.UTC)
 	for range 2 {
@@ -318,7 +309,7 @@ func TestOpenCommitsNothing(t *testing.T) {
 func TestOpenSweepsExpired(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), FileName)
-	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC))
 	s := openAt(t, path, clk)
 	if err := s.ReservePayment(ctx, "soon", clk.Now().Add(time.Minute)); err != nil {
 		t.Fatalf("ReservePayment: %v", err)

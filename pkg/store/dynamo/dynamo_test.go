@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agent-output-verifier/verifier/internal/testclock"
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/dynamo/dynalitetest"
 	"github.com/agent-output-verifier/verifier/pkg/store/internal/storekey"
@@ -38,8 +39,8 @@ func TestDynamo(t *testing.T) {
 	client := dynalitetest.Client(endpoint)
 
 	t.Run("Contract", func(t *testing.T) {
-		storetest.Run(t, func(t *testing.T) store.Store {
-			s, _ := newTable(t, client)
+		storetest.Run(t, func(t *testing.T, now func() time.Time) store.Store {
+			s, _ := newTable(t, client, WithClock(now))
 			return s
 		})
 	})
@@ -87,20 +88,11 @@ func testExpiresAtIsEpochSeconds(t *testing.T, client Client) {
 	}
 }
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *clock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.now = t }
-
 // testExpiryWithClock checks that reads and the reservation condition use the store's clock, not
 // the server's, and count in whole seconds like DynamoDB's TTL.
 func testExpiryWithClock(t *testing.T, client Client) {
 	ctx := context.Background()
-	clk := &clock{now: time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC))
 	s, _ := newTable(t, client, WithClock(clk.Now))
 	midnight := time.Date(2025, 3, 2, 0, 0, 0, 0, time.UTC)
 	if _, _, err := s.ConsumeAllowance(ctx, "client", "2025-03-01", 3, midnight); err != nil {
@@ -378,7 +370,7 @@ func testOutboxFlushedByOthers(t *testing.T, client Client) {
 func testOutboxWrittenOnRead(t *testing.T, client Client) {
 	ctx := context.Background()
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	clk := &clock{now: start}
+	clk := testclock.New(start)
 	s, _ := newTable(t, client, WithClock(clk.Now))
 	const agent = "agent-quiet"
 	v := func(id string) store.Verification {
@@ -553,7 +545,7 @@ func testRetryReadsHistoryAgain(t *testing.T, client Client) {
 func testRetryRacesFlush(t *testing.T, client Client) {
 	ctx := context.Background()
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	clk := &clock{now: start}
+	clk := testclock.New(start)
 	hooked := &hookClient{Client: client}
 	s, table := newTable(t, hooked, WithClock(clk.Now))
 	other := New(client, table, WithClock(clk.Now))

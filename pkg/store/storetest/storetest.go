@@ -15,55 +15,73 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agent-output-verifier/verifier/internal/testclock"
 	"github.com/agent-output-verifier/verifier/pkg/reputation"
 	"github.com/agent-output-verifier/verifier/pkg/store"
 )
 
 // Run runs the contract against stores made by open. open must return a new, empty store each
-// time (it is called once per subtest, possibly in parallel) and arrange its own cleanup.
-func Run(t *testing.T, open func(t *testing.T) store.Store) {
+// time (it is called once per subtest, possibly in parallel) that reads time from now, the one
+// clock of the subtest, and arrange its own cleanup. The tests whose outcome involves days and
+// expiry run at every testclock.Epochs instant, so the contract holds whatever the date.
+func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store) {
 	t.Helper()
 	tests := []struct {
 		name string
-		run  func(t *testing.T, s store.Store)
+		run  func(t *testing.T, s store.Store, clk *testclock.Clock)
+		// dated says the outcome involves the calendar (days, expiry): it runs at every epoch.
+		dated bool
 	}{
-		{"AllowanceConcurrentCap", testAllowanceConcurrentCap},
-		{"AllowanceSeparation", testAllowanceSeparation},
-		{"AllowanceZeroLimit", testAllowanceZeroLimit},
-		{"AllowanceBadArguments", testAllowanceBadArguments},
-		{"PaymentReservedOnce", testPaymentReservedOnce},
-		{"PaymentConcurrentReservation", testPaymentConcurrent},
-		{"PaymentExpiredReservationReused", testPaymentExpiredReused},
-		{"PaymentReleased", testPaymentReleased},
-		{"HistoryPagination", testHistoryPagination},
-		{"HistoryFieldsRoundTrip", testHistoryFields},
-		{"HistoryRecordIsIdempotent", testHistoryIdempotent},
-		{"HistoryUnknownAgent", testHistoryUnknownAgent},
-		{"HistoryLongestAgentID", testLongestAgentID},
-		{"HistoryBadCursor", testHistoryBadCursor},
-		{"HistoryBadLimit", testHistoryBadLimit},
-		{"RecordRejectsInvalid", testRecordRejectsInvalid},
-		{"AggregateMatchesHistory", testAggregateMatchesHistory},
-		{"AggregateConcurrentWriters", testAggregateConcurrent},
-		{"Ping", testPing},
+		{"AllowanceConcurrentCap", testAllowanceConcurrentCap, true},
+		{"AllowanceSeparation", testAllowanceSeparation, true},
+		{"AllowanceZeroLimit", testAllowanceZeroLimit, true},
+		{"AllowanceBadArguments", testAllowanceBadArguments, true},
+		{"PaymentReservedOnce", testPaymentReservedOnce, true},
+		{"PaymentConcurrentReservation", testPaymentConcurrent, true},
+		{"PaymentExpiredReservationReused", testPaymentExpiredReused, true},
+		{"PaymentReleased", testPaymentReleased, true},
+		{"HistoryPagination", testHistoryPagination, false},
+		{"HistoryFieldsRoundTrip", testHistoryFields, false},
+		{"HistoryRecordIsIdempotent", testHistoryIdempotent, false},
+		{"HistoryUnknownAgent", testHistoryUnknownAgent, false},
+		{"HistoryLongestAgentID", testLongestAgentID, false},
+		{"HistoryBadCursor", testHistoryBadCursor, false},
+		{"HistoryBadLimit", testHistoryBadLimit, false},
+		{"RecordRejectsInvalid", testRecordRejectsInvalid, false},
+		{"AggregateMatchesHistory", testAggregateMatchesHistory, false},
+		{"AggregateConcurrentWriters", testAggregateConcurrent, false},
+		{"Ping", testPing, false},
 	}
+	epochs := testclock.Epochs()
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.run(t, open(t))
-		})
+		at := epochs
+		if !tc.dated {
+			at = at[:1]
+		}
+		for _, start := range at {
+			name := tc.name
+			if tc.dated {
+				name += "/" + start.Format("2006-01-02")
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				clk := testclock.New(start)
+				tc.run(t, open(t, clk.Now), clk)
+			})
+		}
 	}
 }
 
-const (
-	day1 = "2025-03-01"
-	day2 = "2025-03-02"
-)
+// day1 is the test clock's UTC day and day2 the day after, as the service names days.
+func day1(clk *testclock.Clock) string { return clk.Now().UTC().Format(time.DateOnly) }
+func day2(clk *testclock.Clock) string {
+	return clk.Now().UTC().AddDate(0, 0, 1).Format(time.DateOnly)
+}
 
-// future is far enough ahead that nothing the suite writes expires while it runs.
-func future() time.Time { return time.Now().Add(48 * time.Hour) }
+// future is far enough ahead of the test clock that nothing the suite writes expires while it runs.
+func future(clk *testclock.Clock) time.Time { return clk.Now().Add(48 * time.Hour) }
 
-func testAllowanceConcurrentCap(t *testing.T, s store.Store) {
+func testAllowanceConcurrentCap(t *testing.T, s store.Store, clk *testclock.Clock) {
 	ctx := context.Background()
 	const limit, callers = 20, 50
 	type answer struct {
@@ -77,7 +95,7 @@ func testAllowanceConcurrentCap(t *testing.T, s store.Store) {
 	for i := range callers {
 		wg.Go(func() {
 			<-start
-			g, r, err := s.ConsumeAllowance(ctx, "198.51.100.7", day1, limit, future())
+			g, r, err := s.ConsumeAllowance(ctx, "198.51.100.7", day1(clk), limit, future(clk))
 			answers[i] = answer{g, r, err}
 		})
 	}
@@ -105,15 +123,15 @@ func testAllowanceConcurrentCap(t *testing.T, s store.Store) {
 			t.Fatalf("remaining values of the grants = %v, want 0..%d each once", remainders, limit-1)
 		}
 	}
-	if got, err := s.AllowanceUsed(ctx, "198.51.100.7", day1); err != nil || got != limit {
+	if got, err := s.AllowanceUsed(ctx, "198.51.100.7", day1(clk)); err != nil || got != limit {
 		t.Fatalf("AllowanceUsed = %d, %v; want %d, nil", got, err, limit)
 	}
-	if g, r, err := s.ConsumeAllowance(ctx, "198.51.100.7", day1, limit, future()); err != nil || g || r != 0 {
+	if g, r, err := s.ConsumeAllowance(ctx, "198.51.100.7", day1(clk), limit, future(clk)); err != nil || g || r != 0 {
 		t.Fatalf("call after the cap = %v, %d, %v; want false, 0, nil", g, r, err)
 	}
 }
 
-func testAllowanceSeparation(t *testing.T, s store.Store) {
+func testAllowanceSeparation(t *testing.T, s store.Store, clk *testclock.Clock) {
 	ctx := context.Background()
 	const limit = 2
 	steps := []struct {
@@ -121,15 +139,15 @@ func testAllowanceSeparation(t *testing.T, s store.Store) {
 		wantGranted   bool
 		wantRemaining int
 	}{
-		{"client-a", day1, true, 1},
-		{"client-a", day1, true, 0},
-		{"client-a", day1, false, 0},
-		{"client-b", day1, true, 1}, // another client has its own allowance
-		{"client-a", day2, true, 1}, // a new day starts afresh
-		{"client-a", day1, false, 0},
+		{"client-a", day1(clk), true, 1},
+		{"client-a", day1(clk), true, 0},
+		{"client-a", day1(clk), false, 0},
+		{"client-b", day1(clk), true, 1}, // another client has its own allowance
+		{"client-a", day2(clk), true, 1}, // a new day starts afresh
+		{"client-a", day1(clk), false, 0},
 	}
 	for i, st := range steps {
-		g, r, err := s.ConsumeAllowance(ctx, st.client, st.day, limit, future())
+		g, r, err := s.ConsumeAllowance(ctx, st.client, st.day, limit, future(clk))
 		if err != nil {
 			t.Fatalf("step %d: ConsumeAllowance(%s, %s): %v", i, st.client, st.day, err)
 		}
@@ -141,11 +159,11 @@ func testAllowanceSeparation(t *testing.T, s store.Store) {
 		client, day string
 		want        int
 	}{
-		{"client-a", day1, 2},
-		{"client-a", day2, 1},
-		{"client-b", day1, 1},
-		{"client-b", day2, 0},
-		{"client-never-seen", day1, 0},
+		{"client-a", day1(clk), 2},
+		{"client-a", day2(clk), 1},
+		{"client-b", day1(clk), 1},
+		{"client-b", day2(clk), 0},
+		{"client-never-seen", day1(clk), 0},
 	}
 	for _, u := range used {
 		got, err := s.AllowanceUsed(ctx, u.client, u.day)
@@ -158,30 +176,30 @@ func testAllowanceSeparation(t *testing.T, s store.Store) {
 	}
 }
 
-func testAllowanceZeroLimit(t *testing.T, s store.Store) {
+func testAllowanceZeroLimit(t *testing.T, s store.Store, clk *testclock.Clock) {
 	ctx := context.Background()
-	g, r, err := s.ConsumeAllowance(ctx, "client-z", day1, 0, future())
+	g, r, err := s.ConsumeAllowance(ctx, "client-z", day1(clk), 0, future(clk))
 	if err != nil || g || r != 0 {
 		t.Fatalf("ConsumeAllowance with limit 0 = %v, %d, %v; want false, 0, nil", g, r, err)
 	}
-	if got, err := s.AllowanceUsed(ctx, "client-z", day1); err != nil || got != 0 {
+	if got, err := s.AllowanceUsed(ctx, "client-z", day1(clk)); err != nil || got != 0 {
 		t.Fatalf("AllowanceUsed after a refused call = %d, %v; want 0, nil", got, err)
 	}
 }
 
-func testAllowanceBadArguments(t *testing.T, s store.Store) {
+func testAllowanceBadArguments(t *testing.T, s store.Store, clk *testclock.Clock) {
 	ctx := context.Background()
 	cases := []struct{ name, client, day string }{
-		{"empty client", "", day1},
+		{"empty client", "", day1(clk)},
 		{"day not a date", "client-a", "yesterday"},
 		{"day out of range", "client-a", "2025-13-01"},
 		{"day with time", "client-a", "2025-03-01T00:00:00Z"},
 	}
-	if _, _, err := s.ConsumeAllowance(ctx, "client-a", day1, 5, time.Now().Add(-time.Hour)); err == nil {
+	if _, _, err := s.ConsumeAllowance(ctx, "client-a", day1(clk), 5, clk.Now().Add(-time.Hour)); err == nil {
 		t.Errorf("ConsumeAllowance with an expiry in the past: no error")
 	}
 	for _, c := range cases {
-		if _, _, err := s.ConsumeAllowance(ctx, c.client, c.day, 5, future()); err == nil {
+		if _, _, err := s.ConsumeAllowance(ctx, c.client, c.day, 5, future(clk)); err == nil {
 			t.Errorf("ConsumeAllowance with %s: no error", c.name)
 		}
 		if _, err := s.AllowanceUsed(ctx, c.client, c.day); err == nil {
@@ -190,25 +208,25 @@ func testAllowanceBadArguments(t *testing.T, s store.Store) {
 	}
 }
 
-func testPaymentReservedOnce(t *testing.T, s store.Store) {
+func testPaymentReservedOnce(t *testing.T, s store.Store, clk *testclock.Clock) {
 	ctx := context.Background()
 	const id = "0x3b9aca00f1e2d3c4b5a6978812345678900abcdef0123456789abcdef0123456"
 	if live, err := s.PaymentReserved(ctx, id); err != nil || live {
 		t.Fatalf("PaymentReserved before any reservation = %v, %v; want false", live, err)
 	}
-	if err := s.ReservePayment(ctx, id, future()); err != nil {
+	if err := s.ReservePayment(ctx, id, future(clk)); err != nil {
 		t.Fatalf("first ReservePayment: %v", err)
 	}
 	if live, err := s.PaymentReserved(ctx, id); err != nil || !live {
 		t.Fatalf("PaymentReserved after the reservation = %v, %v; want true", live, err)
 	}
-	if err := s.ReservePayment(ctx, id, future()); !errors.Is(err, store.ErrPaymentReplayed) {
+	if err := s.ReservePayment(ctx, id, future(clk)); !errors.Is(err, store.ErrPaymentReplayed) {
 		t.Fatalf("second ReservePayment = %v, want ErrPaymentReplayed", err)
 	}
-	if err := s.ReservePayment(ctx, id+"-other", future()); err != nil {
+	if err := s.ReservePayment(ctx, id+"-other", future(clk)); err != nil {
 		t.Fatalf("ReservePayment of another id: %v", err)
 	}
-	if err := s.ReservePayment(ctx, "", future()); err == nil || errors.Is(err, store.ErrPaymentReplayed) {
+	if err := s.ReservePayment(ctx, "", future(clk)); err == nil || errors.Is(err, store.ErrPaymentReplayed) {
 		t.Fatalf("ReservePayment of an empty id = %v, want a plain error", err)
 	}
 }
@@ -216,7 +234,7 @@ func testPaymentReservedOnce(t *testing.T, s store.Store) {
 // testPaymentReleased: a released reservation is gone, so the same payment can be reserved again
 // (and then once only); releasing what is not reserved is no error. Both kinds of id: an EVM
 // payment's reservation may still be on its way to disk when it is released.
-func testPaymentReleased(t *testing.T, s store.Store) {
+func testPaymentReleased(t *testing.T, s store.Store, clk *testclock.Clock) {
 	ctx := context.Background()
 	for _, id := range []string{
 		"eip155:8453/0x833589fcd6edb6e08f4c7c32d4f71b54bda02913/0x70997970c51812dc3a010c7d01b50e0d17dc79c8/0x00000000000000000000000000000000000000000000000000000000000000aa",
@@ -225,7 +243,7 @@ func testPaymentReleased(t *testing.T, s store.Store) {
 		if err := s.ReleasePayment(ctx, id); err != nil {
 			t.Fatalf("ReleasePayment of an id never reserved: %v", err)
 		}
-		if err := s.ReservePayment(ctx, id, future()); err != nil {
+		if err := s.ReservePayment(ctx, id, future(clk)); err != nil {
 			t.Fatalf("ReservePayment: %v", err)
 		}
 		if err := s.ReleasePayment(ctx, id); err != nil {
@@ -234,10 +252,10 @@ func testPaymentReleased(t *testing.T, s store.Store) {
 		if live, err := s.PaymentReserved(ctx, id); err != nil || live {
 			t.Fatalf("PaymentReserved after the release = %v, %v; want false", live, err)
 		}
-		if err := s.ReservePayment(ctx, id, future()); err != nil {
+		if err := s.ReservePayment(ctx, id, future(clk)); err != nil {
 			t.Fatalf("ReservePayment after the release: %v", err)
 		}
-		if err := s.ReservePayment(ctx, id, future()); !errors.Is(err, store.ErrPaymentReplayed) {
+		if err := s.ReservePayment(ctx, id, future(clk)); !errors.Is(err, store.ErrPaymentReplayed) {
 			t.Fatalf("second ReservePayment after the release = %v, want ErrPaymentReplayed", err)
 		}
 	}
@@ -246,7 +264,7 @@ func testPaymentReleased(t *testing.T, s store.Store) {
 	}
 }
 
-func testPaymentConcurrent(t *testing.T, s store.Store) {
+func testPaymentConcurrent(t *testing.T, s store.Store, clk *testclock.Clock) {
 	ctx := context.Background()
 	const racers = 20
 	errs := make([]error, racers)
@@ -255,7 +273,7 @@ func testPaymentConcurrent(t *testing.T, s store.Store) {
 	for i := range racers {
 		wg.Go(func() {
 			<-start
-			errs[i] = s.ReservePayment(ctx, "5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW", future())
+			errs[i] = s.ReservePayment(ctx, "5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW", future(clk))
 		})
 	}
 	close(start)
@@ -275,19 +293,19 @@ func testPaymentConcurrent(t *testing.T, s store.Store) {
 	}
 }
 
-func testPaymentExpiredReused(t *testing.T, s store.Store) {
+func testPaymentExpiredReused(t *testing.T, s store.Store, clk *testclock.Clock) {
 	ctx := context.Background()
 	const id = "nonce-expired"
-	if err := s.ReservePayment(ctx, id, time.Now().Add(-time.Hour)); err != nil {
+	if err := s.ReservePayment(ctx, id, clk.Now().Add(-time.Hour)); err != nil {
 		t.Fatalf("ReservePayment with a past expiry: %v", err)
 	}
 	if live, err := s.PaymentReserved(ctx, id); err != nil || live {
 		t.Fatalf("PaymentReserved of an expired reservation = %v, %v; want false", live, err)
 	}
-	if err := s.ReservePayment(ctx, id, future()); err != nil {
+	if err := s.ReservePayment(ctx, id, future(clk)); err != nil {
 		t.Fatalf("ReservePayment over an expired reservation = %v, want nil", err)
 	}
-	if err := s.ReservePayment(ctx, id, future()); !errors.Is(err, store.ErrPaymentReplayed) {
+	if err := s.ReservePayment(ctx, id, future(clk)); !errors.Is(err, store.ErrPaymentReplayed) {
 		t.Fatalf("ReservePayment over a live reservation = %v, want ErrPaymentReplayed", err)
 	}
 }
@@ -345,7 +363,7 @@ func ids(vs []store.Verification) []string {
 	return out
 }
 
-func testHistoryPagination(t *testing.T, s store.Store) {
+func testHistoryPagination(t *testing.T, s store.Store, clk *testclock.Clock) {
 	ctx := context.Background()
 	want := sampleHistory("agent-paged")
 	recordShuffled(t, s, want)
@@ -387,7 +405,7 @@ func testHistoryPagination(t *testing.T, s store.Store) {
 	}
 }
 
-func testHistoryFields(t *testing.T, s store.Store) {
+func testHistoryFields(t *testing.T, s store.Store, clk *testclock.Clock) {
 	ctx := context.Background()
 	want := sampleHistory("agent-fields")
 	// Optional fields left empty must come back empty.
@@ -417,7 +435,7 @@ func testHistoryFields(t *testing.T, s store.Store) {
 	}
 }
 
-func testHistoryIdempotent(t *testing.T, s store.Store) {
+func testHistoryIdempotent(t *testing.T, s store.Store, clk *testclock.Clock) {
 	ctx := context.Background()
 	v := sampleHistory("agent-twice")[0]
 	for range 3 {
@@ -436,7 +454,7 @@ func testHistoryIdempotent(t *testing.T, s store.Store) {
 
 // testLongestAgentID: the service accepts agent ids of 200 characters, up to 800 bytes of UTF-8;
 // such an agent's verifications are recorded and read back like any other's.
-func testLongestAgentID(t *testing.T, s store.Store) {
+func testLongestAgentID(t *testing.T, s store.Store, clk *testclock.Clock) {
 	ctx := context.Background()
 	agent := strings.Repeat("\U0001F600", 200) // 800 bytes
 	v := sampleHistory(agent)[0]
@@ -452,7 +470,7 @@ func testLongestAgentID(t *testing.T, s store.Store) {
 	}
 }
 
-func testHistoryUnknownAgent(t *testing.T, s store.Store) {
+func testHistoryUnknownAgent(t *testing.T, s store.Store, clk *testclock.Clock) {
 	recordShuffled(t, s, sampleHistory("agent-known"))
 	page, next, err := s.History(context.Background(), "agent-unknown", 10, "")
 	if err != nil || len(page) != 0 || next != "" {
@@ -460,7 +478,7 @@ func testHistoryUnknownAgent(t *testing.T, s store.Store) {
 	}
 }
 
-func testHistoryBadCursor(t *testing.T, s store.Store) {
+func testHistoryBadCursor(t *testing.T, s store.Store, clk *testclock.Clock) {
 	ctx := context.Background()
 	recordShuffled(t, s, sampleHistory("agent-cursor"))
 	b64 := base64.RawURLEncoding.EncodeToString
@@ -481,7 +499,7 @@ func testHistoryBadCursor(t *testing.T, s store.Store) {
 	}
 }
 
-func testHistoryBadLimit(t *testing.T, s store.Store) {
+func testHistoryBadLimit(t *testing.T, s store.Store, clk *testclock.Clock) {
 	for _, limit := range []int{0, -1} {
 		if _, _, err := s.History(context.Background(), "agent-limit", limit, ""); err == nil || errors.Is(err, store.ErrBadCursor) {
 			t.Errorf("History with limit %d = %v, want a plain error", limit, err)
@@ -492,7 +510,7 @@ func testHistoryBadLimit(t *testing.T, s store.Store) {
 	}
 }
 
-func testRecordRejectsInvalid(t *testing.T, s store.Store) {
+func testRecordRejectsInvalid(t *testing.T, s store.Store, clk *testclock.Clock) {
 	valid := sampleHistory("agent-invalid")[0]
 	cases := []struct {
 		name   string
@@ -518,7 +536,7 @@ func testRecordRejectsInvalid(t *testing.T, s store.Store) {
 	}
 }
 
-func testPing(t *testing.T, s store.Store) {
+func testPing(t *testing.T, s store.Store, clk *testclock.Clock) {
 	if err := s.Ping(context.Background()); err != nil {
 		t.Fatalf("Ping: %v", err)
 	}
@@ -554,7 +572,7 @@ func aggregateOf(t *testing.T, s store.Store, agent string) reputation.Aggregate
 	return agg
 }
 
-func testAggregateMatchesHistory(t *testing.T, s store.Store) {
+func testAggregateMatchesHistory(t *testing.T, s store.Store, clk *testclock.Clock) {
 	ctx := context.Background()
 	if _, ok, err := s.AgentAggregate(ctx, "agent-nobody"); err != nil || ok {
 		t.Fatalf("AgentAggregate of an unknown agent = ok %v, %v; want false, nil", ok, err)
@@ -603,9 +621,9 @@ const (
 // pass and fail, paid and free, dates over 90 days in no order, and one write in ten a retry of an
 // earlier one. Afterwards each agent's aggregate must equal the replay of its history, and count
 // every distinct verification exactly once.
-func testAggregateConcurrent(t *testing.T, s store.Store) {
+func testAggregateConcurrent(t *testing.T, s store.Store, clk *testclock.Clock) {
 	ctx := context.Background()
-	base := time.Now().UTC().Truncate(time.Second)
+	base := clk.Now().UTC().Truncate(time.Second)
 	perWriter := concurrentWrites / concurrentWriters
 	distinct := make([]map[string]int, concurrentWriters) // per writer: agent -> distinct ids
 	var wg sync.WaitGroup
