@@ -23,22 +23,33 @@ var (
 	errSchemaSize  = errors.New("has more subschemas than the limit")
 )
 
-// syntaxProblem turns a jsontext error into a problem phrase that never echoes the input: the
-// library's own messages quote the offending bytes, so only the class of error and its offset
-// are kept.
-func syntaxProblem(err error, offset int64) string {
+// syntaxProblem turns a jsontext error into a problem phrase and its fix, never echoing the
+// input: the library's own messages quote the offending bytes, so only the class of error and
+// its offset are kept. fix is the answer for a syntax error; a value nested past the decoder's
+// own depth limit (far beyond maxDepth) is named as what it is, a value deeper than maxDepth
+// levels, with the fix for that.
+func syntaxProblem(err error, offset int64, maxDepth int, fix string) (problem, fixed string) {
 	var se *jsontext.SyntacticError
 	switch {
 	case errors.Is(err, jsontext.ErrDuplicateName):
-		return "has a duplicate object member name"
-	case errors.As(err, &se) && bytes.Contains([]byte(se.Error()), []byte("UTF-8")):
-		return fmt.Sprintf("contains invalid UTF-8 (near byte %d)", offset)
-	case errors.As(err, &se) && bytes.Contains([]byte(se.Error()), []byte("surrogate")):
-		return fmt.Sprintf("contains an invalid or lone UTF-16 surrogate escape (near byte %d)", offset)
+		return "has a duplicate object member name", fix
+	case errors.As(err, &se) && strings.Contains(se.Error(), "exceeded max depth"):
+		return depthProblem(maxDepth)
+	case errors.As(err, &se) && strings.Contains(se.Error(), "UTF-8"):
+		return fmt.Sprintf("contains invalid UTF-8 (near byte %d)", offset), fix
+	case errors.As(err, &se) && strings.Contains(se.Error(), "surrogate"):
+		return fmt.Sprintf("contains an invalid or lone UTF-16 surrogate escape (near byte %d)", offset), fix
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
-		return "is truncated JSON"
+		return "is truncated JSON", fix
 	}
-	return fmt.Sprintf("is not valid JSON (near byte %d)", offset)
+	return fmt.Sprintf("is not valid JSON (near byte %d)", offset), fix
+}
+
+// depthProblem is the problem and fix of a value nested deeper than the limit (SPEC §4.1), found
+// by the tree builder or by the decoder.
+func depthProblem(maxDepth int) (problem, fix string) {
+	return fmt.Sprintf("nests deeper than the limit of %d levels of arrays and objects (counted from the top of the body)", maxDepth),
+		fmt.Sprintf("Flatten the value so that no array or object sits more than %d levels deep in the body.", maxDepth)
 }
 
 // errDuplicateName is a repeated member name found by the tree builder itself: readObject's

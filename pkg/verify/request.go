@@ -181,7 +181,8 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias, []byte) *Sch
 	treeProblem := func(name string, err error) {
 		switch {
 		case errors.Is(err, errDepth):
-			bad.add(name, fmt.Sprintf("nests deeper than %d levels", lim.MaxDepth), "Flatten the value.")
+			problem, fix := depthProblem(lim.MaxDepth)
+			bad.add(name, problem, fix)
 		case errors.Is(err, errNumberRange):
 			bad.add(name, errNumberRange.Error(), "Send numbers within ±1.7976931348623157e308.")
 		case errors.Is(err, errNumberSize):
@@ -189,6 +190,10 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias, []byte) *Sch
 		case errors.Is(err, errSchemaSize):
 			bad.add(name, fmt.Sprintf("has more than %d subschemas: every object, boolean, $id and $dynamicAnchor in it counts, once more for each %d bytes of its JSON pointer (of an $id or anchor: of its length)", MaxSchemaNodes, SchemaPointerBytes),
 				"Send a smaller schema: share repeated parts through $defs and $ref.")
+		case errors.Is(err, jsontext.ErrDuplicateName):
+			// The body's syntax was checked as it was split into members; a repeated member
+			// name inside expected_schema is what only the tree builder sees.
+			bad.add(name, "has a duplicate object member name", "Send each member name once in every object.")
 		default:
 			bad.add(name, "could not be read", "Send valid JSON.")
 		}
@@ -289,7 +294,8 @@ func readObject(body []byte, maxDepth int, out []member) (members []member, unkn
 	defer d.put()
 	dec := &d.dec
 	fail := func(err error) error {
-		return apperr.Field("body", syntaxProblem(err, dec.InputOffset()), "Send one well-formed JSON object, UTF-8, without duplicate member names.")
+		problem, fix := syntaxProblem(err, dec.InputOffset(), maxDepth, "Send one well-formed JSON object, UTF-8, without duplicate member names.")
+		return apperr.Field("body", problem, fix)
 	}
 	tok, err := dec.ReadToken()
 	if err != nil {
@@ -335,7 +341,8 @@ func readObject(body []byte, maxDepth int, out []member) (members []member, unkn
 				if !shownName(field) {
 					field = "body"
 				}
-				return nil, nil, apperr.Field(field, syntaxProblem(err, dec.InputOffset()), "Send well-formed JSON without duplicate member names.")
+				problem, fix := syntaxProblem(err, dec.InputOffset(), maxDepth, "Send well-formed JSON without duplicate member names.")
+				return nil, nil, apperr.Field(field, problem, fix)
 			}
 			continue
 		}
@@ -345,7 +352,8 @@ func readObject(body []byte, maxDepth int, out []member) (members []member, unkn
 		}
 		seen[m.field] = true
 		syntax := func(err error) error {
-			return apperr.Field(m.name, syntaxProblem(err, dec.InputOffset()), "Send well-formed JSON without duplicate member names.")
+			problem, fix := syntaxProblem(err, dec.InputOffset(), maxDepth, "Send well-formed JSON without duplicate member names.")
+			return apperr.Field(m.name, problem, fix)
 		}
 		if m.field == fieldSchema {
 			if m.raw, err = readRaw(dec, body); err != nil {

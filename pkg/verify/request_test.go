@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -127,6 +128,70 @@ func TestDecodeRequestProblemCap(t *testing.T) {
 				t.Errorf("got first %q, last %+v; want first %q, last %q having %s", e.Fields[0].Field, e.Fields[n-1], c.first, c.last, c.lastCount)
 			}
 		})
+	}
+}
+
+// A 422 says what is wrong, wherever in the body it is: a repeated member name is called one in
+// expected_schema as in submitted_output (not "could not be read"), and a value nested past the
+// depth limit names the limit, also when it is so deep that the JSON decoder's own nesting limit
+// stops reading it first (which said "not valid JSON").
+func TestDecodeProblemNamesCause(t *testing.T) {
+	nest := func(levels int, open, inner, close string) string {
+		return strings.Repeat(open, levels) + inner + strings.Repeat(close, levels)
+	}
+	deepArr := func(levels int) string { return nest(levels, "[", `"`+canary+`"`, "]") }
+	deepObj := func(levels int) string { return nest(levels, `{"`+canary+`":`, "1", "}") }
+	body := func(schema, output, extra string) string {
+		return `{"task_id":"t","expected_schema":` + schema + `,"submitted_output":` + output + extra + `}`
+	}
+	dup := "has a duplicate object member name"
+	depth := fmt.Sprintf("nests deeper than the limit of %d levels", DefaultLimits.MaxDepth)
+	cases := []struct {
+		name, body, field, problem string
+	}{
+		{"duplicate keyword at the schema's root", body(`{"type":"object","type":"string"}`, "1", ""), "expected_schema", dup},
+		{"duplicate name deep in the schema", body(`{"properties":{"a":{"items":{"x":1,"y":{"`+canary+`":1,"`+canary+`":2}}}}}`, "1", ""), "expected_schema", dup},
+		{"duplicate property name in the schema", body(`{"properties":{"`+canary+`":{},"`+canary+`":{}}}`, "1", ""), "expected_schema", dup},
+		{"duplicate name in the output", body("{}", `{"a":[{"`+canary+`":1,"`+canary+`":2}]}`, ""), "submitted_output", dup},
+		{"duplicate name in a rule", body("{}", "1", `,"rules":[{"type":"unique","field":"a","field":"b"}]`), "rules", dup},
+		{"output 129 levels", body("{}", deepArr(128), ""), "submitted_output", depth},
+		{"output 10,000 arrays", body("{}", deepArr(10_000), ""), "submitted_output", depth},
+		{"output 10,001 objects", body("{}", deepObj(10_001), ""), "submitted_output", depth},
+		{"schema 200 levels", body(nest(200, `{"not":`, "{}", "}"), "1", ""), "expected_schema", depth},
+		{"schema 10,000 arrays", body(deepArr(10_000), "1", ""), "expected_schema", depth},
+		{"schema 10,001 objects", body(deepObj(10_001), "1", ""), "expected_schema", depth},
+		{"rules 10,001 arrays", body("{}", "1", `,"rules":`+deepArr(10_001)), "rules", depth},
+		{"bounds 10,001 objects", body("{}", "1", `,"bounds":`+deepObj(10_001)), "bounds", depth},
+		{"an unknown member 10,001 arrays", body("{}", "1", `,"extra":`+deepArr(10_001)), "extra", depth},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := DecodeRequest([]byte(c.body), DefaultLimits)
+			e, ok := apperr.As(err)
+			if !ok || e.Status != 422 || len(e.Fields) == 0 {
+				t.Fatalf("got %v, want a 422", err)
+			}
+			f := e.Fields[0]
+			if f.Field != c.field || !strings.Contains(f.Problem, c.problem) {
+				t.Errorf("got %q %q, want %q %q", f.Field, f.Problem, c.field, c.problem)
+			}
+			if c.problem == depth && !strings.Contains(f.Fix, strconv.Itoa(DefaultLimits.MaxDepth)) {
+				t.Errorf("fix %q does not name the limit", f.Fix)
+			}
+			for _, wrong := range []string{"could not be read", "not valid JSON", "Send valid JSON"} {
+				if strings.Contains(f.Problem+f.Fix, wrong) {
+					t.Errorf("%q %q says %q", f.Problem, f.Fix, wrong)
+				}
+			}
+			if b, _ := json.Marshal(e); strings.Contains(string(b), canary) {
+				t.Errorf("the error echoes the input: %s", b)
+			}
+		})
+	}
+	// A lower configured limit is the one named.
+	_, err := DecodeRequest([]byte(body("{}", deepArr(10_001), "")), Limits{MaxBody: 1 << 20, MaxDepth: 16, MaxRules: 1, MaxBounds: 1, MaxPathLen: 8})
+	if e, ok := apperr.As(err); !ok || !strings.Contains(e.Fields[0].Problem, "limit of 16 levels") {
+		t.Errorf("got %v, want the configured limit of 16 named", err)
 	}
 }
 
