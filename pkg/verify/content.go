@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // The content check names of SPEC §4.5 that this file decides.
@@ -124,7 +126,10 @@ func (w *contentWalker) failure(check, expected, found, detail string) Failure {
 	return Failure{Check: check, Path: displayRaw(raw), Field: raw, Expected: expected, Found: found, Detail: detail}
 }
 
-// stringProblem returns the check a string fails and why, or "" when it passes.
+// stringProblem returns the check a string fails and why, or "" when it passes. The string is
+// judged as a reader sees it (see foldForContent): a string of only whitespace and invisible
+// characters is empty, and a placeholder written in full-width or styled letters, or with
+// invisible characters inside, is a placeholder.
 func stringProblem(s string) (check, detail string) {
 	t := strings.TrimSpace(s)
 	switch {
@@ -133,15 +138,61 @@ func stringProblem(s string) (check, detail string) {
 	case t == "":
 		return checkEmptyString, "the string is only whitespace"
 	}
+	if !readsAsIs(t) {
+		if t = strings.TrimSpace(foldForContent(t)); t == "" {
+			return checkEmptyString, "the string is only whitespace and invisible characters (such as zero-width spaces)"
+		}
+	}
 	if why := placeholderKind(t); why != "" {
 		return checkPlaceholder, "the string is placeholder text (" + why + ")"
 	}
 	return "", ""
 }
 
+// readsAsIs reports whether s is printable ASCII and whitespace only, which foldForContent
+// leaves as it is: nearly every string, which is then matched without being copied.
+func readsAsIs(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// foldForContent is what the content checks match against: s in Unicode normalization form
+// NFKC, which folds compatibility variants to their plain letters (full-width "ＴＯＤＯ",
+// mathematical "𝐓𝐎𝐃𝐎" and circled letters read "TODO"; the ideographic space is a space),
+// without the characters that show nothing (see invisible) and without the combining marks NFKC
+// left uncombined, which only decorate the letter before them ("T̲O̲D̲O̲"; an accented letter
+// that has a composed form, such as é, is one letter by then and stays). It is used only to
+// match: reports never show it.
+func foldForContent(s string) string {
+	s = norm.NFKC.String(s)
+	return strings.Map(func(r rune) rune {
+		if invisible(r) || unicode.In(r, unicode.Mn, unicode.Me) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// invisible reports whether r shows nothing where it stands: the default-ignorable code points
+// of Unicode (format characters such as the zero-width space U+200B, the joiners U+200C and
+// U+200D, the word joiner U+2060, the byte order mark U+FEFF and the soft hyphen U+00AD;
+// variation selectors; the Hangul fillers), control characters other than whitespace, and the
+// blank braille pattern U+2800, which renders as a blank.
+func invisible(r rune) bool {
+	return unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) ||
+		unicode.Is(unicode.Variation_Selector, r) || (unicode.IsControl(r) && !unicode.IsSpace(r)) || r == '\u2800'
+}
+
 // placeholders is the one list of what content checks call placeholder text (SPEC §4.5). It aims
 // at text an agent left unfinished, never at real values, so every rule needs the whole string,
-// or an unmistakable marking, to match. Matching ignores case and the whitespace around the string:
+// or an unmistakable marking, to match. Matching ignores case and the whitespace around the string,
+// and sees the string as a reader does (foldForContent): full-width, mathematical and other
+// compatibility letters count as the plain ones ("ＴＯＤＯ"), and invisible characters are not there
+// ("T\u200bODO"; a string of nothing else is empty):
 //
 //   - Whole: the string is one of these words, optionally wrapped in one pair of (), [] or <>
 //     and followed by '.', '!', ':' or '…' ("TBD", "(TBD)", "FIXME!"). "N/A", "none" and "-" are
