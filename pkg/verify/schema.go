@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"net/url"
@@ -105,6 +106,9 @@ func compileSchema(doc any, strict bool, defaultDraft *jsonschema.Draft) (s *Sch
 	lib, err := c.Compile(schemaBaseURL)
 	if err != nil {
 		return nil, schemaCompileError(doc, err)
+	}
+	if err := schemaCheckFormats(doc); err != nil {
+		return nil, err
 	}
 	return &Schema{lib: lib, root: schBuildGraph(lib), memory: schemaMemory(doc, patterns, patternSize)}, nil
 }
@@ -461,6 +465,145 @@ func schRegexTreeSize(re *syntax.Regexp) int {
 	return min(n, schRegexSizeMax)
 }
 
+// schemaFormats is the one list of the format names the verifier asserts (SPEC §4.2): those built
+// into santhosh-tekuri/jsonschema, its format table plus "regex" (which it checks with the regex
+// engine), from which the compiler and the counting walker both take their validators. The library
+// knows the same names under every draft. TestSchemaFormatsAreTheLibrarys holds this list to the
+// library's table, so that an upgrade that adds a format is noticed.
+var schemaFormats = []string{"date", "date-time", "duration", "email", "hostname", "ipv4", "ipv6", "iri",
+	"iri-reference", "json-pointer", "period", "regex", "relative-json-pointer", "semver", "time", "uri",
+	"uri-reference", "uri-template", "uuid"}
+
+// schemaFormatFix lists the known formats, for every 422 naming an unknown one.
+var schemaFormatFix = "Use one of the formats the verifier knows: " + strings.Join(schemaFormats, ", ") +
+	"; or remove the keyword, since a format nothing knows checks nothing."
+
+// schemaCheckFormats refuses a schema whose format keyword, anywhere a subschema can be, names a
+// format not in schemaFormats: the library would ignore it, and a misspelt "emial" would pass
+// every value while the caller believes addresses are checked. Formats are asserted, so an
+// unknown one is an error in the request, like an unknown field. Each one is named by its
+// location; its name is not shown, as it is the caller's text.
+func schemaCheckFormats(doc any) error {
+	var bad problems
+	schemaSubschemas(doc, func(obj map[string]any, ptr []string) {
+		if f, ok := obj["format"].(string); ok && !slices.Contains(schemaFormats, f) {
+			bad.add("expected_schema", "has a format the verifier does not know at "+schemaLocFromTokens(doc, append(slices.Clip(ptr), "format")),
+				schemaFormatFix)
+		}
+	})
+	if bad.count() > 0 {
+		return bad.err()
+	}
+	return nil
+}
+
+// Where subschemas sit, by keyword, in every draft the verifier supports (a keyword of one draft
+// only is unknown to the others, but its value is clearly meant as schemas wherever it is written).
+var (
+	// schemaOneKeywords take one subschema.
+	schemaOneKeywords = []string{"additionalItems", "additionalProperties", "contains", "contentSchema", "else",
+		"if", "items", "not", "propertyNames", "then", "unevaluatedItems", "unevaluatedProperties"}
+	// schemaListKeywords take an array of subschemas (items did before 2020-12).
+	schemaListKeywords = []string{"allOf", "anyOf", "items", "oneOf", "prefixItems"}
+	// schemaMapKeywords take an object whose member values are subschemas (dependencies also takes
+	// arrays of names there, which are not).
+	schemaMapKeywords = []string{"$defs", "definitions", "dependencies", "dependentSchemas", "patternProperties", "properties"}
+)
+
+// schemaSubschemas visits every object of a raw schema that is a subschema, once, with its JSON
+// pointer tokens: the root, the values of the keywords that take subschemas, and what a local
+// reference points at ({"$ref": "#/x/y"} makes x.y a subschema even under a keyword the drafts do
+// not know). Values that are data (const, enum, default, examples, unknown keywords), and the
+// names under properties, are never visited as schemas, so a property called "format" is not a
+// format keyword. Members are visited in sorted order, so the answer is the same every time.
+func schemaSubschemas(doc any, visit func(obj map[string]any, ptr []string)) {
+	type ref struct{ base, frag string }
+	var (
+		seen  = map[string]bool{}
+		roots = map[string][]string{schemaBaseURL: nil} // resource base URI → pointer of its root
+		refs  []ref
+		walk  func(v any, ptr []string, base string)
+	)
+	walk = func(v any, ptr []string, base string) {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		if key := strings.Join(ptr, "\x00"); seen[key] {
+			return
+		} else {
+			seen[key] = true
+		}
+		for _, idKey := range []string{"$id", "id"} {
+			if id, ok := obj[idKey].(string); ok {
+				if r := schemaResolveURL(base, id); r != "" {
+					base = r
+					if _, known := roots[r]; !known {
+						roots[r] = slices.Clone(ptr)
+					}
+				}
+				break
+			}
+		}
+		visit(obj, ptr)
+		for _, kw := range []string{"$ref", "$dynamicRef", "$recursiveRef"} {
+			if r, ok := obj[kw].(string); ok {
+				if _, frag, _ := strings.Cut(r, "#"); frag == "" || strings.HasPrefix(frag, "/") {
+					refs = append(refs, ref{schemaResolveURL(base, r), frag})
+				}
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
+			sub := append(slices.Clip(ptr), k)
+			switch {
+			case slices.Contains(schemaMapKeywords, k):
+				if m, ok := obj[k].(map[string]any); ok {
+					for _, name := range slices.Sorted(maps.Keys(m)) {
+						walk(m[name], append(slices.Clip(sub), name), base)
+					}
+				}
+			case slices.Contains(schemaListKeywords, k) && schIsArray(obj[k]):
+				for i, e := range obj[k].([]any) {
+					walk(e, append(slices.Clip(sub), strconv.Itoa(i)), base)
+				}
+			case slices.Contains(schemaOneKeywords, k):
+				walk(obj[k], sub, base)
+			}
+		}
+	}
+	walk(doc, nil, schemaBaseURL)
+	// A reference's target may hold references of its own: refs grows while it is read.
+	for i := 0; i < len(refs); i++ {
+		root, ok := roots[refs[i].base]
+		if !ok {
+			continue // another document, which the compiler has refused already
+		}
+		toks := append(slices.Clip(root), schemaPointerTokens(refs[i].frag)...)
+		walk(schLookup(doc, toks), toks, refs[i].base)
+	}
+}
+
+// schIsArray tells whether v is a JSON array.
+func schIsArray(v any) bool {
+	_, ok := v.([]any)
+	return ok
+}
+
+// schemaPointerTokens splits a URI fragment holding a JSON pointer into its unescaped tokens.
+func schemaPointerTokens(frag string) []string {
+	if f, err := url.PathUnescape(frag); err == nil {
+		frag = f
+	}
+	if frag == "" {
+		return nil
+	}
+	var toks []string
+	for _, t := range strings.Split(strings.TrimPrefix(frag, "/"), "/") {
+		toks = append(toks, strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~"))
+	}
+	return toks
+}
+
 // schemaIsDialectURL tells whether a URL the compiler tried to load is one of the document's
 // $schema values (an embedded resource naming an unknown dialect).
 func schemaIsDialectURL(doc any, u string) bool {
@@ -564,16 +707,7 @@ func schemaLocFromURL(doc any, u string) string {
 	if base != schemaBaseURL {
 		return "expected_schema"
 	}
-	if f, err := url.PathUnescape(frag); err == nil {
-		frag = f
-	}
-	var toks []string
-	if frag != "" {
-		for _, t := range strings.Split(strings.TrimPrefix(frag, "/"), "/") {
-			toks = append(toks, strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~"))
-		}
-	}
-	return schemaLocFromTokens(doc, toks)
+	return schemaLocFromTokens(doc, schemaPointerTokens(frag))
 }
 
 // schemaLocFromTokens renders a location inside the schema document as "expected_schema" plus
