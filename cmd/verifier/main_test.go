@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -77,6 +78,16 @@ func TestCheckExitCodes(t *testing.T) {
 	code, out, _ = runCLI(t, `{"task_id":"x","expected_schema":{},"submitted_output":1,"rules":[{"type":"nope","field":"a"}]}`, "check", "-")
 	if code != 2 || !strings.Contains(out, `"code": "invalid_request"`) || !strings.Contains(out, `"rules[0].type"`) {
 		t.Fatalf("check invalid: exit %d\n%s", code, out)
+	}
+	// A schema too costly to evaluate is no verdict: 2 with the schema_too_complex envelope.
+	var defs strings.Builder
+	defs.WriteString(`"d0":{"type":"integer"}`)
+	for i := 1; i <= 16; i++ {
+		fmt.Fprintf(&defs, `,"d%d":{"allOf":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]}`, i, i-1, i-1)
+	}
+	code, out, _ = runCLI(t, `{"task_id":"x","expected_schema":{"$defs":{`+defs.String()+`},"$ref":"#/$defs/d16"},"submitted_output":1}`, "check", "-")
+	if code != 2 || !strings.Contains(out, `"code": "schema_too_complex"`) || !strings.Contains(out, `"field": "expected_schema"`) || strings.Contains(out, `"result"`) {
+		t.Fatalf("check too complex: exit %d\n%s", code, out)
 	}
 }
 

@@ -119,6 +119,9 @@ func (s *Service) withDeadline(ctx context.Context, f func(ctx context.Context) 
 	})
 	select {
 	case err := <-done:
+		if errors.Is(err, verify.ErrStopped) {
+			return deadlineErr() // the checks stopped for the deadline: no verdict
+		}
 		return err
 	case <-ctx.Done():
 		return deadlineErr()
@@ -173,10 +176,26 @@ func runPhase(f func()) {
 // Decode validates a request body and compiles its schema within the deadline. Its errors are
 // 422s (or 413s) that charge and consume nothing.
 func (s *Service) Decode(ctx context.Context, body []byte) (*Job, error) {
+	return s.decode(ctx, body, false)
+}
+
+// DecodeFree is Decode for a request the free allowance is to pay for: in the same phase it also
+// validates the output against the schema (verify.Engine.CheckSchema), the one check that can
+// refuse a sound request (schema_too_complex), so that such a request is refused before the
+// allowance is consumed. A paid request does not need this: a refusal in Finish releases its
+// payment unsettled, and checking before the payment is verified would be work done for free.
+func (s *Service) DecodeFree(ctx context.Context, body []byte) (*Job, error) {
+	return s.decode(ctx, body, true)
+}
+
+func (s *Service) decode(ctx context.Context, body []byte, checkSchema bool) (*Job, error) {
 	var job Job
-	err := s.withDeadline(ctx, func(context.Context) (err error) {
-		job.req, job.sch, err = s.Engine.Decode(body)
-		return err
+	err := s.withDeadline(ctx, func(ctx context.Context) (err error) {
+		if job.req, job.sch, err = s.Engine.Decode(body); err != nil || !checkSchema {
+			return err
+		}
+		job.req.StopWhen(ctx.Done())
+		return s.Engine.CheckSchema(job.req, job.sch)
 	})
 	if err != nil {
 		return nil, err
@@ -250,7 +269,13 @@ func (s *Service) handleVerify(w http.ResponseWriter, r *http.Request) {
 		s.refuseFreeSize(w, r)
 		return
 	}
-	job, err := s.Decode(r.Context(), body)
+	// A request for the free allowance is checked against its schema before the allowance is
+	// consumed (DecodeFree): a schema too costly to evaluate is refused without counting.
+	decode := s.Decode
+	if payment == "" && s.Allowance != nil {
+		decode = s.DecodeFree
+	}
+	job, err := decode(r.Context(), body)
 	if err != nil {
 		s.WriteError(w, r, err)
 		return

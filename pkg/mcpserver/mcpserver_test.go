@@ -749,3 +749,30 @@ func TestToolPanicIsAnInternalError(t *testing.T) {
 		}
 	}
 }
+
+// As on REST, a schema too costly to evaluate is the error schema_too_complex: no free call is
+// taken and nothing is recorded.
+func TestSchemaTooComplexOverMCP(t *testing.T) {
+	e := newEnv(t, withLimit(1), withPayer(&fakePayer{}))
+	var defs strings.Builder
+	defs.WriteString(`"d0":{"type":"integer"}`)
+	for i := 1; i <= 16; i++ {
+		fmt.Fprintf(&defs, `,"d%d":{"allOf":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]}`, i, i-1, i-1)
+	}
+	args := []byte(`{"task_id":"t","agent_id":"seller-complex","expected_schema":{"$defs":{` + defs.String() + `},"$ref":"#/$defs/d16"},"submitted_output":1}`)
+	for i := range 3 {
+		r := e.call(t, ToolVerify, args, nil)
+		m := r.sc(t)
+		if !r.IsError || m["code"] != "schema_too_complex" || m["status"] != float64(422) || m["charged"] != false || m["result"] != nil {
+			t.Fatalf("call %d: %s", i, r.StructuredContent)
+		}
+	}
+	body, _ := json.Marshal(verify.ExampleRequest())
+	r := e.call(t, ToolVerify, body, nil)
+	if r.IsError || r.meta(t, "free_allowance")["remaining"] != float64(0) {
+		t.Fatalf("the one free call after the refusals: %s", r.StructuredContent)
+	}
+	if page, _, err := e.st.History(context.Background(), "seller-complex", 10, ""); err != nil || len(page) != 0 {
+		t.Errorf("history: %d entries, %v; want none", len(page), err)
+	}
+}

@@ -112,7 +112,13 @@ func (s *Server) verifySchema(ctx context.Context, req *mcp.CallToolRequest) (*m
 		return s.paymentRequired(ctx, ToolVerify, client, apperr.PaymentRequired,
 			fmt.Sprintf("Arguments over %d bytes are not covered by the free allowance; pay to verify this one.", s.svc.Pricing.FreeMaxBody), nil), nil
 	}
-	job, err := s.svc.Decode(ctx, args)
+	// As on REST, a call for the free allowance is checked against its schema before the
+	// allowance is consumed (DecodeFree): a schema too costly to evaluate is refused without counting.
+	decode := s.svc.Decode
+	if !paying && s.svc.Allowance != nil {
+		decode = s.svc.DecodeFree
+	}
+	job, err := decode(ctx, args)
 	if err != nil {
 		return s.errorResult(ToolVerify, err, nil), nil
 	}

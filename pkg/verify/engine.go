@@ -70,17 +70,41 @@ func (e *Engine) Decode(body []byte) (*Request, *Schema, error) {
 	return req, sch, nil
 }
 
-// Check runs every check of a decoded request and shapes the report.
-func (e *Engine) Check(req *Request, sch *Schema, env Envelope) *Report {
+// CheckSchema validates req's output against its compiled schema and keeps the counts in req for
+// Check. It is the one part of checking that can refuse the request: a schema that needs more
+// work for this output than the evaluation budget allows is the 422 schema_too_complex (a check
+// that stopped, see Request.StopWhen, is ErrStopped). A caller that must not charge or count a
+// request the engine then refuses (the free allowance) runs it before admitting the request;
+// Check runs it when nobody did.
+func (e *Engine) CheckSchema(req *Request, sch *Schema) error {
+	if req.schemaChecked {
+		return nil
+	}
+	schema, undeclared, err := sch.check(req.Output, req.stop)
+	if err != nil {
+		return err
+	}
+	req.schemaTally, req.undeclared, req.schemaChecked = schema, undeclared, true
+	return nil
+}
+
+// Check runs every check of a decoded request and shapes the report. Its only errors are
+// CheckSchema's.
+func (e *Engine) Check(req *Request, sch *Schema, env Envelope) (*Report, error) {
+	if err := e.CheckSchema(req, sch); err != nil {
+		return nil, err
+	}
 	var f Findings
-	var undeclared Tally
-	f.Schema, undeclared = sch.check(req.Output, req.stop)
+	f.Schema = req.schemaTally
 	f.Rules = evaluateRules(req.Output, req.Rules, req.stop)
+	if stopped(req.stop) {
+		return nil, ErrStopped // the rules were cut short: no verdict
+	}
 	f.Bounds = EvaluateBounds(req.Output, req.Bounds)
 	f.Content, f.Info = CheckContent(req.Output, req.StrictContentCheck)
-	f.Content.Add(undeclared)
+	f.Content.Add(req.undeclared)
 	f.Enforce, f.Strict, f.Compact = req.EnforceRules, req.StrictContentCheck, req.Detail == DetailCompact
-	return buildReport(req, f, env)
+	return buildReport(req, f, env), nil
 }
 
 // Attester signs a response document given with its RFC 8785 form; receipt.Key is one. It must
@@ -101,7 +125,10 @@ func (e *Engine) Respond(body []byte, env Envelope, a Attester) ([]byte, *Report
 
 // Finish checks a decoded request, serializes the report and, when a is not nil, signs it.
 func (e *Engine) Finish(req *Request, sch *Schema, env Envelope, a Attester) ([]byte, *Report, error) {
-	rep := e.Check(req, sch, env)
+	rep, err := e.Check(req, sch, env)
+	if err != nil {
+		return nil, nil, err
+	}
 	if a == nil {
 		out, err := rep.JSON()
 		if err != nil {

@@ -56,7 +56,7 @@ func TestHostileInputs(t *testing.T) {
 		{"a $ref to a file", wrap(`{"$ref":"file:///etc/passwd"}`, `1`), 422, "expected_schema"},
 		{"a schema that references itself forever", wrap(`{"$ref":"#"}`, `{"a":{"a":{"a":1}}}`), 0, ""},
 		{"mutually recursive definitions", wrap(`{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`, `1`), 0, ""},
-		{"allOf fan-out 2^40", wrap(nestedAllOf(40), `{"x":1}`), 0, ""},
+		{"allOf fan-out 2^40", wrap(nestedAllOf(40), `{"x":1}`), 422, "expected_schema"},
 		{"200 rules over 100,000 elements", wrap(`{}`, bigArray, `,"rules":[`+strings.TrimSuffix(strings.Repeat(`{"type":"gte","field":"[]","value":0},`, 200), ",")+`]`), 0, ""},
 		{"a number with 1000 digits", wrap(`{}`, "0."+strings.Repeat("1", 999)), 0, ""},
 		{"a number with an exponent of a billion", wrap(`{}`, "1e-1000000000"), 422, "submitted_output"},
@@ -131,25 +131,40 @@ func nestedAllOf(levels int) string {
 }
 
 // A check whose caller stopped waiting (Request.StopWhen: the deadline answered already) stops
-// instead of running to the end: the schema walk fails closed and no rule is evaluated.
+// instead of running to the end, with ErrStopped and no verdict: not a report, and not the
+// schema_too_complex answer, which a budget alone decides.
 func TestStoppedCheckEndsEarly(t *testing.T) {
 	items := strings.Repeat(`1,`, 5000) + `1`
 	body := []byte(`{"task_id":"t","expected_schema":{"type":"array","items":{"type":"integer"}},"submitted_output":[` + items + `],` +
 		`"rules":[{"type":"unique","field":"[]"}],"enforce_rules":true}`)
 	eng := NewEngine(Limits{})
-	req, sch, err := eng.Decode(body)
-	if err != nil {
-		t.Fatal(err)
+	decode := func() (*Request, *Schema) {
+		req, sch, err := eng.Decode(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return req, sch
 	}
-	if rep := eng.Check(req, sch, testEnv); rep.Result != "fail" || slices.Contains(rep.Summary.BlockingChecks, "schema:complexity") {
-		t.Fatalf("not stopped: %s, blocking %v; want a fail from the unique rule alone", rep.Result, rep.Summary.BlockingChecks)
+	req, sch := decode()
+	if rep, err := eng.Check(req, sch, testEnv); err != nil || rep.Result != "fail" || !slices.Equal(rep.Summary.BlockingChecks, []string{"consistency:unique"}) {
+		t.Fatalf("not stopped: %v; want a fail from the unique rule alone", err)
 	}
 	done := make(chan struct{})
 	close(done)
+	// Stopped during the schema walk.
+	req, sch = decode()
 	req.StopWhen(done)
-	rep := eng.Check(req, sch, testEnv)
-	if !slices.Contains(rep.Summary.BlockingChecks, "schema:complexity") || slices.Contains(rep.Summary.BlockingChecks, "consistency:unique") {
-		t.Errorf("stopped: blocking %v; want the schema walk failed closed and no rule run", rep.Summary.BlockingChecks)
+	if rep, err := eng.Check(req, sch, testEnv); err != ErrStopped || rep != nil {
+		t.Errorf("stopped in the walk: %v, %v; want ErrStopped and no report", rep, err)
+	}
+	// Stopped after the walk (CheckSchema ran in an earlier phase), before the rules finish.
+	req, sch = decode()
+	if err := eng.CheckSchema(req, sch); err != nil {
+		t.Fatal(err)
+	}
+	req.StopWhen(done)
+	if rep, err := eng.Check(req, sch, testEnv); err != ErrStopped || rep != nil {
+		t.Errorf("stopped in the rules: %v, %v; want ErrStopped and no report", rep, err)
 	}
 }
 
@@ -212,7 +227,7 @@ func fanOut(levels int, leaf string) string {
 
 // hostileWork are schemas whose keywords cost work in proportion to the output at every visit
 // (patterns, uniqueItems, enum, format "regex"), which the evaluation budget charges by work: each
-// is refused as schema:complexity before the work is done. The reviewer measured them at 3.7 s,
+// is refused as schema_too_complex before the work is done. The reviewer measured them at 3.7 s,
 // minutes, 10.7 s and 2.1 GB, 930 ms and 650 MB, and 8.5 s before the charges.
 var hostileWork = []struct {
 	name, schema, output string
@@ -261,7 +276,7 @@ func hostileStrings(n int, prefix string) string {
 }
 
 // TestHostileSchemaWork: costly keywords are charged by their work, so a schema that repeats
-// them is refused (schema:complexity) within a bounded allocation, and ordinary uses of the same
+// them is refused (schema_too_complex) within a bounded allocation, and ordinary uses of the same
 // keywords are evaluated as before.
 func TestHostileSchemaWork(t *testing.T) {
 	for _, c := range hostileWork {
@@ -274,12 +289,15 @@ func TestHostileSchemaWork(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			got, _ := sch.Check(out)
+			got, _, err := sch.Check(out)
 			runtime.ReadMemStats(&after)
 			var held runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&held)
-			refused := len(got.Failures) > 0 && got.Failures[0].Check == "schema:complexity"
+			e, refused := apperr.As(err)
+			if refused && e.Code != apperr.SchemaTooComplex || err != nil && !refused {
+				t.Fatalf("got %v, want schema_too_complex or a verdict", err)
+			}
 			if refused != c.refused {
 				t.Fatalf("refused %v, want %v (%d checks, %d failures)", refused, c.refused, got.Total, len(got.Failures))
 			}
@@ -475,5 +493,72 @@ func BenchmarkHostileSchema(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// fanOutDefs is the reviewer's schema: levels $defs, each an applicator (allOf, anyOf, oneOf) of
+// two $refs to the level below, over leaf.
+func fanOutDefs(levels int, applicator, leaf string) string {
+	var b strings.Builder
+	b.WriteString(`{"$defs":{"d0":` + leaf)
+	for i := 1; i <= levels; i++ {
+		fmt.Fprintf(&b, `,"d%d":{"%s":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]}`, i, applicator, i-1, i-1)
+	}
+	fmt.Fprintf(&b, `},"$ref":"#/$defs/d%d"}`, levels)
+	return b.String()
+}
+
+// A schema that exhausts the evaluation budget is no verdict on the output (which may be valid):
+// it is the error schema_too_complex, a 422 naming expected_schema, the limit and how to stay
+// under it, never a report (so never charged or recorded: the transports' tests show that). The
+// answer is the same every time, compiled or from the cache, and a schema just under the budget
+// gets its verdict.
+func TestSchemaTooComplexIsAnError(t *testing.T) {
+	eng := NewEngine(Limits{})
+	body := func(schema, output string) []byte {
+		return []byte(`{"task_id":"t","agent_id":"agent-1","expected_schema":` + schema + `,"submitted_output":` + output + `}`)
+	}
+	budget := strconv.Itoa(schEvalBase + schEvalPerNode*1) // for an output of one value
+	for _, c := range []struct {
+		name, schema, output string
+	}{
+		{"the reviewer's: 16 levels of allOf over integer, output 1", fanOutDefs(16, "allOf", `{"type":"integer"}`), "1"},
+		{"the same, output a string it fails", fanOutDefs(16, "allOf", `{"type":"integer"}`), `"x"`},
+		{"anyOf over a leaf every branch fails", fanOutDefs(17, "anyOf", `{"type":"string"}`), "1"},
+		{"oneOf", fanOutDefs(17, "oneOf", `{"type":"integer"}`), "1"},
+		{"40 levels", fanOutDefs(40, "allOf", `true`), "1"},
+		{"under a property", strings.Replace(fanOutDefs(16, "allOf", `{"minimum":0}`), `"$ref":"#/$defs/d16"}`, `"properties":{"a":{"$ref":"#/$defs/d16"}}}`, 1), `{"a":1}`},
+		{"15 levels (the first over the budget for one value)", fanOutDefs(15, "allOf", `{"type":"integer"}`), "1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for i := range 20 {
+				_, rep, err := eng.Respond(body(c.schema, c.output), testEnv, nil)
+				e, ok := apperr.As(err)
+				if !ok || rep != nil {
+					t.Fatalf("run %d: got %v and a report %v, want schema_too_complex", i, err, rep != nil)
+				}
+				if e.Code != apperr.SchemaTooComplex || e.Status != 422 || e.Retryable || e.Charged ||
+					len(e.Fields) != 1 || e.Fields[0].Field != "expected_schema" ||
+					len(e.NextAction) != 1 || e.NextAction[0].Action != "fix_request_fields" {
+					t.Fatalf("run %d: got %+v", i, e)
+				}
+				if c.output == "1" && !strings.Contains(e.Fields[0].Problem, "limit of "+budget+" units") {
+					t.Errorf("the problem does not name the limit of %s units: %q", budget, e.Fields[0].Problem)
+				}
+				for _, want := range []string{"allOf", "$ref", "Refer to each definition once"} {
+					if !strings.Contains(e.Fields[0].Fix, want) {
+						t.Errorf("the fix does not say %q: %q", want, e.Fields[0].Fix)
+					}
+				}
+			}
+		})
+	}
+	// 14 levels are within the budget (about 4 units per application of a level, 65,000 in
+	// all): a verdict, the same every time.
+	for i := range 20 {
+		_, rep, err := eng.Respond(body(fanOutDefs(14, "allOf", `{"type":"integer"}`), "1"), testEnv, nil)
+		if err != nil || rep.Result != "pass" || rep.SchemaCompliance.Total != 1<<14 {
+			t.Fatalf("run %d: 14 levels: %v, want a pass of %d checks", i, err, 1<<14)
+		}
 	}
 }

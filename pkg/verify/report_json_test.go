@@ -139,7 +139,11 @@ func TestReportCanonicalEncoder(t *testing.T) {
 		if err != nil {
 			continue // the rules cases include requests the decoder refuses
 		}
-		assertCanonicalReport(t, eng.Check(req, sch, testEnv))
+		rep, err := eng.Check(req, sch, testEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertCanonicalReport(t, rep)
 		checked++
 	}
 	if checked < 300 {

@@ -53,6 +53,10 @@ type Request struct {
 	schemaCanonical []byte          // expected_schema's canonical form
 	compiled        *Schema         // the compiled schema, when the cache knew it by its alias
 	stop            <-chan struct{} // StopWhen
+
+	// The schema's counts, once Engine.CheckSchema has run.
+	schemaChecked           bool
+	schemaTally, undeclared Tally
 }
 
 // requestFields are the members a request may have, in documentation order.

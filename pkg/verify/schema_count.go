@@ -3,6 +3,7 @@ package verify
 import (
 	"container/heap"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/agent-output-verifier/verifier/pkg/apperr"
 )
 
 // Check validates instance against the schema and counts its assertions (SPEC §4.2): one check for
@@ -22,24 +25,43 @@ import (
 // contributes its declarations, so allOf/$ref compositions are judged as a whole); a property
 // declared by none of them fails that object's check.
 //
+// A schema that needs more work for this instance than the evaluation budget allows is not a
+// verdict on the instance: Check then returns the 422 schema_too_complex (an *apperr.Error naming
+// the limit), and no tallies. The budget depends on the schema and the instance only, so the same
+// request always gets the same answer.
+//
 // The walker is the validator on this path: it evaluates every keyword itself, so that it can
 // count, and the library (which compiled the schema the walker's graph is built from) does not
 // validate again. The library stays the authority in the differential tests: the walker and the
 // library's Validate agree on the whole JSON-Schema-Test-Suite, on the project's own cases and
 // under fuzzing (schema_suite_test.go, schema_test.go, FuzzSchemaCheck), all through crossCheck.
-func (s *Schema) Check(instance any) (schema Tally, undeclared Tally) { return s.check(instance, nil) }
-
-// check is Check that stops early once stop is closed (Request.StopWhen).
-func (s *Schema) check(instance any, stop <-chan struct{}) (schema Tally, undeclared Tally) {
-	r := s.walk(instance, stop)
-	return r.schema, r.undeclared
+func (s *Schema) Check(instance any) (schema Tally, undeclared Tally, err error) {
+	return s.check(instance, nil)
 }
+
+// check is Check that stops early once stop is closed (Request.StopWhen), answering ErrStopped.
+func (s *Schema) check(instance any, stop <-chan struct{}) (schema Tally, undeclared Tally, err error) {
+	r := s.walk(instance, stop)
+	switch {
+	case r.stopped:
+		return Tally{}, Tally{}, ErrStopped
+	case r.over:
+		return Tally{}, Tally{}, schemaTooComplex(r.budget)
+	}
+	return r.schema, r.undeclared, nil
+}
+
+// ErrStopped is the answer of a check whose caller stopped waiting (Request.StopWhen): it has no
+// verdict, and the caller answers its own deadline error.
+var ErrStopped = errors.New("verify: the check was stopped before it finished")
 
 // schCheckResult is a walk's answer; libValid is filled in by crossCheck only.
 type schCheckResult struct {
 	schema, undeclared Tally
 	walkerValid        bool
-	over               bool // the evaluation budget ran out: failed closed, nothing evaluated
+	over               bool // the evaluation budget ran out: no verdict
+	stopped            bool // Request.StopWhen's channel closed: no verdict
+	budget             int  // the budget in force when it ran out
 	libValid           bool
 }
 
@@ -48,9 +70,9 @@ func (s *Schema) walk(instance any, stop <-chan struct{}) schCheckResult {
 	w.stop = stop
 	ok := w.walk(s.root, instance)
 	if w.over {
-		// Fail closed: the caller learns the schema is too costly for this output.
+		r := schCheckResult{over: !w.stopped, stopped: w.stopped, budget: w.budget}
 		w.release()
-		return schCheckResult{schema: schComplexityTally(), over: true}
+		return r
 	}
 	w.kept.into(&w.tally)
 	w.undeclKept.into(&w.undeclared)
@@ -100,16 +122,23 @@ const (
 // enough that a stopped check ends within milliseconds, rarely enough to cost nothing.
 const schStopEvery = 1024
 
-// schComplexityTally is the answer for a schema that exceeds the evaluation budget: one failing
-// check, so the result fails closed and the caller learns why.
-func schComplexityTally() Tally {
-	var t Tally
-	t.Fail(Failure{Check: "schema:complexity", Path: "$", Field: "",
-		Expected: "a schema that evaluates within the verifier's work limit",
-		Found:    "too much evaluation work",
-		Detail: "the schema needs too much work for this output (nested allOf, anyOf or $ref fan-out, or costly patterns, " +
-			"formats, enums or uniqueItems applied many times), so it was not evaluated"})
-	return t
+// schemaTooComplex is the answer for a schema that exceeds the evaluation budget for this output:
+// no verdict on the output, which may well be valid, but an error in the request (the schema asks
+// for more work than the verifier does for one request), so that nothing is charged, counted or
+// recorded and the caller learns the limit and how to stay under it.
+func schemaTooComplex(budget int) *apperr.Error {
+	e := apperr.Field("expected_schema",
+		fmt.Sprintf("needs more evaluation work for this submitted_output than the verifier's limit of %d units "+
+			"(%d, plus %d for each value of the output, 16 bytes of string counting as a value); a unit is one application of a subschema, "+
+			"and patterns, formats, enums, const and uniqueItems cost more by the size of what they read", budget, schEvalBase, schEvalPerNode),
+		"Keep subschemas from multiplying: each allOf, anyOf or oneOf branch and each $ref applies its target again, so definitions that "+
+			"refer twice to the next level double the work at every level (16 such levels apply the last one 65,536 times). "+
+			"Refer to each definition once, flatten nested allOf, and apply costly patterns, large enums and uniqueItems once per value; "+
+			"then send the request again.")
+	e.Code, e.Status, e.Retryable = apperr.SchemaTooComplex, apperr.SchemaTooComplex.Status(), false
+	e.Message = "The check could not finish: expected_schema needs more evaluation work for this output than the verifier's limit, " +
+		"so there is no verdict on the output. Nothing was charged, counted against the free allowance or recorded; simplify the schema and send it again."
+	return e
 }
 
 // schInstanceSize is the size of a value in budget terms: one per value, plus one per
@@ -148,6 +177,7 @@ type schWalker struct {
 	budget   int             // units allowed; schEvalBase until the output has been measured
 	sized    bool            // budget includes the per-value allowance
 	over     bool            // budget exceeded or stopped: every evaluation now fails at once
+	stopped  bool            // over because stop closed, not because of the budget
 	stop     <-chan struct{} // Request.StopWhen, looked at every schStopEvery units
 	scope    []schScope      // dynamic scope: every schema being evaluated, outermost first
 	base     int             // where the current dynamic scope starts (propertyNames and contentSchema start afresh)
@@ -184,7 +214,7 @@ func (w *schWalker) walk(root *schNode, instance any) bool {
 func (w *schWalker) release() {
 	w.scope, w.loc, w.keys, w.decl = w.scope[:0], w.loc[:0], w.keys[:0], w.decl[:0]
 	w.base, w.vid, w.declFrom, w.declOn, w.declSpeaks = 0, 0, 0, false, false
-	w.instance, w.evals, w.nextLook, w.budget, w.sized, w.over, w.stop = nil, 0, 0, 0, false, false, nil
+	w.instance, w.evals, w.nextLook, w.budget, w.sized, w.over, w.stopped, w.stop = nil, 0, 0, 0, false, false, false, nil
 	w.tally, w.undeclared = Tally{}, Tally{}
 	w.kept.reset()
 	w.undeclKept.reset()
@@ -307,7 +337,7 @@ func (w *schWalker) undeclaredCheck(obj map[string]any, decl []*schNode) {
 }
 
 // declared tells whether a schema applied at an object declares property k; past the budget it
-// answers true, as the walk's answer is schema:complexity then anyway.
+// answers true, as the walk has no verdict then anyway.
 func (w *schWalker) declared(decl []*schNode, k string) bool {
 	for _, n := range decl {
 		if _, ok := n.propMap[k]; ok {
@@ -354,7 +384,7 @@ func (w *schWalker) fail(kw, expected, found, detail string) {
 }
 
 // spend charges units of work to the budget and reports whether the walk may go on; once it may
-// not, every evaluation fails at once and the walk answers schema:complexity.
+// not, every evaluation fails at once and the walk has no verdict (schema_too_complex).
 func (w *schWalker) spend(units int) bool {
 	if w.evals += units; w.evals > w.budget {
 		if !w.sized {
@@ -365,8 +395,8 @@ func (w *schWalker) spend(units int) bool {
 	}
 	if w.evals >= w.nextLook {
 		w.nextLook = w.evals + schStopEvery
-		if stopped(w.stop) {
-			w.over = true // nobody waits for the answer any more
+		if !w.over && stopped(w.stop) {
+			w.over, w.stopped = true, true // nobody waits for the answer any more
 		}
 	}
 	return !w.over

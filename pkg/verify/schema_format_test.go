@@ -145,7 +145,7 @@ func TestEngineUnknownFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _ := sch.Check(req.Output)
+	got, _, _ := sch.Check(req.Output)
 	if got.Total != 3 || got.Passed != 2 || got.Failures[0].Check != "schema:format" {
 		t.Errorf("got %+v, want 3 checks (type, type, format) with schema:format failing", got)
 	}
