@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 )
@@ -27,10 +26,7 @@ func tooComplexBody(agent string) string {
 // nor kept (the same payment buys the next answer), and nothing enters the agent's history.
 func TestSchemaTooComplexIsNotChargedOrRecorded(t *testing.T) {
 	payer := &fakePayer{valid: true, settleOK: true}
-	e := newPayEnv(t, openBolt(t), 2, payer)
-	// A date of its own, well after any wall clock the store's expiry checks meet.
-	at := time.Date(2099, 6, 15, 12, 0, 0, 0, time.UTC)
-	e.now.Store(&at)
+	e := newPayEnv(t, openBolt, 2, payer)
 	const agent = "seller-complex"
 	check := func(what string, status int, m map[string]any) {
 		t.Helper()
@@ -47,7 +43,7 @@ func TestSchemaTooComplexIsNotChargedOrRecorded(t *testing.T) {
 			t.Errorf("free call %d: Free-Allowance-Remaining %s on an error", i, h)
 		}
 	}
-	used, err := e.st.AllowanceUsed(context.Background(), e.svc.CallerID("127.0.0.1"), at.Format("2006-01-02"))
+	used, err := e.st.AllowanceUsed(context.Background(), e.svc.CallerID("127.0.0.1"), e.clock.Now().Format("2006-01-02"))
 	if err != nil || used != 0 {
 		t.Fatalf("allowance used %d, %v; want 0", used, err)
 	}
