@@ -33,8 +33,9 @@ import (
 // value whose operand is missing is one failed check naming the operand's place, or is left out
 // with if_present.
 //
-// unique and exists_in compare whole values, so a field or in_field without `[]` that names an
-// array would compare the array as one value; the request decoder refuses it (arrayWithoutAll).
+// unique and exists_in compare whole values, so the request decoder refuses (refuseWholeValues) a
+// unique field without `[]` (one value is always unique) and an exists_in field or in_field
+// without `[]` that names an array in the output (it would compare the array as one value).
 type Path struct {
 	Raw   string
 	Steps []Step
@@ -286,8 +287,8 @@ func step(v any, st Step) (any, bool) {
 }
 
 // arrayWithoutAll tells whether p has no `[]` step and names an array in root: the path that
-// unique and exists_in refuse (see Path), because it would compare the array as one value where
-// its elements were meant.
+// exists_in refuses (see Path), because it would compare the array as one value where its
+// elements were meant.
 func arrayWithoutAll(p Path, root any) bool {
 	if countAll(p.Steps) > 0 {
 		return false

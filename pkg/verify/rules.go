@@ -196,9 +196,8 @@ func (ev *evaluator) noOperand(r *Rule, t *Tally) {
 	t.Fail(ev.ruleFailure(r, r.Field.Display(), "a rule with its operand", "no operand", "the rule has no operand to compare with"))
 }
 
-// wholeArray guards against a unique or exists_in path without `[]` that names an array (the
-// decoder refuses those, see arrayWithoutAll): it fails rather than compare the array as one
-// value.
+// wholeArray guards against an exists_in path without `[]` that names an array (the decoder
+// refuses those, see refuseWholeValues): it fails rather than compare the array as one value.
 func (ev *evaluator) wholeArray(r *Rule, t *Tally, p Path) bool {
 	if !arrayWithoutAll(p, ev.root) {
 		return false
@@ -574,7 +573,10 @@ func (ev *evaluator) unique(r *Rule, t *Tally) {
 			return
 		}
 	}
-	if ev.wholeArray(r, t, r.Field) {
+	if countAll(r.Field.Steps) == 0 {
+		// The decoder refuses this (refuseWholeValues): one value would always pass.
+		t.Fail(ev.ruleFailure(r, r.Field.Display(), "a path with [] to the values to compare", "one value",
+			shorten(r.Field.Raw)+" selects one value, which is always unique; select the values with []"))
 		return
 	}
 	seen := newValueSet(len(values) - missing)

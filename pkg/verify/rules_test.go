@@ -160,6 +160,29 @@ func TestBoundsFromTestdata(t *testing.T) {
 	}
 }
 
+// TestPathSemanticsFromTestdata runs testdata/rules/paths.json: bounds and every rule type over
+// outputs where the places a path selects all hold a value, some have nothing there, or none do
+// (flat and nested `[]`, on the field and on the operand side), with and without if_present. Each
+// case is answered as Path's doc comment says: every value there is checked, a missing place is a
+// failed check without if_present and left out with it.
+func TestPathSemanticsFromTestdata(t *testing.T) {
+	for _, c := range loadIntegrityCases(t, "paths.json") {
+		t.Run(c.Name, func(t *testing.T) {
+			rules := make([]Rule, len(c.Rules))
+			for i, j := range c.Rules {
+				rules[i] = j.toRule(t)
+			}
+			bounds := make([]Bound, len(c.Bounds))
+			for i, j := range c.Bounds {
+				bounds[i] = Bound{Path: mustPath(t, j.Path), Min: j.Min, Max: j.Max, IfPresent: j.IfPresent}
+			}
+			got := EvaluateRules(c.Output, rules)
+			got.Add(EvaluateBounds(c.Output, bounds))
+			checkTally(t, got, c)
+		})
+	}
+}
+
 // The seed's draft invoice fails sum_equals with exactly the strings of the seed's response, and
 // the corrected total of the final invoice passes.
 func TestRuleSeedInvoice(t *testing.T) {
