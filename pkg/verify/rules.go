@@ -163,10 +163,11 @@ func firstMissing(p Path, root any) string {
 }
 
 // operandValues resolves an operand path (equals_field, other_field, in_field) as Path says:
-// without if_present a place with nothing there is one failed check and ok is false, the rule
-// going no further; with if_present those places are left out, and an operand with no value at
-// all skips the rule (ok false, nothing counted). Otherwise it returns the values there.
-func (ev *evaluator) operandValues(r *Rule, t *Tally, p Path, expected string, hashed bool) (values []any, ok bool) {
+// without if_present a place with nothing there is one failed check (expecting what+p) and ok is
+// false, the rule going no further; with if_present those places are left out, and an operand
+// with no value at all skips the rule (ok false, nothing counted). Otherwise it returns the
+// values there.
+func (ev *evaluator) operandValues(r *Rule, t *Tally, p Path, what string, hashed bool) (values []any, ok bool) {
 	slots, _, missing := resolveSteps(p.Steps, ev.root, false)
 	if hashed && !ev.spendHashed(slots) || !hashed && !ev.spend(len(slots)) {
 		return nil, false
@@ -175,7 +176,7 @@ func (ev *evaluator) operandValues(r *Rule, t *Tally, p Path, expected string, h
 		return slots, true
 	}
 	if !r.IfPresent {
-		t.Fail(ev.notFound(r, firstMissing(p, ev.root), expected, missing-1))
+		t.Fail(ev.notFound(r, firstMissing(p, ev.root), what+shorten(p.Raw), missing-1))
 		return nil, false
 	}
 	if missing == len(slots) {
@@ -226,7 +227,7 @@ func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
 	switch {
 	case r.EqualsField != nil:
 		ef := *r.EqualsField
-		tv, ok := ev.operandValues(r, t, ef, "a sum equal to "+shorten(ef.Raw), false)
+		tv, ok := ev.operandValues(r, t, ef, "a sum equal to ", false)
 		if !ok {
 			return
 		}
@@ -304,12 +305,11 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 		return
 	}
 	width := countAll(r.Field.Steps)
-	expectedNumbers := "numbers at " + shorten(r.Field.Raw)
 	if missing > 0 && missing == len(values) {
 		// Nothing there at all: no value to compare, so the operand is not looked at.
 		if !r.IfPresent {
 			for i := range values {
-				t.Fail(ev.notFound(r, placeOf(r.Field, at[i*width:(i+1)*width]), expectedNumbers, 0))
+				t.Fail(ev.notFound(r, placeOf(r.Field, at[i*width:(i+1)*width]), "numbers at "+shorten(r.Field.Raw), 0))
 			}
 		}
 		return
@@ -326,7 +326,7 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 		}
 	case r.OtherField != nil:
 		other := *r.OtherField
-		ovals, ok := ev.operandValues(r, t, other, "a number at "+shorten(other.Raw), false)
+		ovals, ok := ev.operandValues(r, t, other, "a number at ", false)
 		if !ok {
 			return
 		}
@@ -355,7 +355,7 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 		vAt := at[i*width : (i+1)*width]
 		if isAbsent(v) {
 			if !r.IfPresent {
-				t.Fail(ev.notFound(r, placeOf(r.Field, vAt), expectedNumbers, 0))
+				t.Fail(ev.notFound(r, placeOf(r.Field, vAt), "numbers at "+shorten(r.Field.Raw), 0))
 			}
 			continue
 		}
@@ -375,14 +375,13 @@ func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other
 	if !ev.spend(2 * len(elems)) {
 		return
 	}
-	expectedNumbers := "numbers at " + shorten(r.Field.Raw)
 	var one [1]any // the one place of field under an element when rest has no `[]`
 	for i, e := range elems {
 		eAt := eat[i*pw : (i+1)*pw]
 		if isAbsent(e) {
 			// The prefix itself has nothing here: one place of field, not found.
 			if !r.IfPresent {
-				t.Fail(ev.notFound(r, formatSteps(r.Field.Steps, eAt), expectedNumbers, 0))
+				t.Fail(ev.notFound(r, formatSteps(r.Field.Steps, eAt), "numbers at "+shorten(r.Field.Raw), 0))
 			}
 			continue
 		}
@@ -411,7 +410,7 @@ func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other
 			switch {
 			case isAbsent(v):
 				if !r.IfPresent {
-					t.Fail(ev.notFound(r, w.raw(), expectedNumbers, 0))
+					t.Fail(ev.notFound(r, w.raw(), "numbers at "+shorten(r.Field.Raw), 0))
 				}
 			case !opThere:
 				if !r.IfPresent {
@@ -499,12 +498,11 @@ func (ev *evaluator) existsIn(r *Rule, t *Tally) {
 		return
 	}
 	width := countAll(r.Field.Steps)
-	expectedValues := "values at " + shorten(r.Field.Raw)
 	if missing > 0 && missing == len(values) {
 		// Nothing there at all: no value to look up, so the operand is not looked at.
 		if !r.IfPresent {
 			for i := range values {
-				t.Fail(ev.notFound(r, placeOf(r.Field, at[i*width:(i+1)*width]), expectedValues, 0))
+				t.Fail(ev.notFound(r, placeOf(r.Field, at[i*width:(i+1)*width]), "values at "+shorten(r.Field.Raw), 0))
 			}
 		}
 		return
@@ -521,7 +519,7 @@ func (ev *evaluator) existsIn(r *Rule, t *Tally) {
 			return
 		}
 		var ok bool
-		if set, ok = ev.operandValues(r, t, in, "values at "+shorten(in.Raw), true); !ok {
+		if set, ok = ev.operandValues(r, t, in, "values at ", true); !ok {
 			return
 		}
 		expected, notIn = "a value that occurs in "+shorten(in.Raw), " does not occur in "+shorten(in.Raw)
@@ -543,7 +541,7 @@ func (ev *evaluator) existsIn(r *Rule, t *Tally) {
 		vAt := at[i*width : (i+1)*width]
 		if isAbsent(v) {
 			if !r.IfPresent {
-				t.Fail(ev.notFound(r, placeOf(r.Field, vAt), expectedValues, 0))
+				t.Fail(ev.notFound(r, placeOf(r.Field, vAt), "values at "+shorten(r.Field.Raw), 0))
 			}
 			continue
 		}
