@@ -309,7 +309,9 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 		// Nothing there at all: no value to compare, so the operand is not looked at.
 		if !r.IfPresent {
 			for i := range values {
-				t.Fail(ev.notFound(r, placeOf(r.Field, at[i*width:(i+1)*width]), "numbers at "+shorten(r.Field.Raw), 0))
+				if !t.failCounted(ruleCheck(r.Type)) {
+					t.Fail(ev.notFound(r, placeOf(r.Field, at[i*width:(i+1)*width]), "numbers at "+shorten(r.Field.Raw), 0))
+				}
 			}
 		}
 		return
@@ -354,7 +356,7 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 	for i, v := range values {
 		vAt := at[i*width : (i+1)*width]
 		if isAbsent(v) {
-			if !r.IfPresent {
+			if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
 				t.Fail(ev.notFound(r, placeOf(r.Field, vAt), "numbers at "+shorten(r.Field.Raw), 0))
 			}
 			continue
@@ -380,7 +382,7 @@ func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other
 		eAt := eat[i*pw : (i+1)*pw]
 		if isAbsent(e) {
 			// The prefix itself has nothing here: one place of field, not found.
-			if !r.IfPresent {
+			if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
 				t.Fail(ev.notFound(r, formatSteps(r.Field.Steps, eAt), "numbers at "+shorten(r.Field.Raw), 0))
 			}
 			continue
@@ -409,11 +411,11 @@ func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other
 			w := where{steps: r.Field.Steps, at: eAt, more: vat[j*rw : (j+1)*rw]}
 			switch {
 			case isAbsent(v):
-				if !r.IfPresent {
+				if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
 					t.Fail(ev.notFound(r, w.raw(), "numbers at "+shorten(r.Field.Raw), 0))
 				}
 			case !opThere:
-				if !r.IfPresent {
+				if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
 					loc := opAt.raw()
 					t.Fail(ev.notFound(r, loc, "a number at "+shorten(loc)+" to compare "+shorten(w.raw())+" with", 0))
 				}
@@ -428,6 +430,9 @@ func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other
 func (ev *evaluator) compareElement(r *Rule, t *Tally, tol *tolerance, v any, w where, ov any, opAt where, opOK bool, opErr error) {
 	if opOK {
 		ev.compareOne(r, t, tol, v, w, operand{lit: string(ov.(json.Number)), at: &opAt})
+		return
+	}
+	if t.failCounted(ruleCheck(r.Type)) {
 		return
 	}
 	loc := opAt.raw()
@@ -474,6 +479,9 @@ func (ev *evaluator) compareOne(r *Rule, t *Tally, tol *tolerance, v any, w wher
 			return
 		}
 	}
+	if t.failCounted(ruleCheck(r.Type)) {
+		return
+	}
 	rel, word := ">=", "less than"
 	if !gte {
 		rel, word = "<=", "greater than"
@@ -502,7 +510,9 @@ func (ev *evaluator) existsIn(r *Rule, t *Tally) {
 		// Nothing there at all: no value to look up, so the operand is not looked at.
 		if !r.IfPresent {
 			for i := range values {
-				t.Fail(ev.notFound(r, placeOf(r.Field, at[i*width:(i+1)*width]), "values at "+shorten(r.Field.Raw), 0))
+				if !t.failCounted(ruleCheck(r.Type)) {
+					t.Fail(ev.notFound(r, placeOf(r.Field, at[i*width:(i+1)*width]), "values at "+shorten(r.Field.Raw), 0))
+				}
 			}
 		}
 		return
@@ -540,13 +550,16 @@ func (ev *evaluator) existsIn(r *Rule, t *Tally) {
 	for i, v := range values {
 		vAt := at[i*width : (i+1)*width]
 		if isAbsent(v) {
-			if !r.IfPresent {
+			if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
 				t.Fail(ev.notFound(r, placeOf(r.Field, vAt), "values at "+shorten(r.Field.Raw), 0))
 			}
 			continue
 		}
 		if _, ok := ev.find(members, v); ok {
 			t.Pass()
+			continue
+		}
+		if t.failCounted(ruleCheck(r.Type)) {
 			continue
 		}
 		loc := formatSteps(r.Field.Steps, vAt)

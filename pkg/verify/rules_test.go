@@ -567,3 +567,49 @@ func TestRuleDecimalAgainstRat(t *testing.T) {
 		}
 	}
 }
+
+// Past ListCap kept failures, a failing place is counted by its check name without its texts
+// (Tally.failCounted): the totals, the kept failures and the blocking check names stay exact.
+func TestFailuresPastTheCapAreCounted(t *testing.T) {
+	const n = 3 * ListCap
+	items := make([]any, n)
+	for i := range items {
+		items[i] = map[string]any{"q": json.Number("1")} // no "p": every place is missing
+		if i%2 == 1 {
+			items[i] = map[string]any{"p": json.Number("-1")} // below the minimum
+		}
+	}
+	output := map[string]any{"o": items}
+	zero := json.Number("0")
+	for _, c := range []struct {
+		name  string
+		check string
+		eval  func() Tally
+	}{
+		{"bounds", boundsCheck, func() Tally {
+			return EvaluateBounds(output, []Bound{{Path: mustPath(t, "o[].p"), Min: &zero}})
+		}},
+		{"gte", "consistency:gte", func() Tally {
+			return EvaluateRules(output, []Rule{{Type: Gte, Field: mustPath(t, "o[].p"), Value: &zero, Tolerance: defaultTolerance()}})
+		}},
+		{"exists_in", "consistency:exists_in", func() Tally {
+			return EvaluateRules(output, []Rule{{Type: ExistsIn, Field: mustPath(t, "o[].p"), Values: []any{json.Number("0")}, Tolerance: defaultTolerance()}})
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := c.eval()
+			if got.Total != n || got.Passed != 0 || got.Failed() != n || len(got.Failures) != ListCap {
+				t.Fatalf("total %d passed %d failed %d kept %d, want %d, 0, %d, %d", got.Total, got.Passed, got.Failed(), len(got.Failures), n, n, ListCap)
+			}
+			for i, f := range got.Failures {
+				want := fmt.Sprintf("$.o[%d].p", i)
+				if f.Path != want || f.Check != c.check || f.Detail == "" {
+					t.Fatalf("failure %d: %+v, want path %s", i, f, want)
+				}
+			}
+			if checks := got.appendChecks(nil); len(checks) != 1 || checks[0] != c.check {
+				t.Errorf("check names %q", checks)
+			}
+		})
+	}
+}
