@@ -613,3 +613,25 @@ func TestFailuresPastTheCapAreCounted(t *testing.T) {
 		})
 	}
 }
+
+// The rules and bounds of a 200-item invoice allocate a fixed handful of times whatever the
+// number of items: resolving a path allocates per `[]` step, not per value, and a passing check
+// writes no text.
+func TestRulesAllocs(t *testing.T) {
+	output, rules := benchInvoiceOutput(200)
+	zero := json.Number("0")
+	bounds := []Bound{{Path: mustPath(t, "line_items[].line_total"), Min: &zero}, {Path: mustPath(t, "total"), Min: &zero}}
+	for _, c := range []struct {
+		name string
+		max  float64
+		run  func()
+	}{
+		{"sum_equals, unique and element-wise gte", 16, func() { EvaluateRules(output, rules) }},
+		{"sum_equals", 7, func() { EvaluateRules(output, rules[:1]) }},
+		{"two bounds", 5, func() { EvaluateBounds(output, bounds) }},
+	} {
+		if n := testing.AllocsPerRun(20, c.run); n > c.max*raceFactor {
+			t.Errorf("%s: %v allocations, want at most %v", c.name, n, c.max*raceFactor)
+		}
+	}
+}
