@@ -14,9 +14,9 @@ import (
 // One meaning serves bounds and every rule, on the checked field and on every operand path alike.
 // A path selects places: one without `[]`, and one per element for each `[]`. A place holds a
 // value, or nothing: a key that is missing, an index past the end, or a step that meets a value of
-// the wrong kind (a key under a non-object, `[]` or `[N]` under a non-array). An element whose
-// inner array is missing (`a[].b[].c` where a[1] has no b) is one place with nothing there. A `[]`
-// over an empty array selects no place: no values, and nothing missing.
+// the wrong kind (a key under a non-object, `[]` or `[N]` under a non-array); null is a value. An
+// element whose inner array is missing (`a[].b[].c` where a[1] has no b) is one place with nothing
+// there. A `[]` over an empty array selects no place: no values, and nothing missing.
 //
 // Every place that holds a value is checked, whatever the others lack. With if_present the places
 // with nothing there are left out, and a rule or bound none of whose places holds a value is
