@@ -6,9 +6,10 @@ import "encoding/json"
 const boundsCheck = "bounds:range"
 
 // EvaluateBounds runs the numeric ranges in order against submitted_output (SPEC §4.4): every
-// value a bound's path resolves to is one check, passing when it is a number within [min, max]
-// (inclusive, compared exactly as written). A path that resolves to nothing is one failed check,
-// or none when if_present, so that a typo in a path can never pass silently.
+// place a bound's path selects is one check, passing when it holds a number within [min, max]
+// (inclusive, compared exactly as written). A place with nothing there is a failed check, or none
+// when if_present (see Path), so that a typo in a path can never pass silently, and a value that
+// is there is checked whatever its neighbours lack.
 func EvaluateBounds(output any, bounds []Bound) Tally {
 	var t Tally
 	ev := evaluator{root: output}
@@ -19,13 +20,9 @@ func EvaluateBounds(output any, bounds []Bound) Tally {
 }
 
 func (ev *evaluator) bound(b *Bound, t *Tally) {
-	values, at, found := resolveSteps(b.Path.Steps, ev.root, true)
-	if !found {
-		if !b.IfPresent {
-			t.Fail(Failure{Check: boundsCheck, Path: b.Path.Display(), Field: b.Path.Raw, Expected: boundExpected(b),
-				Found: "field not found", Detail: shorten(b.Path.Raw) + " was not found"})
-		}
-		return
+	values, at, missing := resolveSteps(b.Path.Steps, ev.root, true)
+	if missing == len(values) && (missing == 0 || b.IfPresent) {
+		return // no place, or (if_present) none holds a value
 	}
 	// The limits are parsed into ev.target (min) and ev.total (max) once per bound.
 	for _, lim := range []struct {
@@ -44,24 +41,38 @@ func (ev *evaluator) bound(b *Bound, t *Tally) {
 	}
 	width := countAll(b.Path.Steps)
 	for i, v := range values {
+		if isAbsent(v) {
+			if !b.IfPresent && !t.failCounted(boundsCheck) {
+				loc := placeOf(b.Path, at[i*width:(i+1)*width])
+				t.Fail(Failure{Check: boundsCheck, Path: displayRaw(loc), Field: b.Path.Raw, Expected: boundExpected(b),
+					Found: "field not found", Detail: notFoundDetail(loc, 0)})
+			}
+			continue
+		}
 		n, ok := v.(json.Number)
 		var err error
 		if ok {
 			err = parseDecimal(string(n), &ev.x)
 		}
-		var detail string
-		switch {
-		case !ok || err != nil:
-			detail = notNumberDetail(formatSteps(b.Path.Steps, at[i*width:(i+1)*width]), v, err)
-		case b.Min != nil && ev.c.cmp(&ev.x, &ev.target) < 0:
-			detail = describe(v) + " is below the minimum " + shorten(string(*b.Min))
-		case b.Max != nil && ev.c.cmp(&ev.x, &ev.total) > 0:
-			detail = describe(v) + " is above the maximum " + shorten(string(*b.Max))
-		default:
+		low := ok && err == nil && b.Min != nil && ev.c.cmp(&ev.x, &ev.target) < 0
+		high := ok && err == nil && !low && b.Max != nil && ev.c.cmp(&ev.x, &ev.total) > 0
+		if ok && err == nil && !low && !high {
 			t.Pass()
 			continue
 		}
+		if t.failCounted(boundsCheck) {
+			continue
+		}
 		loc := formatSteps(b.Path.Steps, at[i*width:(i+1)*width])
+		var detail string
+		switch {
+		case low:
+			detail = describe(v) + " is below the minimum " + shorten(string(*b.Min))
+		case high:
+			detail = describe(v) + " is above the maximum " + shorten(string(*b.Max))
+		default:
+			detail = notNumberDetail(loc, v, err)
+		}
 		t.Fail(Failure{Check: boundsCheck, Path: displayRaw(loc), Field: b.Path.Raw, Expected: boundExpected(b),
 			Found: foundValue(v, err), Detail: detail})
 	}

@@ -10,6 +10,32 @@ import (
 // Path addresses values inside submitted_output (SPEC §4.3): `a.b.c`, `a[].b` (every element),
 // `a[2].b` (one element), `a[].b[].c` (flattened in document order) and `["key.with.dots"]` for keys
 // that are not plain names. A leading `[]` or `[N]` addresses a root array.
+//
+// One meaning serves bounds and every rule, on the checked field and on every operand path alike.
+// A path selects places: one without `[]`, and one per element for each `[]`. A place holds a
+// value, or nothing: a key that is missing, an index past the end, or a step that meets a value of
+// the wrong kind (a key under a non-object, `[]` or `[N]` under a non-array); null is a value. An
+// element whose inner array is missing (`a[].b[].c` where a[1] has no b) is one place with nothing
+// there. A `[]` over an empty array selects no place: no values, and nothing missing.
+//
+// Every place that holds a value is checked, whatever the others lack. With if_present the places
+// with nothing there are left out, and a rule or bound none of whose places holds a value is
+// skipped (it counts nothing). Without if_present each place with nothing there fails as "field
+// not found", naming that place (`o[1].p`): bounds, gte, lte and exists_in count one failed check
+// per such place beside the checks of the values there; sum_equals and unique, one check per rule,
+// fail, naming the first such place.
+//
+// Operands follow the same resolution. An operand path (equals_field, in_field, other_field
+// compared as one number) with a place with nothing there is, without if_present, one failed check
+// after which the rule stops, since what it would compare with is incomplete; with if_present those
+// places are left out, and an operand with no value at all skips the rule. Element by element (gte
+// and lte whose field and other_field share their `[]` prefix) each element has its own operand: a
+// value whose operand is missing is one failed check naming the operand's place, or is left out
+// with if_present.
+//
+// unique and exists_in compare whole values, so the request decoder refuses (refuseWholeValues) a
+// unique field without `[]` (one value is always unique) and an exists_in field or in_field
+// without `[]` that names an array in the output (it would compare the array as one value).
 type Path struct {
 	Raw   string
 	Steps []Step
@@ -131,27 +157,55 @@ func quotedKey(s string) (string, int, error) {
 	return "", 0, errors.New("has an unterminated [\"...\"] key")
 }
 
-// Resolve returns every value p selects in root, in document order. found is false when a key or
-// index is missing on the way, or a step meets a value of the wrong kind; `[]` over an empty array
-// selects nothing and is still found.
-func (p Path) Resolve(root any) (values []any, found bool) {
-	values, _, found = resolveSteps(p.Steps, root, false)
-	return values, found
+// Resolve returns the values p selects in root that are there, in document order, and how many
+// of the places it selects have nothing there (see Path). A path through `[]` over an empty
+// array selects no place at all: no values and nothing missing.
+func (p Path) Resolve(root any) (values []any, missing int) {
+	slots, _, missing := resolveSteps(p.Steps, root, false)
+	if missing == 0 {
+		return slots, 0
+	}
+	values = make([]any, 0, len(slots)-missing)
+	for _, v := range slots {
+		if !isAbsent(v) {
+			values = append(values, v)
+		}
+	}
+	return values, missing
 }
 
-// resolveSteps is Resolve over bare steps. When track is true it also returns, for each value, the
-// index chosen by every `[]` step (len(values) × the number of `[]` steps, value by value), so that
-// a failing check can name the exact element (`items[3].price`) instead of the pattern. Key and
-// index steps rewrite the working slice in place; only `[]` steps allocate.
-func resolveSteps(steps []Step, root any, track bool) (values []any, at []int, found bool) {
+// absentValue marks, among the places a path selects, one where nothing is (see Path). It has
+// no fields, so storing it in an interface allocates nothing.
+type absentValue struct{}
+
+// absent is the one place holder resolveSteps puts where a path finds nothing.
+var absent any = absentValue{}
+
+// isAbsent tells whether v is the place holder of a place with nothing there.
+func isAbsent(v any) bool {
+	_, ok := v.(absentValue)
+	return ok
+}
+
+// resolveSteps is Resolve over bare steps, keeping every place in document order: a value that
+// is there, or absent where nothing is, and missing counts the absent ones. A place that is
+// absent before a `[]` step stays one absent place. When track is true it also returns, for each
+// place, the index chosen by every `[]` step (len(values) × the number of `[]` steps, place by
+// place; -1 for a `[]` step an absent place never reached), so that a failing check can name the
+// exact element (`items[3].price`, or `items[1].tags[]` where items[1] has no tags) instead of
+// the pattern. Key and index steps rewrite the working slice in place; only `[]` steps allocate.
+func resolveSteps(steps []Step, root any, track bool) (values []any, at []int, missing int) {
 	values = []any{root}
 	width := 0
 	for _, st := range steps {
 		if st.Kind != StepAll {
 			for i, v := range values {
+				if isAbsent(v) {
+					continue
+				}
 				child, ok := step(v, st)
 				if !ok {
-					return nil, nil, false
+					child = absent
 				}
 				values[i] = child
 			}
@@ -159,11 +213,11 @@ func resolveSteps(steps []Step, root any, track bool) (values []any, at []int, f
 		}
 		n := 0
 		for _, v := range values {
-			arr, ok := v.([]any)
-			if !ok {
-				return nil, nil, false
+			if arr, ok := v.([]any); ok {
+				n += len(arr)
+			} else {
+				n++
 			}
-			n += len(arr)
 		}
 		next := make([]any, 0, n)
 		var nextAt []int
@@ -171,7 +225,17 @@ func resolveSteps(steps []Step, root any, track bool) (values []any, at []int, f
 			nextAt = make([]int, 0, n*(width+1))
 		}
 		for i, v := range values {
-			for j, e := range v.([]any) {
+			arr, ok := v.([]any)
+			if !ok {
+				// Nothing there, or not an array: one place where the elements are missing.
+				next = append(next, absent)
+				if track {
+					nextAt = append(nextAt, at[i*width:(i+1)*width]...)
+					nextAt = append(nextAt, -1)
+				}
+				continue
+			}
+			for j, e := range arr {
 				next = append(next, e)
 				if track {
 					nextAt = append(nextAt, at[i*width:(i+1)*width]...)
@@ -182,7 +246,12 @@ func resolveSteps(steps []Step, root any, track bool) (values []any, at []int, f
 		values, at = next, nextAt
 		width++
 	}
-	return values, at, true
+	for _, v := range values {
+		if isAbsent(v) {
+			missing++
+		}
+	}
+	return values, at, missing
 }
 
 // resolveOne follows steps that contain no `[]` and so select at most one value, without
@@ -215,6 +284,18 @@ func step(v any, st Step) (any, bool) {
 		return arr[st.Index], true
 	}
 	return nil, false
+}
+
+// arrayWithoutAll tells whether p has no `[]` step and names an array in root: the path that
+// exists_in refuses (see Path), because it would compare the array as one value where its
+// elements were meant.
+func arrayWithoutAll(p Path, root any) bool {
+	if countAll(p.Steps) > 0 {
+		return false
+	}
+	v, ok := resolveOne(p.Steps, root)
+	_, isArray := v.([]any)
+	return ok && isArray
 }
 
 // countAll is how many `[]` steps steps has: the width of resolveSteps' index records.
@@ -251,8 +332,9 @@ func elementwisePrefix(field, other Path) int {
 }
 
 // formatSteps writes steps back as a path that ParsePath reads to the same steps, with each `[]`
-// replaced by the index at[k] of the k-th `[]` when at is given (a concrete location such as
-// `line_items[1].line_total`). Keys that are not plain names are written as ["..."].
+// replaced by the index at[k] of the k-th `[]` when at gives one that is not negative (a concrete
+// location such as `line_items[1].line_total`). Keys that are not plain names are written as
+// ["..."].
 func formatSteps(steps []Step, at []int) string {
 	var b []byte
 	k := 0
@@ -270,7 +352,7 @@ func formatSteps(steps []Step, at []int) string {
 				b = append(b, ']')
 			}
 		case StepAll:
-			if k < len(at) {
+			if k < len(at) && at[k] >= 0 {
 				b = append(b, '[')
 				b = strconv.AppendInt(b, int64(at[k]), 10)
 				b = append(b, ']')

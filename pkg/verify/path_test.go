@@ -92,53 +92,63 @@ func TestPathResolve(t *testing.T) {
 		"empty": [],
 		"mixed": [{"v": 1}, {"u": 2}],
 		"key.with.dots": {"x": true},
-		"grid": [[1, 2], [3]]
+		"grid": [[1, 2], [3]],
+		"nest": [{"b": [{"c": 1}, {}]}, {}, {"b": 5}, {"b": [{"c": 2}]}]
 	}`), &doc)
 	for _, c := range []struct {
-		path  string
-		want  string // the values as a JSON array
-		found bool
-		at    []int
+		path    string
+		want    string // the values there, as a JSON array
+		missing int
+		places  []string // every place, in document order, when the case names them
 	}{
-		{"a.b", `[1]`, true, nil},
-		{"a.n", `[null]`, true, nil},
-		{"a", `[{"b":1,"n":null}]`, true, nil},
-		{"list[].v", `[1,2,3]`, true, []int{0, 1, 2}},
-		{"list[].w[]", `[10,11,12]`, true, []int{0, 0, 0, 1, 2, 0}},
-		{"list[2].w[0]", `[12]`, true, nil},
-		{"list[1].w[]", `[]`, true, nil},
-		{"empty[]", `[]`, true, nil},
-		{"empty[].x", `[]`, true, nil},
-		{`["key.with.dots"].x`, `[true]`, true, nil},
-		{"grid[][]", `[1,2,3]`, true, []int{0, 0, 0, 1, 1, 0}},
-		{"mixed[].v", ``, false, nil},
-		{"a.c", ``, false, nil},
-		{"a.b.c", ``, false, nil},
-		{"a[]", ``, false, nil},
-		{"list.v", ``, false, nil},
-		{"list[3]", ``, false, nil},
-		{"list[9223372036854775807]", ``, false, nil},
-		{"nope[]", ``, false, nil},
+		{"a.b", `[1]`, 0, []string{"a.b"}},
+		{"a.n", `[null]`, 0, nil},
+		{"a", `[{"b":1,"n":null}]`, 0, nil},
+		{"list[].v", `[1,2,3]`, 0, []string{"list[0].v", "list[1].v", "list[2].v"}},
+		{"list[].w[]", `[10,11,12]`, 0, []string{"list[0].w[0]", "list[0].w[1]", "list[2].w[0]"}},
+		{"list[2].w[0]", `[12]`, 0, nil},
+		{"list[1].w[]", `[]`, 0, []string{}},
+		{"empty[]", `[]`, 0, []string{}},
+		{"empty[].x", `[]`, 0, []string{}},
+		{`["key.with.dots"].x`, `[true]`, 0, nil},
+		{"grid[][]", `[1,2,3]`, 0, []string{"grid[0][0]", "grid[0][1]", "grid[1][0]"}},
+		// A place with nothing there is kept, in order, and counted; the values there are still found.
+		{"mixed[].v", `[1]`, 1, []string{"mixed[0].v", "mixed[1].v"}},
+		{"nest[].b[].c", `[1,2]`, 3, []string{"nest[0].b[0].c", "nest[0].b[1].c", "nest[1].b[].c", "nest[2].b[].c", "nest[3].b[0].c"}},
+		{"a.c", `[]`, 1, []string{"a.c"}},
+		{"a.b.c", `[]`, 1, nil},
+		{"a[]", `[]`, 1, []string{"a[]"}},
+		{"list.v", `[]`, 1, nil},
+		{"list[3]", `[]`, 1, nil},
+		{"list[9223372036854775807]", `[]`, 1, nil},
+		{"nope[]", `[]`, 1, []string{"nope[]"}},
+		{"nope[].x[]", `[]`, 1, []string{"nope[].x[]"}},
 	} {
 		p := mustPath(t, c.path)
-		vals, found := p.Resolve(doc)
-		if found != c.found {
-			t.Errorf("Resolve(%q) found = %v, want %v", c.path, found, c.found)
-			continue
+		vals, missing := p.Resolve(doc)
+		if missing != c.missing {
+			t.Errorf("Resolve(%q) missing = %d, want %d", c.path, missing, c.missing)
 		}
-		if !found {
-			continue
+		if vals == nil {
+			vals = []any{}
 		}
 		got, _ := json.Marshal(vals)
 		if string(got) != c.want {
 			t.Errorf("Resolve(%q) = %s, want %s", c.path, got, c.want)
 		}
-		tv, at, _ := resolveSteps(p.Steps, doc, true)
-		if len(tv) != len(vals) || len(at) != len(vals)*countAll(p.Steps) {
-			t.Errorf("resolveSteps(%q) gave %d values and %d indices", c.path, len(tv), len(at))
+		slots, at, m := resolveSteps(p.Steps, doc, true)
+		w := countAll(p.Steps)
+		if m != missing || len(slots) != len(vals)+missing || len(at) != len(slots)*w {
+			t.Errorf("resolveSteps(%q) gave %d places (%d missing) and %d indices", c.path, len(slots), m, len(at))
 		}
-		if c.at != nil && !reflect.DeepEqual(at, c.at) {
-			t.Errorf("resolveSteps(%q) indices = %v, want %v", c.path, at, c.at)
+		if c.places != nil {
+			places := []string{}
+			for i := range slots {
+				places = append(places, placeOf(p, at[i*w:(i+1)*w]))
+			}
+			if !reflect.DeepEqual(places, c.places) {
+				t.Errorf("resolveSteps(%q) places = %q, want %q", c.path, places, c.places)
+			}
 		}
 	}
 	// Resolving twice gives the same answer: key steps rewrite only the resolver's own slice.
@@ -161,6 +171,8 @@ func TestPathConcreteLocations(t *testing.T) {
 		{`["k.d"][]`, []int{3}, `["k.d"][3]`},
 		{"[][0]", []int{4}, "[4][0]"},
 		{"a[]", nil, "a[]"},
+		{"a[].b[].c", []int{1, -1}, "a[1].b[].c"},
+		{"a[].b[].c", []int{-1, -1}, "a[].b[].c"},
 	} {
 		if got := formatSteps(mustPath(t, c.path).Steps, c.at); got != c.want {
 			t.Errorf("formatSteps(%q, %v) = %q, want %q", c.path, c.at, got, c.want)
@@ -212,10 +224,16 @@ func FuzzParsePath(f *testing.F) {
 		if err != nil || !reflect.DeepEqual(q.Steps, p.Steps) {
 			t.Fatalf("ParsePath(%q): formatSteps gave %q, which parses to %+v (%v)", s, out, q.Steps, err)
 		}
-		vals, found := p.Resolve(doc)
-		tv, at, tfound := resolveSteps(p.Steps, doc, true)
-		if found != tfound || len(vals) != len(tv) || (found && len(at) != len(tv)*countAll(p.Steps)) {
+		vals, missing := p.Resolve(doc)
+		tv, at, tmissing := resolveSteps(p.Steps, doc, true)
+		if missing != tmissing || len(vals)+missing != len(tv) || len(at) != len(tv)*countAll(p.Steps) {
 			t.Fatalf("Resolve and resolveSteps disagree on %q", s)
+		}
+		for i := range tv {
+			w := countAll(p.Steps)
+			if _, err := ParsePath(placeOf(p, at[i*w:(i+1)*w])); err != nil {
+				t.Fatalf("place %d of %q does not parse: %v", i, s, err)
+			}
 		}
 		_ = p.Display()
 	})

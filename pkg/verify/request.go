@@ -270,7 +270,7 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias, []byte) *Sch
 			bad.add("detail", "is not one of the allowed values", "Use 'full' or 'compact'.")
 		}
 	}
-	req.Rules = decodeRules(&bad, ms.trees[fieldRules], lim)
+	req.Rules = decodeRules(&bad, ms.trees[fieldRules], req.Output, lim)
 	req.Bounds = decodeBounds(&bad, ms.raw[fieldBounds], ms.trees[fieldBounds], lim)
 	if bad.count() > 0 {
 		return nil, bad.err()
@@ -442,7 +442,9 @@ func boolField(bad *problems, name string, v any) bool {
 	return false
 }
 
-func decodeRules(bad *problems, v any, lim Limits) []Rule {
+// decodeRules reads the rules; output is submitted_output, against which the paths of unique and
+// exists_in are checked (see refuseWholeValues).
+func decodeRules(bad *problems, v any, output any, lim Limits) []Rule {
 	if v == nil {
 		return nil
 	}
@@ -463,11 +465,37 @@ func decodeRules(bad *problems, v any, lim Limits) []Rule {
 			bad.add(at, "must be an object", "Send each rule as an object with type and field.")
 			continue
 		}
-		if r, ok := decodeRule(bad, at, obj, lim); ok {
+		if r, ok := decodeRule(bad, at, obj, lim); ok && refuseWholeValues(bad, at, &r, output) {
 			rules = append(rules, r)
 		}
 	}
 	return rules
+}
+
+// wholeValueFix tells how to select the elements of an array: the caller's path is not echoed.
+const wholeValueFix = "Add [] after the array's name (e.g. 'items[].sku' or 'tags[]') so that each element is checked."
+
+// refuseWholeValues files the paths of a unique or exists_in rule that would compare an array as
+// one value where its elements were meant (see Path), and reports whether there were none. unique
+// without `[]` selects one value, which is always unique: a check that cannot fail, whatever the
+// output. exists_in's field or in_field without `[]` that names an array in output would look the
+// whole array up, or look values up in a set whose one member is the array.
+func refuseWholeValues(bad *problems, at string, r *Rule, output any) bool {
+	before := bad.count()
+	switch r.Type {
+	case Unique:
+		if countAll(r.Field.Steps) == 0 {
+			bad.add(at+".field", "has no []: unique compares the values a path selects through [], and one value is always unique", wholeValueFix)
+		}
+	case ExistsIn:
+		if arrayWithoutAll(r.Field, output) {
+			bad.add(at+".field", "names an array in submitted_output but has no []: exists_in would look the whole array up as one value", wholeValueFix)
+		}
+		if r.InField != nil && arrayWithoutAll(*r.InField, output) {
+			bad.add(at+".in_field", "names an array in submitted_output but has no []: exists_in would use the whole array as the one allowed value", wholeValueFix)
+		}
+	}
+	return bad.count() == before
 }
 
 var typeFix = "Use one of: 'sum_equals', 'gte', 'lte', 'exists_in' or 'unique'."

@@ -385,3 +385,49 @@ func mustCompile(t *testing.T, b []byte) *Schema {
 	}
 	return sch
 }
+
+// unique and exists_in paths that would compare an array as one value are refused with a fix
+// that says to add [] (the cases of testdata/invalid-requests.json name the fields); the paths
+// that select single values or elements are accepted, whatever the output holds there.
+func TestDecodeWholeValues(t *testing.T) {
+	eng := NewEngine(Limits{})
+	req := func(output, rule string) []byte {
+		return []byte(`{"task_id":"t","expected_schema":{},"submitted_output":` + output + `,"rules":[` + rule + `]}`)
+	}
+	for _, c := range []struct {
+		name, output, rule string
+		refused            bool
+	}{
+		{"unique without [] over an array", `{"a":[1,1]}`, `{"type":"unique","field":"a"}`, true},
+		{"unique without [] over a missing key", `{}`, `{"type":"unique","field":"a","if_present":true}`, true},
+		{"exists_in without [] over an array", `{"a":[1]}`, `{"type":"exists_in","field":"a","values":[1]}`, true},
+		{"exists_in in_field without [] over an array", `{"a":1,"s":[1]}`, `{"type":"exists_in","field":"a","in_field":"s"}`, true},
+		{"unique with []", `{"a":[1,1]}`, `{"type":"unique","field":"a[]"}`, false},
+		{"unique with [] over arrays compares them whole", `{"a":[{"t":[1]},{"t":[1]}]}`, `{"type":"unique","field":"a[].t"}`, false},
+		{"exists_in with [] on both sides", `{"a":[1],"s":[1]}`, `{"type":"exists_in","field":"a[]","in_field":"s[]"}`, false},
+		{"exists_in without [] over one value", `{"currency":"USD"}`, `{"type":"exists_in","field":"currency","values":["USD"]}`, false},
+		{"exists_in without [] over an object", `{"o":{"k":1},"s":[{"k":1}]}`, `{"type":"exists_in","field":"o","in_field":"s[]"}`, false},
+		{"exists_in without [] over a missing key", `{}`, `{"type":"exists_in","field":"a","values":[1]}`, false},
+		{"exists_in in_field without [] over one value", `{"a":1,"s":1}`, `{"type":"exists_in","field":"a","in_field":"s"}`, false},
+		{"gte without [] over an array is not concerned", `{"a":[1]}`, `{"type":"gte","field":"a","value":0}`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := eng.Decode(req(c.output, c.rule))
+			if !c.refused {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			e, ok := apperr.As(err)
+			if !ok || e.Status != 422 || len(e.Fields) == 0 {
+				t.Fatalf("got %v, want a 422", err)
+			}
+			for _, f := range e.Fields {
+				if !strings.HasPrefix(f.Field, "rules[0].") || !strings.Contains(f.Fix, "[]") {
+					t.Errorf("field %q fix %q: want the rule's path named and a fix that says to add []", f.Field, f.Fix)
+				}
+			}
+		})
+	}
+}

@@ -18,7 +18,7 @@ const requestSchemaJSON = `{
     "strict_content_check": {"type": ["boolean", "null"], "default": false, "description": "Content checks block: empty strings, placeholders, undeclared properties, inexact numbers."},
     "bounds": {
       "type": ["object", "null"], "maxProperties": 200,
-      "description": "Numeric ranges: path -> {min, max, if_present}.",
+      "description": "Numeric ranges: path -> {min, max, if_present}. Each place the path selects is one check; a place with nothing there (a missing key or element) fails as not found, or is left out with if_present.",
       "additionalProperties": {
         "type": "object", "additionalProperties": false, "minProperties": 1,
         "properties": {"min": {"type": ["number", "null"]}, "max": {"type": ["number", "null"]}, "if_present": {"type": ["boolean", "null"]}}
@@ -30,7 +30,7 @@ const requestSchemaJSON = `{
         "type": "object", "additionalProperties": false, "required": ["type", "field"],
         "properties": {
           "type": {"enum": ["sum_equals", "gte", "lte", "exists_in", "unique"]},
-          "field": {"type": "string", "minLength": 1, "maxLength": 512},
+          "field": {"type": "string", "minLength": 1, "maxLength": 512, "description": "Path of the value(s) checked: a.b, items[].price (each element), items[0].id, [\"key.with.dots\"]. unique needs [], and so does an exists_in field or in_field that names an array (else 422)."},
           "equals_field": {"type": ["string", "null"], "maxLength": 512},
           "equals": {"type": ["number", "null"]},
           "other_field": {"type": ["string", "null"], "maxLength": 512},
@@ -38,7 +38,7 @@ const requestSchemaJSON = `{
           "in_field": {"type": ["string", "null"], "maxLength": 512},
           "values": {"type": ["array", "null"]},
           "tolerance": {"type": ["number", "null"], "minimum": 0, "default": 1e-9},
-          "if_present": {"type": ["boolean", "null"], "default": false}
+          "if_present": {"type": ["boolean", "null"], "default": false, "description": "Leave out the places with nothing there, and skip the rule when none holds a value; without it each such place is a failed check (field not found)."}
         }
       }
     },

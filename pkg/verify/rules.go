@@ -121,9 +121,74 @@ func (ev *evaluator) ruleFailure(r *Rule, path, expected, found, detail string) 
 	return Failure{Check: ruleCheck(r.Type), Path: path, Field: r.Field.Raw, Expected: expected, Found: found, Detail: detail}
 }
 
-// notFound is the one failing check of a rule whose field or operand field resolves to nothing.
-func (ev *evaluator) notFound(r *Rule, p Path, expected string) Failure {
-	return ev.ruleFailure(r, p.Display(), expected, "field not found", shorten(p.Raw)+" was not found")
+// notFound is the failing check of a place where path p finds nothing (see Path): loc is that
+// place, and more how many other places p selects have nothing there, for a check that stands
+// for all of them (sum_equals, unique, an operand).
+func (ev *evaluator) notFound(r *Rule, loc, expected string, more int) Failure {
+	return ev.ruleFailure(r, displayRaw(loc), expected, "field not found", notFoundDetail(loc, more))
+}
+
+// notFoundDetail says that nothing is at loc, nor at more other places the same path selects.
+func notFoundDetail(loc string, more int) string {
+	d := shorten(loc) + " was not found"
+	switch {
+	case more == 1:
+		d += "; 1 more place the path selects has nothing there"
+	case more > 1:
+		d += "; " + strconv.Itoa(more) + " more places the path selects have nothing there"
+	}
+	return d
+}
+
+// placeOf names one place p selects: p as written when it has no `[]`, else the concrete
+// location at gives, where a `[]` that an absent place never reached stays `[]`.
+func placeOf(p Path, at []int) string {
+	if len(at) == 0 {
+		return p.Raw
+	}
+	return formatSteps(p.Steps, at)
+}
+
+// firstMissing names the first place p selects in root with nothing there. It resolves again,
+// so it is for failures only.
+func firstMissing(p Path, root any) string {
+	values, at, _ := resolveSteps(p.Steps, root, true)
+	w := countAll(p.Steps)
+	for i, v := range values {
+		if isAbsent(v) {
+			return placeOf(p, at[i*w:(i+1)*w])
+		}
+	}
+	return p.Raw
+}
+
+// operandValues resolves an operand path (equals_field, other_field, in_field) as Path says:
+// without if_present a place with nothing there is one failed check (expecting what+p) and ok is
+// false, the rule going no further; with if_present those places are left out, and an operand
+// with no value at all skips the rule (ok false, nothing counted). Otherwise it returns the
+// values there.
+func (ev *evaluator) operandValues(r *Rule, t *Tally, p Path, what string, hashed bool) (values []any, ok bool) {
+	slots, _, missing := resolveSteps(p.Steps, ev.root, false)
+	if hashed && !ev.spendHashed(slots) || !hashed && !ev.spend(len(slots)) {
+		return nil, false
+	}
+	if missing == 0 {
+		return slots, true
+	}
+	if !r.IfPresent {
+		t.Fail(ev.notFound(r, firstMissing(p, ev.root), what+shorten(p.Raw), missing-1))
+		return nil, false
+	}
+	if missing == len(slots) {
+		return nil, false
+	}
+	values = make([]any, 0, len(slots)-missing)
+	for _, v := range slots {
+		if !isAbsent(v) {
+			values = append(values, v)
+		}
+	}
+	return values, true
 }
 
 // noOperand guards against a rule that reached evaluation without its operand (the decoder
@@ -132,27 +197,38 @@ func (ev *evaluator) noOperand(r *Rule, t *Tally) {
 	t.Fail(ev.ruleFailure(r, r.Field.Display(), "a rule with its operand", "no operand", "the rule has no operand to compare with"))
 }
 
+// wholeArray guards against an exists_in path without `[]` that names an array (the decoder
+// refuses those, see refuseWholeValues): it fails rather than compare the array as one value.
+func (ev *evaluator) wholeArray(r *Rule, t *Tally, p Path) bool {
+	if !arrayWithoutAll(p, ev.root) {
+		return false
+	}
+	t.Fail(ev.ruleFailure(r, p.Display(), "a path with [] to the elements of the array at "+shorten(p.Raw), "an array",
+		shorten(p.Raw)+" names an array; write "+shorten(p.Raw)+"[] to check its elements"))
+	return true
+}
+
 // sumEquals: the numbers at field add up to the target within the tolerance. One check.
 func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
-	values, found := r.Field.Resolve(ev.root)
+	values, _, missing := resolveSteps(r.Field.Steps, ev.root, false)
 	if !ev.spend(len(values)) {
 		return
 	}
-	if !found {
+	if missing > 0 {
 		if !r.IfPresent {
-			t.Fail(ev.notFound(r, r.Field, "a sum of the values at "+shorten(r.Field.Raw)))
+			t.Fail(ev.notFound(r, firstMissing(r.Field, ev.root), "a sum of the values at "+shorten(r.Field.Raw), missing-1))
+			return
 		}
-		return
+		if missing == len(values) {
+			return
+		}
 	}
 	var lit, label string
 	switch {
 	case r.EqualsField != nil:
 		ef := *r.EqualsField
-		tv, found := ef.Resolve(ev.root)
-		if !found {
-			if !r.IfPresent {
-				t.Fail(ev.notFound(r, ef, "a sum equal to "+shorten(ef.Raw)))
-			}
+		tv, ok := ev.operandValues(r, t, ef, "a sum equal to ", false)
+		if !ok {
 			return
 		}
 		if len(tv) != 1 {
@@ -183,6 +259,9 @@ func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
 	ev.total.exp = 0
 	intLike := true
 	for i, v := range values {
+		if isAbsent(v) {
+			continue // if_present: only the values there are summed
+		}
 		n, ok := v.(json.Number)
 		var err error
 		if ok {
@@ -211,53 +290,46 @@ func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
 		"values sum to "+sum+", expected "+label+within))
 }
 
-// compare: gte and lte, one check per value of field. The operand is value, a single number at
+// compare: gte and lte, one check per place of field. The operand is value, a single number at
 // other_field, or, when field and other_field share their `[]` prefix, the operand of the same
 // element (see elementwisePrefix).
 func (ev *evaluator) compare(r *Rule, t *Tally) {
-	elementwise := 0
 	if r.OtherField != nil {
-		elementwise = elementwisePrefix(r.Field, *r.OtherField)
+		if n := elementwisePrefix(r.Field, *r.OtherField); n > 0 {
+			ev.compareElementwise(r, t, newTolerance(r.Tolerance), *r.OtherField, n)
+			return
+		}
 	}
-	// Element by element, compareElementwise resolves again under each element; here only
-	// whether the field exists matters.
-	values, at, found := resolveSteps(r.Field.Steps, ev.root, elementwise == 0)
+	values, at, missing := resolveSteps(r.Field.Steps, ev.root, true)
 	if !ev.spend(len(values)) {
 		return
 	}
-	if !found {
+	width := countAll(r.Field.Steps)
+	if missing > 0 && missing == len(values) {
+		// Nothing there at all: no value to compare, so the operand is not looked at.
 		if !r.IfPresent {
-			t.Fail(ev.notFound(r, r.Field, "numbers at "+shorten(r.Field.Raw)))
+			for i := range values {
+				if !t.failCounted(ruleCheck(r.Type)) {
+					t.Fail(ev.notFound(r, placeOf(r.Field, at[i*width:(i+1)*width]), "numbers at "+shorten(r.Field.Raw), 0))
+				}
+			}
 		}
 		return
 	}
 	tol := newTolerance(r.Tolerance)
-	width := countAll(r.Field.Steps)
+	var op operand
 	switch {
 	case r.Value != nil:
-		lit := string(*r.Value)
-		if err := parseDecimal(lit, &ev.target); err != nil {
-			t.Fail(ev.ruleFailure(r, r.Field.Display(), "a number to compare with", foundValue(json.Number(lit), err),
-				"the rule's value "+shorten(lit)+" "+err.Error()))
+		op.lit = string(*r.Value)
+		if err := parseDecimal(op.lit, &ev.target); err != nil {
+			t.Fail(ev.ruleFailure(r, r.Field.Display(), "a number to compare with", foundValue(json.Number(op.lit), err),
+				"the rule's value "+shorten(op.lit)+" "+err.Error()))
 			return
-		}
-		for i, v := range values {
-			ev.compareOne(r, t, tol, v, where{steps: r.Field.Steps, at: at[i*width : (i+1)*width]}, operand{lit: lit})
 		}
 	case r.OtherField != nil:
 		other := *r.OtherField
-		ovals, found := other.Resolve(ev.root)
-		if !ev.spend(len(ovals)) {
-			return
-		}
-		if !found {
-			if !r.IfPresent {
-				t.Fail(ev.notFound(r, other, "a number at "+shorten(other.Raw)))
-			}
-			return
-		}
-		if elementwise > 0 {
-			ev.compareElementwise(r, t, tol, other, elementwise)
+		ovals, ok := ev.operandValues(r, t, other, "a number at ", false)
+		if !ok {
 			return
 		}
 		if len(ovals) != 1 {
@@ -276,17 +348,27 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 				notNumberDetail(other.Raw, ovals[0], err)))
 			return
 		}
-		for i, v := range values {
-			ev.compareOne(r, t, tol, v, where{steps: r.Field.Steps, at: at[i*width : (i+1)*width]},
-				operand{lit: string(n), name: other.Raw})
-		}
+		op = operand{lit: string(n), name: other.Raw}
 	default:
 		ev.noOperand(r, t)
+		return
+	}
+	for i, v := range values {
+		vAt := at[i*width : (i+1)*width]
+		if isAbsent(v) {
+			if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
+				t.Fail(ev.notFound(r, placeOf(r.Field, vAt), "numbers at "+shorten(r.Field.Raw), 0))
+			}
+			continue
+		}
+		ev.compareOne(r, t, tol, v, where{steps: r.Field.Steps, at: vAt}, op)
 	}
 }
 
 // compareElementwise compares, for each element the shared prefix selects, the values of field
-// under it with the one value of other_field under it.
+// under it with the one value of other_field under it. Each place of field is one check: with
+// nothing there, or nothing at its element's operand, it fails as not found (or, with
+// if_present, is left out).
 func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other Path, n int) {
 	prefix := r.Field.Steps[:n]
 	rest, orest := r.Field.Steps[n:], other.Steps[n:]
@@ -295,27 +377,51 @@ func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other
 	if !ev.spend(2 * len(elems)) {
 		return
 	}
+	var one [1]any // the one place of field under an element when rest has no `[]`
 	for i, e := range elems {
 		eAt := eat[i*pw : (i+1)*pw]
-		opAt := where{steps: other.Steps, at: eAt}
-		ov, _ := resolveOne(orest, e) // found: other_field as a whole resolved
-		n, ok := ov.(json.Number)
-		var err error
-		if ok {
-			err = parseDecimal(string(n), &ev.target)
-		}
-		if rw == 0 {
-			v, _ := resolveOne(rest, e)
-			ev.compareElement(r, t, tol, v, where{steps: r.Field.Steps, at: eAt}, ov, opAt, ok && err == nil, err)
+		if isAbsent(e) {
+			// The prefix itself has nothing here: one place of field, not found.
+			if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
+				t.Fail(ev.notFound(r, formatSteps(r.Field.Steps, eAt), "numbers at "+shorten(r.Field.Raw), 0))
+			}
 			continue
 		}
-		vals, vat, _ := resolveSteps(rest, e, true)
-		if !ev.spend(len(vals)) {
-			return
+		opAt := where{steps: other.Steps, at: eAt}
+		ov, opThere := resolveOne(orest, e)
+		num, ok := ov.(json.Number)
+		var err error
+		if ok {
+			err = parseDecimal(string(num), &ev.target)
+		}
+		vals, vat := one[:], []int(nil)
+		if rw == 0 {
+			v, there := resolveOne(rest, e)
+			if !there {
+				v = absent
+			}
+			one[0] = v
+		} else {
+			vals, vat, _ = resolveSteps(rest, e, true)
+			if !ev.spend(len(vals)) {
+				return
+			}
 		}
 		for j, v := range vals {
 			w := where{steps: r.Field.Steps, at: eAt, more: vat[j*rw : (j+1)*rw]}
-			ev.compareElement(r, t, tol, v, w, ov, opAt, ok && err == nil, err)
+			switch {
+			case isAbsent(v):
+				if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
+					t.Fail(ev.notFound(r, w.raw(), "numbers at "+shorten(r.Field.Raw), 0))
+				}
+			case !opThere:
+				if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
+					loc := opAt.raw()
+					t.Fail(ev.notFound(r, loc, "a number at "+shorten(loc)+" to compare "+shorten(w.raw())+" with", 0))
+				}
+			default:
+				ev.compareElement(r, t, tol, v, w, ov, opAt, ok && err == nil, err)
+			}
 		}
 	}
 }
@@ -324,6 +430,9 @@ func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other
 func (ev *evaluator) compareElement(r *Rule, t *Tally, tol *tolerance, v any, w where, ov any, opAt where, opOK bool, opErr error) {
 	if opOK {
 		ev.compareOne(r, t, tol, v, w, operand{lit: string(ov.(json.Number)), at: &opAt})
+		return
+	}
+	if t.failCounted(ruleCheck(r.Type)) {
 		return
 	}
 	loc := opAt.raw()
@@ -370,6 +479,9 @@ func (ev *evaluator) compareOne(r *Rule, t *Tally, tol *tolerance, v any, w wher
 			return
 		}
 	}
+	if t.failCounted(ruleCheck(r.Type)) {
+		return
+	}
 	rel, word := ">=", "less than"
 	if !gte {
 		rel, word = "<=", "greater than"
@@ -387,72 +499,103 @@ func (ev *evaluator) compareOne(r *Rule, t *Tally, tol *tolerance, v any, w wher
 }
 
 // existsIn: each value of field occurs among the operand values (canonical JSON equality). One
-// check per value.
+// check per place of field.
 func (ev *evaluator) existsIn(r *Rule, t *Tally) {
-	values, at, found := resolveSteps(r.Field.Steps, ev.root, true)
+	values, at, missing := resolveSteps(r.Field.Steps, ev.root, true)
 	if !ev.spendHashed(values) {
 		return
 	}
-	if !found {
+	width := countAll(r.Field.Steps)
+	if missing > 0 && missing == len(values) {
+		// Nothing there at all: no value to look up, so the operand is not looked at.
 		if !r.IfPresent {
-			t.Fail(ev.notFound(r, r.Field, "values at "+shorten(r.Field.Raw)))
+			for i := range values {
+				if !t.failCounted(ruleCheck(r.Type)) {
+					t.Fail(ev.notFound(r, placeOf(r.Field, at[i*width:(i+1)*width]), "values at "+shorten(r.Field.Raw), 0))
+				}
+			}
 		}
+		return
+	}
+	if ev.wholeArray(r, t, r.Field) {
 		return
 	}
 	var set []any
-	var expected, missing string
+	var expected, notIn string
 	switch {
 	case r.InField != nil:
 		in := *r.InField
-		var found bool
-		if set, found = in.Resolve(ev.root); !found {
-			if !r.IfPresent {
-				t.Fail(ev.notFound(r, in, "values at "+shorten(in.Raw)))
-			}
+		if ev.wholeArray(r, t, in) {
 			return
 		}
-		expected, missing = "a value that occurs in "+shorten(in.Raw), " does not occur in "+shorten(in.Raw)
+		var ok bool
+		if set, ok = ev.operandValues(r, t, in, "values at ", true); !ok {
+			return
+		}
+		expected, notIn = "a value that occurs in "+shorten(in.Raw), " does not occur in "+shorten(in.Raw)
 	case r.Values != nil:
 		set = r.Values
-		expected, missing = "one of "+preview(set), " is not one of "+preview(set)
+		if !ev.spendHashed(set) {
+			return
+		}
+		expected, notIn = "one of "+preview(set), " is not one of "+preview(set)
 	default:
 		ev.noOperand(r, t)
-		return
-	}
-	if !ev.spendHashed(set) {
 		return
 	}
 	members := newValueSet(len(set))
 	for i, v := range set {
 		ev.remember(members, v, i)
 	}
-	width := countAll(r.Field.Steps)
 	for i, v := range values {
+		vAt := at[i*width : (i+1)*width]
+		if isAbsent(v) {
+			if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
+				t.Fail(ev.notFound(r, placeOf(r.Field, vAt), "values at "+shorten(r.Field.Raw), 0))
+			}
+			continue
+		}
 		if _, ok := ev.find(members, v); ok {
 			t.Pass()
 			continue
 		}
-		loc := formatSteps(r.Field.Steps, at[i*width:(i+1)*width])
-		t.Fail(ev.ruleFailure(r, displayRaw(loc), expected, describe(v), describe(v)+missing))
+		if t.failCounted(ruleCheck(r.Type)) {
+			continue
+		}
+		loc := formatSteps(r.Field.Steps, vAt)
+		t.Fail(ev.ruleFailure(r, displayRaw(loc), expected, describe(v), describe(v)+notIn))
 	}
 }
 
 // unique: no two values of field are equal (canonical JSON equality). One check per rule; the
-// failure names the first value that repeats an earlier one.
+// failure names the first place with nothing there (without if_present), else the first value
+// that repeats an earlier one.
 func (ev *evaluator) unique(r *Rule, t *Tally) {
-	values, found := r.Field.Resolve(ev.root)
+	values, _, missing := resolveSteps(r.Field.Steps, ev.root, false)
 	if !ev.spendHashed(values) {
 		return
 	}
-	if !found {
+	if missing > 0 {
 		if !r.IfPresent {
-			t.Fail(ev.notFound(r, r.Field, "distinct values at "+shorten(r.Field.Raw)))
+			t.Fail(ev.notFound(r, firstMissing(r.Field, ev.root), "distinct values at "+shorten(r.Field.Raw), missing-1))
+			return
 		}
+		if missing == len(values) {
+			return
+		}
+	}
+	if countAll(r.Field.Steps) == 0 {
+		// The decoder refuses this (refuseWholeValues): one value would always pass.
+		t.Fail(ev.ruleFailure(r, r.Field.Display(), "a path with [] to the values to compare", "one value",
+			shorten(r.Field.Raw)+" selects one value, which is always unique; select the values with []"))
 		return
 	}
-	seen := newValueSet(len(values))
+	seen := newValueSet(len(values) - missing)
 	repeats, first, again := 0, -1, -1
 	for i, v := range values {
+		if isAbsent(v) {
+			continue
+		}
 		if j, ok := ev.find(seen, v); ok {
 			if repeats == 0 {
 				first, again = j, i
@@ -466,10 +609,8 @@ func (ev *evaluator) unique(r *Rule, t *Tally) {
 		t.Pass()
 		return
 	}
-	_, at, _ := resolveSteps(r.Field.Steps, ev.root, true)
-	w := countAll(r.Field.Steps)
-	locA := formatSteps(r.Field.Steps, at[first*w:(first+1)*w])
-	locB := formatSteps(r.Field.Steps, at[again*w:(again+1)*w])
+	locA := locate(r.Field.Steps, ev.root, first)
+	locB := locate(r.Field.Steps, ev.root, again)
 	detail := "values are not unique: " + shorten(locB) + " repeats " + shorten(locA) + " (" + describe(values[again]) + ")"
 	if repeats > 1 {
 		detail += "; " + strconv.Itoa(repeats-1) + " more value(s) repeat earlier ones"

@@ -160,6 +160,29 @@ func TestBoundsFromTestdata(t *testing.T) {
 	}
 }
 
+// TestPathSemanticsFromTestdata runs testdata/rules/paths.json: bounds and every rule type over
+// outputs where the places a path selects all hold a value, some have nothing there, or none do
+// (flat and nested `[]`, on the field and on the operand side), with and without if_present. Each
+// case is answered as Path's doc comment says: every value there is checked, a missing place is a
+// failed check without if_present and left out with it.
+func TestPathSemanticsFromTestdata(t *testing.T) {
+	for _, c := range loadIntegrityCases(t, "paths.json") {
+		t.Run(c.Name, func(t *testing.T) {
+			rules := make([]Rule, len(c.Rules))
+			for i, j := range c.Rules {
+				rules[i] = j.toRule(t)
+			}
+			bounds := make([]Bound, len(c.Bounds))
+			for i, j := range c.Bounds {
+				bounds[i] = Bound{Path: mustPath(t, j.Path), Min: j.Min, Max: j.Max, IfPresent: j.IfPresent}
+			}
+			got := EvaluateRules(c.Output, rules)
+			got.Add(EvaluateBounds(c.Output, bounds))
+			checkTally(t, got, c)
+		})
+	}
+}
+
 // The seed's draft invoice fails sum_equals with exactly the strings of the seed's response, and
 // the corrected total of the final invoice passes.
 func TestRuleSeedInvoice(t *testing.T) {
@@ -541,6 +564,74 @@ func TestRuleDecimalAgainstRat(t *testing.T) {
 		c.add(&x, &x, &y) // aliasing
 		if got, want := x.rat(), new(big.Rat).Add(xr, yr); got.Cmp(want) != 0 {
 			t.Fatalf("aliased %s + %s = %s, want %s", xs, ys, got.RatString(), want.RatString())
+		}
+	}
+}
+
+// Past ListCap kept failures, a failing place is counted by its check name without its texts
+// (Tally.failCounted): the totals, the kept failures and the blocking check names stay exact.
+func TestFailuresPastTheCapAreCounted(t *testing.T) {
+	const n = 3 * ListCap
+	items := make([]any, n)
+	for i := range items {
+		items[i] = map[string]any{"q": json.Number("1")} // no "p": every place is missing
+		if i%2 == 1 {
+			items[i] = map[string]any{"p": json.Number("-1")} // below the minimum
+		}
+	}
+	output := map[string]any{"o": items}
+	zero := json.Number("0")
+	for _, c := range []struct {
+		name  string
+		check string
+		eval  func() Tally
+	}{
+		{"bounds", boundsCheck, func() Tally {
+			return EvaluateBounds(output, []Bound{{Path: mustPath(t, "o[].p"), Min: &zero}})
+		}},
+		{"gte", "consistency:gte", func() Tally {
+			return EvaluateRules(output, []Rule{{Type: Gte, Field: mustPath(t, "o[].p"), Value: &zero, Tolerance: defaultTolerance()}})
+		}},
+		{"exists_in", "consistency:exists_in", func() Tally {
+			return EvaluateRules(output, []Rule{{Type: ExistsIn, Field: mustPath(t, "o[].p"), Values: []any{json.Number("0")}, Tolerance: defaultTolerance()}})
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := c.eval()
+			if got.Total != n || got.Passed != 0 || got.Failed() != n || len(got.Failures) != ListCap {
+				t.Fatalf("total %d passed %d failed %d kept %d, want %d, 0, %d, %d", got.Total, got.Passed, got.Failed(), len(got.Failures), n, n, ListCap)
+			}
+			for i, f := range got.Failures {
+				want := fmt.Sprintf("$.o[%d].p", i)
+				if f.Path != want || f.Check != c.check || f.Detail == "" {
+					t.Fatalf("failure %d: %+v, want path %s", i, f, want)
+				}
+			}
+			if checks := got.appendChecks(nil); len(checks) != 1 || checks[0] != c.check {
+				t.Errorf("check names %q", checks)
+			}
+		})
+	}
+}
+
+// The rules and bounds of a 200-item invoice allocate a fixed handful of times whatever the
+// number of items: resolving a path allocates per `[]` step, not per value, and a passing check
+// writes no text.
+func TestRulesAllocs(t *testing.T) {
+	output, rules := benchInvoiceOutput(200)
+	zero := json.Number("0")
+	bounds := []Bound{{Path: mustPath(t, "line_items[].line_total"), Min: &zero}, {Path: mustPath(t, "total"), Min: &zero}}
+	for _, c := range []struct {
+		name string
+		max  float64
+		run  func()
+	}{
+		{"sum_equals, unique and element-wise gte", 16, func() { EvaluateRules(output, rules) }},
+		{"sum_equals", 7, func() { EvaluateRules(output, rules[:1]) }},
+		{"two bounds", 5, func() { EvaluateBounds(output, bounds) }},
+	} {
+		if n := testing.AllocsPerRun(20, c.run); n > c.max*raceFactor {
+			t.Errorf("%s: %v allocations, want at most %v", c.name, n, c.max*raceFactor)
 		}
 	}
 }
