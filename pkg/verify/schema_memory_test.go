@@ -128,4 +128,3 @@ func TestSchemaMemoryBoundRefuses(t *testing.T) {
 		t.Errorf("refusing it allocated %d bytes: it was compiled", got)
 	}
 }
-
