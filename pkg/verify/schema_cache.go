@@ -45,8 +45,8 @@ const maxAliases = 4
 // maxShortAlias is the longest schema aliased by a fast hash of its bytes plus the bytes
 // themselves. Keeping the bytes is what makes a fast, non-cryptographic hash safe (a lookup
 // compares them exactly, so a collision can only miss, never match the wrong schema), and this
-// bound is what keeps them cheap: at most SchemaCacheSize × maxAliases × 16 KiB (16 MiB) in the
-// worst case, far less for the schemas agents send, which are a few KiB. A longer schema is
+// bound is what keeps them cheap: the entry is charged them (see alias), and they are a few KiB
+// for the schemas agents send. A longer schema is
 // aliased by its SHA-256 alone, as collision-resistant as schema_hash itself; at that length
 // its hashing is a small share of decoding the rest of such a request.
 const maxShortAlias = 16 << 10
