@@ -20,6 +20,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/discovery"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
+	"github.com/agent-output-verifier/verifier/pkg/verify"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
@@ -44,6 +45,14 @@ const historyWriters = 1024
 // the server's CPU in profiles; at 400 that falls to about 4%, for a heap of about 100 MB.
 const gcPercent = 400
 
+// memoryLimit is the collector's soft memory limit for the local server unless the operator sets
+// GOMEMLIMIT. At gcPercent the heap may grow to five times what is live before a collection, and
+// what is live includes a schema cache of up to verify.SchemaCacheBytes: without a limit, a stream
+// of distinct large schemas took the server to 480 MB resident for a 64 MiB cache. With it the
+// collector runs as often as it must near the limit, which leaves room for the cache, a full
+// set of concurrent verifications and the collector's own slack (TestServeMemoryUnderLargeSchemas).
+const memoryLimit = 4 * verify.SchemaCacheBytes
+
 func runServe(args []string, stdout, stderr io.Writer) (code int) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -55,6 +64,9 @@ func runServe(args []string, stdout, stderr io.Writer) (code int) {
 	}
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit)
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

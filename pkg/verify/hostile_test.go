@@ -179,27 +179,18 @@ func hostilePatternKeys(n int) string {
 	return b.String()
 }
 
-// TestSchemaCacheBoundedInBytes: the cache keeps compiled schemas within its byte estimate, so
-// that schemas at the pattern caps cannot pile up, and measures what one of them keeps.
+// TestSchemaCacheBoundedInBytes: the cache keeps compiled schemas within the bytes they are
+// charged (what they measure, see schemaCharge), so that schemas at the pattern caps cannot pile
+// up, and a schema charged more than the whole cache is used but not kept.
 func TestSchemaCacheBoundedInBytes(t *testing.T) {
 	doc := schDecode(t, []byte(`{"allOf":[`+strings.TrimSuffix(strings.Repeat(`{"pattern":".{97}"},`, 1000), ",")+`]}`))
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
 	sch, err := CompileSchema(doc, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	kept := int(after.HeapAlloc) - int(before.HeapAlloc)
-	t.Logf("a schema at the pattern caps keeps %d KB; estimated %d KB", kept>>10, sch.memory>>10)
-	if kept > sch.memory {
-		t.Errorf("keeps %d bytes, more than its estimate %d", kept, sch.memory)
-	}
-	runtime.KeepAlive(sch)
-
-	c := NewSchemaCache(SchemaCacheSize, 3*sch.memory)
+	charge := schemaCharge(sch)
+	t.Logf("a schema at the pattern caps is charged %d KB", charge>>10)
+	c := NewSchemaCache(SchemaCacheSize, 3*(charge+1))
 	for i := range 10 {
 		if _, err := c.Get(fmt.Sprint(i), func() (*Schema, error) { return sch, nil }); err != nil {
 			t.Fatal(err)
@@ -208,9 +199,12 @@ func TestSchemaCacheBoundedInBytes(t *testing.T) {
 	if got := c.Len(); got != 3 {
 		t.Errorf("holds %d schemas, want 3 within its bytes", got)
 	}
-	big := &Schema{memory: 4 * sch.memory}
-	if got, _ := c.Get("big", func() (*Schema, error) { return big, nil }); got != big || c.Len() != 3 {
-		t.Errorf("a schema larger than the cache: got %p (want %p), cache holds %d", got, big, c.Len())
+	if got, want := c.Bytes(), 3*(charge+1); got != want {
+		t.Errorf("charged %d, want %d", got, want)
+	}
+	small := NewSchemaCache(SchemaCacheSize, charge/2)
+	if got, _ := small.Get("big", func() (*Schema, error) { return sch, nil }); got != sch || small.Len() != 0 || small.Bytes() != 0 {
+		t.Errorf("a schema larger than the cache: got %p (want %p), cache holds %d charged %d", got, sch, small.Len(), small.Bytes())
 	}
 }
 

@@ -36,10 +36,26 @@ const (
 	DefaultTolerance = "1e-9"
 	// SchemaCacheSize is how many compiled schemas the engine keeps (LRU by schema_hash).
 	SchemaCacheSize = 256
-	// SchemaCacheBytes bounds the estimated memory of the compiled schemas the engine keeps (see
-	// schemaMemory): a quarter of the 512 MB a function has, so that a few large schemas cannot
-	// hold the rest of its memory. One schema estimated above it is used but not kept.
-	SchemaCacheBytes = 128 << 20
+	// SchemaCacheBytes bounds the heap the compiled schemas the engine keeps really hold, each
+	// charged what heapBytes measures of it (TestSchemaMemoryMeasured holds that to the runtime's
+	// own count). 64 MiB is an eighth of the 512 MB a function has: with the Go collector letting
+	// the heap grow to twice what is live, a full cache plus the largest request's working memory
+	// stays well inside the function (docs/SECURITY.md has the measurements). It holds a few
+	// hundred ordinary schemas (a typical one keeps 20 to 200 KB) and at least two of the largest
+	// MaxSchemaMemory allows; a schema charged more than the whole bound is used but not kept.
+	SchemaCacheBytes = 64 << 20
+	// SchemaCacheEntryBytes is what the cache itself keeps per entry besides the schema (its list
+	// element, map entries and key), charged with it.
+	SchemaCacheEntryBytes = 512
+	// MaxSchemaMemory bounds what compiling one expected_schema may keep, judged before compiling
+	// by an upper bound computed from the document (schemaMemoryBound): the node limit below
+	// bounds subschemas but not what each holds, and a 40 KB schema of a thousand patterns with
+	// forty \p{L} classes each kept 336 MB (and allocated 750 MB compiling). 24 MiB admits every
+	// schema within the other limits that is made of plain subschemas (5,000 empty ones bound
+	// at 9 MB and keep 7.9 MB), real schemas by far (the largest measured, a 280 KB AWS resource
+	// schema of 4,136 subschemas, stays well under it), and keeps the cache able to hold two of
+	// the largest.
+	MaxSchemaMemory = 24 << 20
 	// MaxSchemaPatterns caps the regular expressions (pattern values and patternProperties keys)
 	// in one expected_schema: each compiled one keeps about 2.3 KB, and compiling takes far
 	// longer than the check, so 1,000 (2.3 MB) is ample for any real schema.

@@ -52,8 +52,8 @@ type Schema struct {
 	canonical []byte
 	hash      string
 
-	// memory is the estimated bytes the compiled schema keeps (schemaMemory), which the cache
-	// is bounded by.
+	// memory is what the schema holds on the heap, measured by the cache when it keeps it
+	// (heapBytes), which the cache is bounded by.
 	memory int
 }
 
@@ -81,9 +81,11 @@ func compileSchema(doc any, strict bool, defaultDraft *jsonschema.Draft) (s *Sch
 			return nil, schemaDialectError()
 		}
 	}
-	patterns, patternSize, err := schemaPatterns(doc)
-	if err != nil {
+	if _, _, err := schemaPatterns(doc); err != nil {
 		return nil, err
+	}
+	if schemaMemoryBound(doc) > MaxSchemaMemory {
+		return nil, schemaMemoryError()
 	}
 	defer func() {
 		// The library has internal consistency panics; no input may crash the service.
@@ -110,21 +112,7 @@ func compileSchema(doc any, strict bool, defaultDraft *jsonschema.Draft) (s *Sch
 	if err := schemaCheckFormats(doc); err != nil {
 		return nil, err
 	}
-	return &Schema{lib: lib, root: schBuildGraph(lib), memory: schemaMemory(doc, patterns, patternSize)}, nil
-}
-
-// What a compiled schema keeps, measured: about 305 bytes per value of the document (the
-// library's schema objects and the walker's nodes, with the document they refer to rounded up
-// to 400), 2.3 KB per regular expression and 42 bytes per program instruction.
-const (
-	schemaBytesPerValue   = 400
-	schemaBytesPerPattern = 2400
-	schemaBytesPerInst    = 48
-)
-
-// schemaMemory estimates the bytes a compiled schema keeps, for bounding the cache.
-func schemaMemory(doc any, patterns, patternSize int) int {
-	return schInstanceSize(doc)*schemaBytesPerValue + patterns*schemaBytesPerPattern + patternSize*schemaBytesPerInst
+	return &Schema{lib: lib, root: schBuildGraph(lib)}, nil
 }
 
 // schemaPatterns counts the regular expressions of a schema document (pattern values and
