@@ -168,12 +168,25 @@ type served struct {
 // under dir, as `make dev` does. The server is stopped when the test ends.
 func startServe(t *testing.T, dir string) *served {
 	t.Helper()
+	return runServeProcess(t, buildVerifier(t, dir), filepath.Join(dir, "data"))
+}
+
+// buildVerifier builds the command into dir and returns its path.
+func buildVerifier(t *testing.T, dir string) string {
+	t.Helper()
 	bin := filepath.Join(dir, "verifier")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"))
-	cmd.Env = append(os.Environ(), "VERIFIER_BASE_URL=", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+	return bin
+}
+
+// runServeProcess runs bin's `verifier serve` on a free loopback port with its data in data and
+// env added to the environment, and stops it when the test ends.
+func runServeProcess(t *testing.T, bin, data string, env ...string) *served {
+	t.Helper()
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", data)
+	cmd.Env = append(append(os.Environ(), "VERIFIER_BASE_URL=", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true"), env...)
 	testproc.SetProcessGroup(cmd)
 	stdout, _ := cmd.StdoutPipe()
 	s := &served{log: &testproc.TailBuffer{}, done: make(chan struct{})}

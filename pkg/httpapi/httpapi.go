@@ -70,6 +70,13 @@ type Service struct {
 		sync.RWMutex
 		stopped bool
 	}
+	// folding tracks foldLater's background folds: again holds the agents with a fold running,
+	// true when it must run once more; wg lets a stop wait for them.
+	folding struct {
+		sync.Mutex
+		again map[string]bool
+		wg    sync.WaitGroup
+	}
 }
 
 func (s *Service) now() time.Time {

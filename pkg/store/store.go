@@ -40,9 +40,11 @@ type Store interface {
 	// as such before the facilitator is asked; ReservePayment stays the one that decides.
 	PaymentReserved(ctx context.Context, id string) (bool, error)
 	// RecordVerification appends a delivered verification to the agent's history and adds it to the
-	// agent's aggregate (reputation.Aggregate.Add), in O(1) whatever the history's length. Recording
-	// the same VerificationID for the same agent again changes neither, so a retried write never
-	// counts twice; concurrent writers never lose each other's updates.
+	// agent's aggregate (reputation.Aggregate.Add), in O(1) whatever the history's length. A store
+	// may take the record at once and count it later (store/dynamo folds it in, at the latest when
+	// the history or the aggregate is read), so every read sees it. Recording the same
+	// VerificationID for the same agent again changes neither, so a retried write never counts
+	// twice; concurrent writers never lose each other's updates.
 	RecordVerification(ctx context.Context, v Verification) error
 	// AgentAggregate returns the agent's aggregate with one read; ok is false when nothing was
 	// recorded for the agent.

@@ -5,47 +5,59 @@
 //
 //	allowance    pk CLIENT#<client>   sk ALLOWANCE#<day>          n (count), expires_at
 //	payment      pk PAYMENT#<id>      sk PAYMENT                  expires_at
+//	inbox        pk AGENT#<agent id>  sk IN#<verification>        the record's fields
 //	verification pk AGENT#<agent id>  sk V#<time>#<verification>  the record's fields
-//	aggregate    pk AGENT#<agent id>  sk AGGREGATE                version, aggregate (JSON), recent_ids, outbox
+//	aggregate    pk AGENT#<agent id>  sk AGGREGATE                version, aggregate (JSON), batch
 //
-// Every write is one conditional UpdateItem or PutItem and never a transaction, so the design runs
-// on any DynamoDB-compatible server and each write is atomic on its own. DynamoDB deletes expired
-// items late (within days), so every read ignores an item whose expires_at has passed.
+// Every write is one single-item PutItem, UpdateItem or DeleteItem, conditional where a condition
+// decides anything, and never a transaction, so the design runs on any DynamoDB-compatible server
+// and each write is atomic on its own. DynamoDB deletes expired items late (within days), so every
+// read ignores an item whose expires_at has passed.
 //
-// Recording a verification counts it first and writes its history record after, in steps none of
-// which can count it twice, and after any of which a writer may die without the record being lost:
+// # Recording
 //
-//  0. A strongly consistent read of the history record, sent together with step 1's first read of
-//     the aggregate: if the record is there, an earlier call finished the job and nothing more
-//     happens.
-//  1. The aggregate under optimistic concurrency: read it with its version, add the verification
-//     (reputation.Aggregate.Add), put its history record into the aggregate's outbox (a map from
-//     verification id to the record), and PutItem it on condition that the version is still the
-//     one read (or that no aggregate exists yet); a lost race reads the aggregate again, then the
-//     history record again (step 0 once more, since another call may have finished the same
-//     verification meanwhile), and retries. A verification found in the outbox, or among recent_ids
-//     (the ids of the latest verifications counted or written out from the outbox), is not counted
-//     again; step 2 then writes the outbox's copy of the record, the one that was counted.
-//  2. PutItem of the history record, unless it is there already.
-//  3. UpdateItem removing the record from the outbox.
+// Recording a verification is one conditional PutItem of its record into the agent's inbox, keyed
+// by the verification id: no read, no version, nothing another writer can make fail, so any
+// number of writers record for one agent at once and each answers after one write. Recording the
+// same verification again finds it waiting (the condition refuses the put) or, once it has been
+// counted, puts it in the inbox again, where the next fold recognises it (step 2).
 //
-// A writer that died after step 1 leaves its record in the outbox: counted, and not yet in the
-// history. Recording the verification again completes it; otherwise the next writer to the same
-// aggregate that finds records in the outbox older than outboxGrace, or more than maxOutbox of
-// them, or more than maxOutboxBytes, writes them to the history (step 2, on their behalf) before
-// its own step 1 drops them from the outbox and adds their ids to recent_ids. AgentAggregate
-// writes out the records older than outboxGrace too (steps 2 and 3), so that the history of an
-// agent that records nothing more is completed when it is read. Writing a record is idempotent (a
-// conditional PutItem of the same content), so it does not matter whether its owner is still alive
-// and writes it too. Nothing in a step's correctness depends on the grace period; it only spares a
-// live owner's record a second write.
+// The records are counted into the agent's aggregate, and moved to its history, by Fold, which
+// every read of the aggregate or the history runs first, and which the service runs after
+// recording, off the answer path. A fold repeats these steps until the inbox is empty:
 //
-// Records that an earlier version of this package left marked "pending" are completed the same way
-// when recorded again: step 0 treats them as absent and step 2 replaces them. That version wrote
-// the record pending, counted it, then cleared the mark, so a writer that died between the last two
-// left a record that is counted although pending: recording it again after its id has left
-// recent_ids counts it a second time. This is a limit of migrating from that scheme, which the
-// current steps cannot tell from a record that was never counted.
+//  1. Read the aggregate (with its version and batch: the records the previous step counted) and
+//     the first foldBatch records of the inbox, at once, strongly consistent.
+//  2. Finish the batch read (step 4 of the previous step, whose folder may have died). Of the
+//     inbox's records, keep those not in the batch whose history record does not exist (one
+//     BatchGetItem): a history record is written only after its verification is counted, so one
+//     that exists was counted before and is in the inbox again because it was recorded again; its
+//     inbox item is deleted. Add the rest to the aggregate (reputation.Aggregate.Add) and PutItem
+//     it with its version one up and the rest as its batch, on condition that the version is still
+//     the one read (or that no aggregate exists). A lost race means another folder counted first:
+//     read again (step 1).
+//  3. Finish the batch: PutItem each history record unless it exists, then DeleteItem its inbox
+//     item.
+//  4. Remove the batch from the aggregate, on condition that the version is unchanged.
+//
+// A verification is counted at most once: it is counted only by a put that replaces the version
+// read, and the version read either counts it already (then it is in that version's batch or its
+// history record exists, since a batch is finished before the put that replaces it and before it
+// is removed) or does not (then a put of the same version by another folder that counts it makes
+// this folder's put fail). A folder may stop after any write, by error, timeout or crash: what it
+// left is a record in the inbox (counted by the next fold) or a batch not finished (finished by
+// the next fold before anything else). So a timeout never loses a record once its one PutItem
+// into the inbox has succeeded: the inbox is the durable retry.
+//
+// Folds contend with each other on the aggregate's version, as writers did when every record
+// updated the aggregate; but a fold counts up to foldBatch records with one aggregate write, a
+// lost race only means another fold made progress, and no answer waits for a fold: only reads
+// do, and only for what waits in the inbox, which is empty when the folds after recording keep up.
+// Each verification costs O(1) work and a lookup two reads sent at once (the aggregate and the
+// inbox's first page), plus the fold of whatever waits.
+//
+// An aggregate written by an earlier version of this package holds an outbox of counted records
+// and recent_ids; the next fold finishes the outbox's records as a batch and removes both.
 //
 // The store speaks DynamoDB's JSON protocol through pkg/internal/awsjson rather than the SDK's
 // generated client, whose package initialisation alone took about 3 ms of every cold start: the
@@ -53,17 +65,14 @@
 package dynamo
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strconv"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/agent-output-verifier/verifier/pkg/internal/awsjson"
@@ -86,11 +95,11 @@ const (
 	attrVerifiedAt = "verified_at"
 	attrPaid       = "paid"
 	attrCallerID   = "caller_id"
-	attrPending    = "pending"
 	attrVersion    = "version"
 	attrAggregate  = "aggregate"
-	attrRecentIDs  = "recent_ids"
-	attrOutbox     = "outbox"
+	attrRecentIDs  = "recent_ids" // an earlier version's, removed by the next fold
+	attrOutbox     = "outbox"     // an earlier version's, removed by the next fold
+	attrBatch      = "batch"
 
 	prefixClient    = "CLIENT#"
 	prefixAllowance = "ALLOWANCE#"
@@ -98,6 +107,7 @@ const (
 	skPayment       = "PAYMENT"
 	prefixAgent     = "AGENT#"
 	prefixHistory   = "V#"
+	prefixInbox     = "IN#"
 	skAggregate     = "AGGREGATE"
 	pingKey         = "PING"
 )
@@ -453,104 +463,356 @@ func (s *Store) PaymentReserved(ctx context.Context, id string) (bool, error) {
 	return got != nil && !s.expired(got), nil
 }
 
-// Aggregate updates under optimistic concurrency: how often a lost race is retried, and how long
-// to back off between attempts (doubling from aggregateBackoff up to aggregateMaxBackoff, with full
-// jitter, so that writers who collided spread out instead of colliding again).
+// Limits of recording and folding, each with its reason.
 const (
-	aggregateAttempts   = 100
-	aggregateBackoff    = 2 * time.Millisecond
-	aggregateMaxBackoff = 100 * time.Millisecond
-	// recentIDs is how many ids of the latest verifications counted or written out from the
-	// outbox the aggregate remembers (step 1 of the package comment).
-	recentIDs = 8
-	// outboxGrace is how old a record in the outbox must be before another writer writes it to
-	// the history on its owner's behalf: longer than any owner lives between steps 1 and 3 (its
-	// context allows seconds), so that a live owner's record is rarely written twice.
-	outboxGrace = time.Minute
-	// maxOutbox bounds the records an aggregate holds: past it, the oldest are written out
-	// whatever their age. A record with short ids takes well under 1 KB.
-	maxOutbox = 32
-	// maxOutboxBytes bounds the outbox's size in the item (ids and JSON texts): past it, too, the
-	// oldest records are written out. DynamoDB refuses items over 400 KB. With the longest ids and
-	// labels storekey allows, made of characters JSON escapes to six bytes, one record takes about
-	// 25 KB and the rest of the item (keys, aggregate JSON, recent_ids) under 8 KB, so 256 KB keeps
-	// the item under 270 KB, with room for records whose write failed and that stay past the bound.
-	maxOutboxBytes = 256 << 10
+	// foldBatch is how many inbox records one fold step reads and counts with one aggregate write:
+	// one Query page, and one BatchGetItem, whose limit is 100 keys.
+	foldBatch = 100
+	// maxBatchBytes bounds the records one fold step keeps in the aggregate item's batch (their
+	// JSON, which is longer than what DynamoDB counts). DynamoDB refuses items over 400 KB. With the
+	// longest ids and labels storekey allows, made of characters JSON escapes to six bytes, one
+	// record takes about 25 KB and the rest of the item (keys, aggregate JSON) under 8 KB, so
+	// 256 KB keeps the item under 290 KB. A step always takes at least one record.
+	maxBatchBytes = 256 << 10
+	// foldAttempts bounds how often one Fold retries after losing its aggregate write to another
+	// folder of the same agent; each loss means the other folder made progress, so running out of
+	// attempts leaves nothing behind that the next fold does not count.
+	foldAttempts = 100
+	// foldBackoff and foldMaxBackoff bound the wait after a lost aggregate write (doubling, with
+	// full jitter, so folders that collided spread out instead of colliding again).
+	foldBackoff    = 2 * time.Millisecond
+	foldMaxBackoff = 100 * time.Millisecond
+	// finishWorkers is how many history writes and inbox deletes of one batch are in flight at
+	// once: a batch of 100 is written in a few round trips without opening a hundred connections.
+	finishWorkers = 16
+	// batchGetAttempts bounds the rounds of a BatchGetItem whose keys DynamoDB left unprocessed
+	// (it does so under throttling); unprocessed keys after the last are an error, and the fold is
+	// tried again by its next caller.
+	batchGetAttempts = 8
 )
 
-// RecordVerification implements store.Store in the steps of the package comment.
+// RecordVerification implements store.Store with one conditional PutItem of the record into the
+// agent's inbox (see the package comment): no item is read, and no other writer's put can make it
+// fail, however many record for the same agent at once. A record already waiting in the inbox is
+// not written again. The record is counted, and moved to the history, by the next Fold, which
+// every read of the aggregate or the history runs first.
 func (s *Store) RecordVerification(ctx context.Context, v store.Verification) error {
 	if err := storekey.CheckVerification(v); err != nil {
 		return fmt.Errorf("record verification: %w", err)
 	}
-	rec := historyItem(v)
-	// Step 0 and step 1's first read of the aggregate go out together, so that step 0 costs a
-	// read but no round trip: a Lambda function records before it answers.
+	it := historyItem(v)
+	it[attrSK] = str(prefixInbox + v.VerificationID)
+	err := s.putItem(ctx, putItemInput{
+		Item:                     it,
+		ConditionExpression:      "attribute_not_exists(#pk)",
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+	})
+	if err != nil && !isConditionFailed(err) { // refused: the same record waits already
+		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
+	}
+	return nil
+}
+
+// Fold counts the records waiting in agentID's inbox into its aggregate and moves them to its
+// history, in the steps of the package comment, until the inbox is empty. It returns the aggregate
+// as it stands then; ok is false when nothing was ever recorded for the agent. Folds of the same
+// agent may run at once, in any number of processes: each counts a record at most once, and one
+// that is cut off (an error, a timeout, a crash) leaves the rest to the next.
+func (s *Store) Fold(ctx context.Context, agentID string) (agg reputation.Aggregate, ok bool, err error) {
+	if err := storekey.CheckAgentID(agentID); err != nil {
+		return reputation.Aggregate{}, false, fmt.Errorf("fold: %w", err)
+	}
+	for lost := 0; ; {
+		a, found, inbox, more, err := s.readFoldState(ctx, agentID)
+		if err != nil {
+			return reputation.Aggregate{}, false, fmt.Errorf("fold: %w", err)
+		}
+		// Step 3 of the previous fold step, whose folder may have died before it or still be at it.
+		if err := s.finish(ctx, agentID, a.batch); err != nil {
+			return reputation.Aggregate{}, false, fmt.Errorf("fold: %w", err)
+		}
+		pending, truncated, err := s.uncounted(ctx, agentID, inbox, a.batch)
+		if err != nil {
+			return reputation.Aggregate{}, false, fmt.Errorf("fold: %w", err)
+		}
+		more = more || truncated
+		if len(pending) == 0 {
+			if len(a.batch) > 0 || a.legacy {
+				if err := s.clearBatch(ctx, agentID, a.version); err != nil {
+					return reputation.Aggregate{}, false, fmt.Errorf("fold: %w", err)
+				}
+			}
+			if !more {
+				return a.agg, found, nil
+			}
+			continue
+		}
+		for _, v := range pending {
+			a.agg.Add(v.Observation())
+		}
+		err = s.putAggregate(ctx, agentID, a, found, pending)
+		if isConditionFailed(err) {
+			// Another folder wrote first: read again, and count what it left.
+			if lost++; lost >= foldAttempts {
+				return reputation.Aggregate{}, false, fmt.Errorf("fold: the aggregate still changed under %d attempts", foldAttempts)
+			}
+			select {
+			case <-time.After(rand.N(min(foldBackoff<<min(lost, 16), foldMaxBackoff)) + 1):
+			case <-ctx.Done():
+				return reputation.Aggregate{}, false, fmt.Errorf("fold: %w", ctx.Err())
+			}
+			continue
+		}
+		if err != nil {
+			return reputation.Aggregate{}, false, fmt.Errorf("fold: %w", err)
+		}
+		if err := s.finish(ctx, agentID, pending); err != nil {
+			return reputation.Aggregate{}, false, fmt.Errorf("fold: %w", err)
+		}
+		if err := s.clearBatch(ctx, agentID, a.version+1); err != nil {
+			return reputation.Aggregate{}, false, fmt.Errorf("fold: %w", err)
+		}
+		if !more {
+			return a.agg, true, nil
+		}
+	}
+}
+
+// readFoldState is step 1: the aggregate (strongly consistent) and the first foldBatch records of
+// the inbox, read at once. more says the inbox may hold more.
+func (s *Store) readFoldState(ctx context.Context, agentID string) (a aggregateItem, found bool, inbox []store.Verification, more bool, err error) {
 	type read struct {
 		it  item
 		err error
 	}
 	first := make(chan read, 1)
 	go func() {
-		it, err := s.getItem(ctx, getItemInput{Key: aggregateKey(v.AgentID), ConsistentRead: true})
+		it, err := s.getItem(ctx, getItemInput{Key: aggregateKey(agentID), ConsistentRead: true})
 		first <- read{it, err}
 	}()
-	done, err := s.recorded(ctx, v)
+	var out queryOutput
+	qerr := s.client.Call(ctx, "Query", &queryInput{
+		TableName:                 s.table,
+		KeyConditionExpression:    "#pk = :pk AND begins_with(#sk, :in)",
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
+		ExpressionAttributeValues: item{":pk": str(prefixAgent + agentID), ":in": str(prefixInbox)},
+		ScanIndexForward:          true,
+		ConsistentRead:            true,
+		Limit:                     foldBatch,
+	}, &out)
 	agg := <-first
-	if err != nil {
-		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
-	}
-	if done {
-		return nil // recorded and counted before: a retry must not count twice
-	}
 	if agg.err != nil {
-		return fmt.Errorf("record verification %s: read aggregate: %w", v.VerificationID, agg.err)
+		return a, false, nil, false, fmt.Errorf("read aggregate: %w", agg.err)
 	}
-	rec, err = s.addToAggregate(ctx, v, rec, agg.it)
+	if qerr != nil {
+		return a, false, nil, false, fmt.Errorf("read inbox: %w", qerr)
+	}
+	if agg.it != nil {
+		if a, err = decodeAggregate(agg.it); err != nil {
+			return a, false, nil, false, fmt.Errorf("read aggregate of %s: %w", agentID, err)
+		}
+	}
+	for _, it := range out.Items {
+		v, err := decodeVerification(it)
+		if err != nil {
+			return a, false, nil, false, fmt.Errorf("read inbox: %w", err)
+		}
+		inbox = append(inbox, v)
+	}
+	return a, agg.it != nil, inbox, out.LastEvaluatedKey != nil, nil
+}
+
+// uncounted is step 2: the records of inbox that no folder has counted, at most maxBatchBytes of
+// them (truncated says some were left for the next step). A record in batch was counted by the
+// aggregate as read. A record whose history record exists was counted earlier (history records
+// are written only after they are counted) and is in the inbox again because it was recorded
+// again: its inbox item is deleted here.
+func (s *Store) uncounted(ctx context.Context, agentID string, inbox, batch []store.Verification) (pending []store.Verification, truncated bool, err error) {
+	inBatch := make(map[string]bool, len(batch))
+	for _, v := range batch {
+		inBatch[v.VerificationID] = true
+	}
+	var rest []store.Verification
+	for _, v := range inbox {
+		if !inBatch[v.VerificationID] {
+			rest = append(rest, v)
+		}
+	}
+	if len(rest) == 0 {
+		return nil, false, nil
+	}
+	keys := make([]item, len(rest))
+	for i, v := range rest {
+		keys[i] = historyItemKey(v)
+	}
+	written, err := s.existing(ctx, keys)
 	if err != nil {
-		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
+		return nil, false, err
 	}
-	if rec == nil {
-		return nil // another call recorded it completely meanwhile
+	size := 0
+	for _, v := range rest {
+		if written[historySK(v)] {
+			if err := s.deleteItem(ctx, inboxKey(agentID, v.VerificationID)); err != nil {
+				return nil, false, err
+			}
+			continue
+		}
+		n, err := recordSize(v)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(pending) > 0 && size+n > maxBatchBytes {
+			return pending, true, nil
+		}
+		size += n
+		pending = append(pending, v)
 	}
-	if err := s.putRecord(ctx, rec); err != nil {
-		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
+	return pending, false, nil
+}
+
+// recordSize is the length of v's record in the JSON protocol, a bound on what it adds to the
+// aggregate item's batch.
+func recordSize(v store.Verification) (int, error) {
+	b, err := json.Marshal(historyItem(v))
+	if err != nil {
+		return 0, fmt.Errorf("encode record: %w", err)
 	}
-	if err := s.removeFromOutbox(ctx, v.AgentID, v.VerificationID); err != nil {
-		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
+	return len(b), nil
+}
+
+// existing reads which of keys (history records of one agent, at most foldBatch) exist, with
+// strongly consistent reads, by sort key.
+func (s *Store) existing(ctx context.Context, keys []item) (map[string]bool, error) {
+	type keysAndAttributes struct {
+		Keys                     []item
+		ConsistentRead           bool
+		ProjectionExpression     string
+		ExpressionAttributeNames map[string]string
+	}
+	found := make(map[string]bool, len(keys))
+	for attempt := 0; len(keys) > 0; attempt++ {
+		if attempt >= batchGetAttempts {
+			return nil, fmt.Errorf("read history records: %d keys still unprocessed after %d attempts", len(keys), batchGetAttempts)
+		}
+		if attempt > 0 {
+			select {
+			case <-time.After(rand.N(min(foldBackoff<<attempt, foldMaxBackoff)) + 1):
+			case <-ctx.Done():
+				return nil, fmt.Errorf("read history records: %w", ctx.Err())
+			}
+		}
+		var out struct {
+			Responses       map[string][]item
+			UnprocessedKeys map[string]keysAndAttributes
+		}
+		err := s.client.Call(ctx, "BatchGetItem", &struct {
+			RequestItems map[string]keysAndAttributes
+		}{map[string]keysAndAttributes{s.table: {
+			Keys: keys, ConsistentRead: true, ProjectionExpression: "#pk, #sk",
+			ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#sk": attrSK},
+		}}}, &out)
+		if err != nil {
+			return nil, fmt.Errorf("read history records: %w", err)
+		}
+		for _, it := range out.Responses[s.table] {
+			if sk := it[attrSK].S; sk != nil {
+				found[*sk] = true
+			}
+		}
+		keys = out.UnprocessedKeys[s.table].Keys
+	}
+	return found, nil
+}
+
+// putAggregate is step 2's write: the aggregate a, with pending added, its version one up, and
+// pending as its batch, on condition that the version is still the one read (or that there was
+// no aggregate, when exists is false). The put drops the attributes of an earlier version of this
+// package (outbox, recent_ids), whose records the caller has finished.
+func (s *Store) putAggregate(ctx context.Context, agentID string, a aggregateItem, exists bool, pending []store.Verification) error {
+	body, err := json.Marshal(a.agg)
+	if err != nil {
+		return fmt.Errorf("encode aggregate: %w", err)
+	}
+	batch := make([]value, len(pending))
+	for i, v := range pending {
+		batch[i] = mapOf(historyItem(v))
+	}
+	it := aggregateKey(agentID)
+	it[attrAgentID] = str(agentID)
+	it[attrVersion] = number(a.version + 1)
+	it[attrAggregate] = str(string(body))
+	it[attrBatch] = list(batch)
+	put := putItemInput{
+		Item:                     it,
+		ConditionExpression:      "attribute_not_exists(#pk)",
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+	}
+	if exists {
+		put.ConditionExpression = "#v = :v"
+		put.ExpressionAttributeNames = map[string]string{"#v": attrVersion}
+		put.ExpressionAttributeValues = item{":v": number(a.version)}
+	}
+	if err := s.putItem(ctx, put); err != nil {
+		return fmt.Errorf("write aggregate: %w", err)
 	}
 	return nil
 }
 
-// removeFromOutbox is step 3: it removes a record that is in the history from the outbox of its
-// agent's aggregate.
-func (s *Store) removeFromOutbox(ctx context.Context, agentID, verificationID string) error {
+// finish is step 3: it writes the history records of batch (counted already), unless they are
+// there, and deletes their inbox items, finishWorkers at a time. Every write is idempotent, so
+// folders finishing the same batch at once do no harm.
+func (s *Store) finish(ctx context.Context, agentID string, batch []store.Verification) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	work := make(chan store.Verification)
+	errs := make(chan error, finishWorkers)
+	var wg sync.WaitGroup
+	for range min(finishWorkers, len(batch)) {
+		wg.Go(func() {
+			var first error
+			for v := range work {
+				if first != nil {
+					continue
+				}
+				if err := s.putRecord(ctx, historyItem(v)); err != nil {
+					first = err
+					continue
+				}
+				first = s.deleteItem(ctx, inboxKey(agentID, v.VerificationID))
+			}
+			errs <- first
+		})
+	}
+	for _, v := range batch {
+		work <- v
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clearBatch is step 4: it removes the finished batch from the aggregate, unless the version
+// changed meanwhile (then a later folder finished it before replacing it), so that the next folder
+// does not write it again. It removes an earlier version's outbox and recent_ids too.
+func (s *Store) clearBatch(ctx context.Context, agentID string, version int64) error {
 	_, err := s.updateItem(ctx, updateItemInput{
-		Key:                      aggregateKey(agentID),
-		UpdateExpression:         "REMOVE #outbox.#id",
-		ConditionExpression:      "attribute_exists(#outbox)",
-		ExpressionAttributeNames: map[string]string{"#outbox": attrOutbox, "#id": verificationID},
+		Key:                       aggregateKey(agentID),
+		UpdateExpression:          "REMOVE #batch, #outbox, #recent",
+		ConditionExpression:       "#v = :v",
+		ExpressionAttributeNames:  map[string]string{"#batch": attrBatch, "#outbox": attrOutbox, "#recent": attrRecentIDs, "#v": attrVersion},
+		ExpressionAttributeValues: item{":v": number(version)},
 	})
-	if err != nil && !isConditionFailed(err) { // no outbox: another writer emptied it
-		return fmt.Errorf("remove from the outbox: %w", err)
+	if err != nil && !isConditionFailed(err) {
+		return fmt.Errorf("clear batch: %w", err)
 	}
 	return nil
-}
-
-// recorded is step 0: whether v's history record is there (and not marked pending by an earlier
-// version of this package).
-func (s *Store) recorded(ctx context.Context, v store.Verification) (bool, error) {
-	got, err := s.getItem(ctx, getItemInput{
-		Key:                      historyItemKey(v),
-		ConsistentRead:           true,
-		ProjectionExpression:     "#pk, #pending",
-		ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#pending": attrPending},
-	})
-	if err != nil {
-		return false, fmt.Errorf("read history record: %w", err)
-	}
-	_, pending := got[attrPending]
-	return got != nil && !pending, nil
 }
 
 // historyItem is v's history record, keys included.
@@ -573,13 +835,12 @@ func historyItem(v store.Verification) item {
 	return it
 }
 
-// putRecord is step 2: it writes a history record unless it is there already (a record left
-// pending by an earlier version of this package is replaced).
+// putRecord writes a history record unless it is there already.
 func (s *Store) putRecord(ctx context.Context, rec item) error {
 	err := s.putItem(ctx, putItemInput{
 		Item:                     rec,
-		ConditionExpression:      "attribute_not_exists(#pk) OR attribute_exists(#pending)",
-		ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#pending": attrPending},
+		ConditionExpression:      "attribute_not_exists(#pk)",
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
 	})
 	if err != nil && !isConditionFailed(err) {
 		return fmt.Errorf("write history record: %w", err)
@@ -587,165 +848,47 @@ func (s *Store) putRecord(ctx context.Context, rec item) error {
 	return nil
 }
 
+// deleteItem deletes one item; deleting an item that is gone already is no error.
+func (s *Store) deleteItem(ctx context.Context, k item) error {
+	err := s.client.Call(ctx, "DeleteItem", &struct {
+		TableName string
+		Key       item
+	}{s.table, k}, new(noOutput))
+	if err != nil {
+		return fmt.Errorf("delete inbox record: %w", err)
+	}
+	return nil
+}
+
+func historySK(v store.Verification) string {
+	return prefixHistory + storekey.HistoryKey(v.VerifiedAt, v.VerificationID)
+}
+
 func historyItemKey(v store.Verification) item {
-	return key(prefixAgent+v.AgentID, prefixHistory+storekey.HistoryKey(v.VerifiedAt, v.VerificationID))
+	return key(prefixAgent+v.AgentID, historySK(v))
+}
+
+func inboxKey(agentID, verificationID string) item {
+	return key(prefixAgent+agentID, prefixInbox+verificationID)
 }
 
 func aggregateKey(agentID string) item {
 	return key(prefixAgent+agentID, skAggregate)
 }
 
-// outboxEntry is one record in an aggregate's outbox, stored as JSON text under its verification
-// id.
-type outboxEntry struct {
-	Queued int64 `json:"queued"` // when it was counted, epoch seconds
-	Record item  `json:"record"` // the history record, keys included
-	// text is the entry's JSON as the item holds it, written back as read: no entry but the
-	// new one is encoded again on a put.
-	text string
-}
-
-// overdue reports whether the entry has waited outboxGrace, so that a writer other than its owner
-// may write its record.
-func (e outboxEntry) overdue(now time.Time) bool {
-	return now.Unix()-e.Queued >= int64(outboxGrace/time.Second)
-}
-
 // aggregateItem is an aggregate item decoded.
 type aggregateItem struct {
 	agg     reputation.Aggregate
 	version int64
-	recent  []string               // ids of the latest verifications counted or written out from the outbox
-	outbox  map[string]outboxEntry // counted records that may not be in the history yet
+	// batch is the records the last fold step counted, which may not be in the history yet.
+	batch []store.Verification
+	// legacy says the item holds an earlier version's outbox or recent_ids, which the next fold
+	// removes (the outbox's records are in batch).
+	legacy bool
 }
 
-// addToAggregate is step 1 of the package comment: add to got (the aggregate item as read, nil
-// when there is none), conditional put, and read again on a lost race. Records that wait too long
-// in the outbox, or make it too large, are written to the history first.
-//
-// It returns the record step 2 writes: rec when this call counted v; the outbox's copy when an
-// earlier call did, so that the history shows the record that was counted; and nil when v's record
-// is in the history already, so nothing is left to do.
-func (s *Store) addToAggregate(ctx context.Context, v store.Verification, rec, got item) (item, error) {
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 {
-			var err error
-			if got, err = s.getItem(ctx, getItemInput{Key: aggregateKey(v.AgentID), ConsistentRead: true}); err != nil {
-				return nil, fmt.Errorf("read aggregate: %w", err)
-			}
-			// Step 0 ran once, before the first read. Since then another call may have recorded v
-			// completely and more than recentIDs others pushed it out of recent_ids; the history
-			// record, read after the aggregate, tells.
-			done, err := s.recorded(ctx, v)
-			if err != nil {
-				return nil, err
-			}
-			if done {
-				return nil, nil
-			}
-		}
-		var a aggregateItem
-		var err error
-		if got != nil {
-			if a, err = decodeAggregate(got); err != nil {
-				return nil, err
-			}
-			if e, queued := a.outbox[v.VerificationID]; queued || slices.Contains(a.recent, v.VerificationID) {
-				if len(e.Record) > 0 {
-					return e.Record, nil // an earlier call counted it and may not have written it yet
-				}
-				return rec, nil // an earlier call counted it
-			}
-		}
-		now := s.now()
-		own, err := json.Marshal(outboxEntry{Queued: now.Unix(), Record: rec})
-		if err != nil {
-			return nil, fmt.Errorf("encode outbox: %w", err)
-		}
-		written := s.flushOutbox(ctx, a.outbox, now, maxOutboxBytes-len(v.VerificationID)-len(own))
-		a.agg.Add(v.Observation())
-		body, err := json.Marshal(a.agg)
-		if err != nil {
-			return nil, fmt.Errorf("encode aggregate: %w", err)
-		}
-		// The ids written out join recent_ids: a call recording one of them again whose step 0
-		// ran before the write must still find it counted in this aggregate.
-		a.recent = append(a.recent, written...)
-		a.recent = append(a.recent, v.VerificationID)
-		a.recent = a.recent[max(len(a.recent)-recentIDs, 0):]
-		ids := make([]value, len(a.recent))
-		for i, id := range a.recent {
-			ids[i] = str(id)
-		}
-		outbox := make(item, len(a.outbox)+1)
-		for id, e := range a.outbox {
-			outbox[id] = str(e.text)
-		}
-		outbox[v.VerificationID] = str(string(own))
-		it := aggregateKey(v.AgentID)
-		it[attrAgentID] = str(v.AgentID)
-		it[attrVersion] = number(a.version + 1)
-		it[attrAggregate] = str(string(body))
-		it[attrRecentIDs] = list(ids)
-		it[attrOutbox] = mapOf(outbox)
-		put := putItemInput{
-			Item:                     it,
-			ConditionExpression:      "attribute_not_exists(#pk)",
-			ExpressionAttributeNames: map[string]string{"#pk": attrPK},
-		}
-		if got != nil {
-			put.ConditionExpression = "#v = :v"
-			put.ExpressionAttributeNames = map[string]string{"#v": attrVersion}
-			put.ExpressionAttributeValues = item{":v": number(a.version)}
-		}
-		err = s.putItem(ctx, put)
-		if err == nil {
-			return rec, nil
-		}
-		if !isConditionFailed(err) {
-			return nil, fmt.Errorf("write aggregate: %w", err)
-		}
-		if attempt+1 >= aggregateAttempts {
-			return nil, fmt.Errorf("write aggregate: still conflicting after %d attempts", aggregateAttempts)
-		}
-		backoff := min(aggregateBackoff<<min(attempt, 16), aggregateMaxBackoff)
-		select {
-		case <-time.After(rand.N(backoff) + 1):
-		case <-ctx.Done():
-			return nil, fmt.Errorf("write aggregate: %w", ctx.Err())
-		}
-	}
-}
-
-// flushOutbox writes to the history the records of outbox that have waited outboxGrace, and the
-// oldest beyond maxOutbox records or beyond room bytes (leaving room for one more record), deletes
-// from outbox those it wrote, and returns their ids. A record it could not write stays for a later
-// writer: the caller's own recording does not fail for another's.
-func (s *Store) flushOutbox(ctx context.Context, outbox map[string]outboxEntry, now time.Time, room int) []string {
-	size := 0 // what the entries add to the item: their ids and JSON texts
-	for id, e := range outbox {
-		size += len(id) + len(e.text)
-	}
-	ids := slices.SortedFunc(maps.Keys(outbox), func(a, b string) int {
-		return cmp.Or(cmp.Compare(outbox[a].Queued, outbox[b].Queued), strings.Compare(a, b))
-	})
-	var written []string
-	for i, id := range ids {
-		e := outbox[id]
-		if !e.overdue(now) && len(ids)-i < maxOutbox && size <= room {
-			break // the rest are younger and within the bounds
-		}
-		if len(e.Record) == 0 || s.putRecord(ctx, e.Record) != nil {
-			continue
-		}
-		delete(outbox, id)
-		size -= len(id) + len(e.text)
-		written = append(written, id)
-	}
-	return written
-}
-
-// decodeAggregate reads an aggregate item.
+// decodeAggregate reads an aggregate item. The records of an earlier version's outbox (counted,
+// and perhaps not in the history yet) join the batch, so that a fold finishes them.
 func decodeAggregate(it item) (a aggregateItem, err error) {
 	if a.version, err = intAttr(it, attrVersion); err != nil {
 		return a, fmt.Errorf("decode aggregate: %w", err)
@@ -757,58 +900,51 @@ func decodeAggregate(it item) (a aggregateItem, err error) {
 	if a.agg, err = reputation.UnmarshalAggregate([]byte(body)); err != nil {
 		return a, err
 	}
-	if l := it[attrRecentIDs].L; l != nil {
-		for _, v := range *l {
-			if v.S != nil {
-				a.recent = append(a.recent, *v.S)
+	if l := it[attrBatch].L; l != nil {
+		for _, e := range *l {
+			if e.M == nil {
+				return a, errors.New("decode aggregate: a batch record is not a map")
 			}
+			v, err := decodeVerification(*e.M)
+			if err != nil {
+				return a, fmt.Errorf("decode aggregate: batch: %w", err)
+			}
+			a.batch = append(a.batch, v)
 		}
 	}
-	if m := it[attrOutbox].M; m != nil && len(*m) > 0 {
-		a.outbox = make(map[string]outboxEntry, len(*m))
-		for id, v := range *m {
-			var e outboxEntry
-			if v.S == nil || json.Unmarshal([]byte(*v.S), &e) != nil {
+	_, a.legacy = it[attrRecentIDs]
+	if m := it[attrOutbox].M; m != nil {
+		a.legacy = true
+		for id, e := range *m {
+			var entry struct {
+				Record item `json:"record"`
+			}
+			if e.S == nil || json.Unmarshal([]byte(*e.S), &entry) != nil {
 				return a, fmt.Errorf("decode aggregate: outbox record %s is malformed", id)
 			}
-			e.text = *v.S
-			a.outbox[id] = e
+			v, err := decodeVerification(entry.Record)
+			if err != nil {
+				return a, fmt.Errorf("decode aggregate: outbox: %w", err)
+			}
+			a.batch = append(a.batch, v)
 		}
 	}
 	return a, nil
 }
 
-// AgentAggregate implements store.Store with one strongly consistent GetItem. It also writes to the
-// history the records that have waited outboxGrace in the outbox: otherwise an orphan of an agent
-// that records nothing more would never appear in its history, which would show fewer records than
-// the aggregate counts. A record it could not write stays for later; the read does not fail for it.
-// Unlike a writer's flush, this does not add the ids to recent_ids (an UpdateItem cannot keep that
-// list short): a call recording such a record again, whose step 0 ran just before the write and
-// whose aggregate read just after, counts it again if its id has already left recent_ids. That
-// needs a retry over a minute late meeting a read within a few milliseconds, and is left open.
+// AgentAggregate implements store.Store: it folds the agent's inbox first (see Fold), so that the
+// aggregate counts every recorded verification. When the inbox is empty, as it is when folds keep
+// up, that is one strongly consistent GetItem of the aggregate and one Query of the inbox, sent
+// at once.
 func (s *Store) AgentAggregate(ctx context.Context, agentID string) (reputation.Aggregate, bool, error) {
 	if err := storekey.CheckAgentID(agentID); err != nil {
 		return reputation.Aggregate{}, false, fmt.Errorf("read aggregate: %w", err)
 	}
-	got, err := s.getItem(ctx, getItemInput{Key: aggregateKey(agentID), ConsistentRead: true})
+	agg, ok, err := s.Fold(ctx, agentID)
 	if err != nil {
 		return reputation.Aggregate{}, false, fmt.Errorf("read aggregate: %w", err)
 	}
-	if got == nil {
-		return reputation.Aggregate{}, false, nil
-	}
-	a, err := decodeAggregate(got)
-	if err != nil {
-		return reputation.Aggregate{}, false, fmt.Errorf("read aggregate of %s: %w", agentID, err)
-	}
-	now := s.now()
-	for id, e := range a.outbox {
-		if !e.overdue(now) || len(e.Record) == 0 || s.putRecord(ctx, e.Record) != nil {
-			continue
-		}
-		_ = s.removeFromOutbox(ctx, agentID, id) // if it fails, a later writer removes it
-	}
-	return a.agg, true, nil
+	return agg, ok, nil
 }
 
 // History implements store.Store with a descending Query on the agent's partition. It asks for one
@@ -820,6 +956,9 @@ func (s *Store) History(ctx context.Context, agentID string, limit int, cursor s
 	}
 	limit, err := storekey.PageLimit(limit)
 	if err != nil {
+		return nil, "", fmt.Errorf("read history: %w", err)
+	}
+	if _, _, err := s.Fold(ctx, agentID); err != nil {
 		return nil, "", fmt.Errorf("read history: %w", err)
 	}
 	var start item

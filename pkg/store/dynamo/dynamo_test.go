@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agent-output-verifier/verifier/internal/testclock"
+	"github.com/agent-output-verifier/verifier/pkg/reputation"
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/dynamo/dynalitetest"
 	"github.com/agent-output-verifier/verifier/pkg/store/internal/storekey"
@@ -47,14 +49,12 @@ func TestDynamo(t *testing.T) {
 	t.Run("ExpiresAtIsEpochSeconds", func(t *testing.T) { testExpiresAtIsEpochSeconds(t, client) })
 	t.Run("ExpiryWithClock", func(t *testing.T) { testExpiryWithClock(t, client) })
 	t.Run("PingHidesConfiguration", func(t *testing.T) { testPingHidesConfiguration(t, client) })
-	t.Run("AggregateOptimisticConcurrency", func(t *testing.T) { testAggregateConflicts(t, client) })
-	t.Run("RecordResumesAfterCrash", func(t *testing.T) { testRecordResumes(t, client) })
-	t.Run("OutboxFlushedByOthers", func(t *testing.T) { testOutboxFlushedByOthers(t, client) })
-	t.Run("OutboxWrittenOnRead", func(t *testing.T) { testOutboxWrittenOnRead(t, client) })
-	t.Run("OutboxSizeBounded", func(t *testing.T) { testOutboxSizeBounded(t, client) })
-	t.Run("RetryReadsHistoryAgain", func(t *testing.T) { testRetryReadsHistoryAgain(t, client) })
-	t.Run("RetryRacesFlush", func(t *testing.T) { testRetryRacesFlush(t, client) })
-	t.Run("RetryWritesCountedRecord", func(t *testing.T) { testRetryWritesCountedRecord(t, client) })
+	t.Run("RecordIsOnePut", func(t *testing.T) { testRecordIsOnePut(t, client) })
+	t.Run("ManyInstancesOneAgent", func(t *testing.T) { testManyInstances(t, client) })
+	t.Run("FoldCutAtEveryCall", func(t *testing.T) { testFoldCutAtEveryCall(t, client) })
+	t.Run("BatchBounded", func(t *testing.T) { testBatchBounded(t, client) })
+	t.Run("LegacyOutbox", func(t *testing.T) { testLegacyOutbox(t, client) })
+	t.Run("RecordedAgainDuringFinish", func(t *testing.T) { testRecordedAgainDuringFinish(t, client) })
 }
 
 // testExpiresAtIsEpochSeconds reads the raw items back: DynamoDB's TTL only acts on a Number
@@ -184,14 +184,22 @@ func testPingHidesConfiguration(t *testing.T, client Client) {
 	}
 }
 
-// conflictCounter is a Client that counts the aggregate writes DynamoDB refused for a stale
-// version.
-type conflictCounter struct {
+// opCounter is a Client that counts the calls it sends by operation, and the aggregate writes
+// DynamoDB refused for a stale version.
+type opCounter struct {
 	Client
+	mu        sync.Mutex
+	ops       map[string]int
 	conflicts atomic.Int64
 }
 
-func (c *conflictCounter) Call(ctx context.Context, operation string, in, out any) error {
+func (c *opCounter) Call(ctx context.Context, operation string, in, out any) error {
+	c.mu.Lock()
+	if c.ops == nil {
+		c.ops = map[string]int{}
+	}
+	c.ops[operation]++
+	c.mu.Unlock()
 	err := c.Client.Call(ctx, operation, in, out)
 	if put, ok := in.(*putItemInput); ok && isConditionFailed(err) {
 		if sk := put.Item[attrSK].S; sk != nil && *sk == skAggregate {
@@ -201,235 +209,366 @@ func (c *conflictCounter) Call(ctx context.Context, operation string, in, out an
 	return err
 }
 
-// testAggregateConflicts has many writers update one agent's aggregate at once through a client
-// that counts the aggregate writes DynamoDB refused for a stale version: the races must happen, and
-// every refused write must have been retried until counted, so the version equals the number of
-// verifications.
-func testAggregateConflicts(t *testing.T, client Client) {
+func (c *opCounter) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ops := c.ops
+	c.ops = nil
+	return ops
+}
+
+// testRecordIsOnePut: recording is one PutItem and nothing else, whether the verification is new,
+// waiting in the inbox, or counted already; this is all an answer waits for.
+func testRecordIsOnePut(t *testing.T, client Client) {
 	ctx := context.Background()
-	counting := &conflictCounter{Client: client}
-	conflicts := &counting.conflicts
+	counting := &opCounter{Client: client}
 	s, _ := newTable(t, counting)
-	const writers, each = 20, 10
+	v := verificationAt("agent-one-put", "v-1", time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	for _, when := range []string{"new", "waiting in the inbox", "counted"} {
+		if when == "counted" {
+			if _, _, err := s.Fold(ctx, v.AgentID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		counting.take()
+		if err := s.RecordVerification(ctx, v); err != nil {
+			t.Fatalf("RecordVerification (%s): %v", when, err)
+		}
+		if got := counting.take(); !maps.Equal(got, map[string]int{"PutItem": 1}) {
+			t.Errorf("recording a verification %s sent %v, want one PutItem", when, got)
+		}
+	}
+	if agg := aggregateOf(t, s, v.AgentID); agg.Verifications != 1 {
+		t.Errorf("%d verifications counted, want 1", agg.Verifications)
+	}
+}
+
+// Sizes of testManyInstances: instances share the table as `verifier serve` processes or Lambda
+// sandboxes do, each with writers recording for one agent at once, as the service does (record,
+// then fold); every third fold is given a timeout short enough to cut it off half-way.
+const (
+	manyInstances = 4
+	manyWriters   = 6 // per instance
+	manyRecords   = 12
+)
+
+// testManyInstances is the defect this design fixes: many writers on several store instances
+// record for one agent at once, folding after each record, some folds cut off by a timeout. Every
+// record must be in the history once and counted once, and the aggregate must equal the replay of
+// the history; the folds must have raced each other, or the concurrency control went untested.
+func testManyInstances(t *testing.T, client Client) {
+	ctx := context.Background()
+	counting := &opCounter{Client: client}
+	_, table := newTable(t, counting)
+	const agent = "agent-hot"
+	base := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	var cutOff atomic.Int64
 	var wg sync.WaitGroup
 	start := make(chan struct{})
-	for w := range writers {
-		wg.Go(func() {
-			<-start
-			for i := range each {
-				v := store.Verification{AgentID: "agent-hot", VerificationID: fmt.Sprintf("w%d-%d", w, i), TaskID: "t",
-					Result: "pass", VerifiedAt: time.Now(), Paid: i%2 == 0}
-				if err := s.RecordVerification(ctx, v); err != nil {
-					t.Errorf("RecordVerification: %v", err)
+	for i := range manyInstances {
+		s := New(counting, table)
+		for w := range manyWriters {
+			wg.Go(func() {
+				<-start
+				for r := range manyRecords {
+					v := verificationAt(agent, fmt.Sprintf("i%d-w%d-r%02d", i, w, r), base.Add(time.Duration(r)*time.Minute))
+					v.Paid = r%2 == 0
+					if err := s.RecordVerification(ctx, v); err != nil {
+						t.Errorf("RecordVerification: %v", err)
+						return
+					}
+					fctx, cancel := context.WithCancel(ctx)
+					if r%3 == 2 {
+						fctx, cancel = context.WithTimeout(ctx, time.Duration(1+r%5)*time.Millisecond)
+					}
+					if _, _, err := s.Fold(fctx, agent); err != nil {
+						cutOff.Add(1)
+					}
+					cancel()
 				}
-			}
-		})
+			})
+		}
 	}
 	close(start)
 	wg.Wait()
-	if conflicts.Load() == 0 {
-		t.Errorf("no aggregate write lost a race among %d concurrent writers: the concurrency control went untested", writers)
+	const want = manyInstances * manyWriters * manyRecords
+	reader := New(client, table)
+	if n := len(inHistory(t, reader, agent)); n != want {
+		t.Errorf("%d records in the history, want %d", n, want)
 	}
-	a := readAggregate(t, s, "agent-hot")
-	if a.version != writers*each || a.agg.Verifications != writers*each {
-		t.Errorf("version %d, %d verifications counted; want %d each", a.version, a.agg.Verifications, writers*each)
+	agg := aggregateOf(t, reader, agent)
+	if agg.Verifications != want || agg.Paid != want/2 {
+		t.Errorf("aggregate counts %d verifications, %d paid; want %d, %d", agg.Verifications, agg.Paid, want, want/2)
 	}
-	// A writer's removal from the outbox can be undone by a racing writer's put of what it read
-	// before, which is harmless (the record is written) and flushed later; the history is whole.
-	if n := len(inHistory(t, s, "agent-hot")); n != writers*each {
-		t.Errorf("%d records in the history, want %d", n, writers*each)
+	if err := reputation.Compare(agg, replay(t, reader, agent)); err != nil {
+		t.Errorf("aggregate and history disagree: %v", err)
 	}
-	t.Logf("%d aggregate writes lost a race and were retried", conflicts.Load())
+	if counting.conflicts.Load() == 0 {
+		t.Errorf("no aggregate write lost a race among %d concurrent folders: the concurrency control went untested", manyInstances*manyWriters)
+	}
+	if cutOff.Load() == 0 {
+		t.Error("no fold was cut off: the resumption went untested")
+	}
+	if left := inboxOf(t, reader, agent); len(left) != 0 {
+		t.Errorf("%d records left in the inbox after a read", len(left))
+	}
+	t.Logf("%d records; %d aggregate writes lost a race, %d folds were cut off", want, counting.conflicts.Load(), cutOff.Load())
 }
 
-// testRecordResumes simulates writers that died half-way: after counting (step 1), after writing
-// the record too (step 2), and a record an earlier version of the package left pending. Recording
-// each again completes it and counts it exactly once; recording a finished one again, long after,
-// changes nothing.
-func testRecordResumes(t *testing.T, client Client) {
+// failAt is a Client whose n-th call (counting from 1) fails without being sent, as a folder that
+// dies or times out just before that call.
+type failAt struct {
+	Client
+	n     int64
+	calls atomic.Int64
+}
+
+var errInjected = errors.New("injected failure")
+
+func (c *failAt) Call(ctx context.Context, operation string, in, out any) error {
+	if c.calls.Add(1) == c.n {
+		return errInjected
+	}
+	return c.Client.Call(ctx, operation, in, out)
+}
+
+// cutRecords is how many new records wait when testFoldCutAtEveryCall cuts a fold: enough for
+// the finishing of a batch to run in parallel; folds of more than one step are testBatchBounded's.
+const cutRecords = 5
+
+// testFoldCutAtEveryCall cuts a fold off before each of its calls in turn, one agent per cut: the
+// records waiting are new ones and one recorded again after it was counted. After the cut, a verification recorded and a read by another instance must find
+// every verification in the history once and counted once.
+func testFoldCutAtEveryCall(t *testing.T, client Client) {
 	ctx := context.Background()
-	s, _ := newTable(t, client)
-	const agent = "agent-resume"
-	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	v := func(id string) store.Verification {
-		return store.Verification{AgentID: agent, VerificationID: id, TaskID: "t", Result: "pass", VerifiedAt: at, CallerID: "c"}
-	}
-
-	// Died after step 1: counted, in the outbox, not in the history.
-	countOnly(t, s, v("after-count"))
-	// Died after step 2: counted, written, still in the outbox.
-	countOnly(t, s, v("after-write"))
-	if err := s.putRecord(ctx, historyItem(v("after-write"))); err != nil {
-		t.Fatal(err)
-	}
-	// Left by an earlier version: the record written first, marked pending, and not counted.
-	legacy := historyItem(v("legacy"))
-	legacy[attrPending] = boolean(true)
-	if err := s.putItem(ctx, putItemInput{Item: legacy}); err != nil {
-		t.Fatal(err)
-	}
-	if got := inHistory(t, s, agent); !slices.Equal(got, []string{"after-write", "legacy"}) {
-		t.Fatalf("history before the retries = %v", got)
-	}
-	if n := len(readAggregate(t, s, agent).outbox); n != 2 {
-		t.Fatalf("outbox holds %d records before the retries, want 2", n)
-	}
-
-	for _, id := range []string{"after-count", "after-write", "legacy", "after-count", "after-write", "legacy"} {
-		if err := s.RecordVerification(ctx, v(id)); err != nil {
-			t.Fatalf("RecordVerification(%s) again: %v", id, err)
-		}
-	}
-	// Step 0 finds after-write's record and stops there, so its outbox entry, whose record is
-	// written, waits for a later writer to flush it (a no-op write then).
-	a := readAggregate(t, s, agent)
-	if left := slices.Sorted(maps.Keys(a.outbox)); a.agg.Verifications != 3 || !slices.Equal(left, []string{"after-write"}) {
-		t.Fatalf("after the retries: %d verifications counted, outbox %v; want 3 and [after-write]", a.agg.Verifications, left)
-	}
-	if got := inHistory(t, s, agent); !slices.Equal(got, []string{"after-count", "after-write", "legacy"}) {
-		t.Fatalf("history after the retries = %v", got)
-	}
-	if raw, err := s.getItem(ctx, getItemInput{Key: historyItemKey(v("legacy")), ConsistentRead: true}); err != nil || raw == nil {
-		t.Fatalf("read the legacy record: %v", err)
-	} else if _, pending := raw[attrPending]; pending {
-		t.Error("the legacy record is still marked pending")
-	}
-
-	// Long after, with the first ids gone from recent_ids: recording again counts nothing.
-	for i := range recentIDs + 2 {
-		if err := s.RecordVerification(ctx, v(fmt.Sprintf("later-%02d", i))); err != nil {
+	_, table := newTable(t, client)
+	clean := New(client, table)
+	base := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for cut := int64(1); ; cut++ {
+		agent := fmt.Sprintf("agent-cut-%03d", cut)
+		counted := verificationAt(agent, "counted", base)
+		if err := clean.RecordVerification(ctx, counted); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := s.RecordVerification(ctx, v("after-count")); err != nil {
-		t.Fatal(err)
-	}
-	if n := readAggregate(t, s, agent).agg.Verifications; n != 3+recentIDs+2 {
-		t.Errorf("%d verifications counted after recording a finished one again, want %d", n, 3+recentIDs+2)
-	}
-}
-
-// testOutboxFlushedByOthers: a record whose writer died after counting it and never came back is
-// written to the history by the next writer to the same aggregate once it has waited outboxGrace,
-// and not before; past maxOutbox records, the oldest are written whatever their age.
-func testOutboxFlushedByOthers(t *testing.T, client Client) {
-	ctx := context.Background()
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	s, _ := newTable(t, client, WithClock(func() time.Time { return now }))
-	const agent = "agent-orphans"
-	v := func(id string) store.Verification {
-		return store.Verification{AgentID: agent, VerificationID: id, TaskID: "t", Result: "pass", VerifiedAt: now, CallerID: "c"}
-	}
-	countOnly(t, s, v("orphan"))
-	now = now.Add(outboxGrace - time.Second)
-	if err := s.RecordVerification(ctx, v("young")); err != nil {
-		t.Fatal(err)
-	}
-	if got := inHistory(t, s, agent); !slices.Equal(got, []string{"young"}) {
-		t.Fatalf("history within the grace = %v, want the orphan left to its owner", got)
-	}
-	now = now.Add(time.Second)
-	if err := s.RecordVerification(ctx, v("old")); err != nil {
-		t.Fatal(err)
-	}
-	if got := inHistory(t, s, agent); !slices.Equal(got, []string{"old", "orphan", "young"}) {
-		t.Fatalf("history after the grace = %v, want the orphan written", got)
-	}
-	a := readAggregate(t, s, agent)
-	if a.agg.Verifications != 3 || len(a.outbox) != 0 {
-		t.Fatalf("%d verifications counted, outbox %v; want 3 and empty", a.agg.Verifications, slices.Collect(maps.Keys(a.outbox)))
-	}
-
-	// More orphans than the outbox holds, all young.
-	for i := range maxOutbox + 5 {
-		id := fmt.Sprintf("crowd-%02d", i)
-		countOnly(t, s, v(id))
-		now = now.Add(time.Millisecond * 10)
-	}
-	if n := len(readAggregate(t, s, agent).outbox); n > maxOutbox {
-		t.Fatalf("outbox holds %d records, more than %d", n, maxOutbox)
-	}
-	if err := s.RecordVerification(ctx, v("last")); err != nil {
-		t.Fatal(err)
-	}
-	a = readAggregate(t, s, agent)
-	inOutbox := len(a.outbox)
-	if want := int64(3 + maxOutbox + 5 + 1); a.agg.Verifications != want {
-		t.Errorf("%d verifications counted, want %d", a.agg.Verifications, want)
-	}
-	// Every counted record is in the history or still in the outbox, never both missing.
-	if n := len(inHistory(t, s, agent)); n+inOutbox != 3+maxOutbox+5+1 || inOutbox >= maxOutbox {
-		t.Errorf("%d records in the history and %d in the outbox, want %d together and fewer than %d waiting",
-			n, inOutbox, 3+maxOutbox+5+1, maxOutbox)
+		if _, _, err := clean.Fold(ctx, agent); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"counted", "late"}
+		records := []store.Verification{counted} // recorded again: must not count twice
+		for i := range cutRecords {
+			v := verificationAt(agent, fmt.Sprintf("new-%03d", i), base.Add(time.Duration(i)*time.Second))
+			records = append(records, v)
+			want = append(want, v.VerificationID)
+		}
+		for _, v := range records {
+			if err := clean.RecordVerification(ctx, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dying := New(&failAt{Client: client, n: cut}, table)
+		_, _, err := dying.Fold(ctx, agent)
+		if err != nil && !errors.Is(err, errInjected) {
+			t.Fatalf("cut before call %d: Fold: %v", cut, err)
+		}
+		if err := clean.RecordVerification(ctx, verificationAt(agent, "late", base.Add(time.Hour))); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(want)
+		if got := inHistory(t, clean, agent); !slices.Equal(got, want) {
+			t.Fatalf("cut before call %d: history has %d records, want %d, each once", cut, len(got), len(want))
+		}
+		agg := aggregateOf(t, clean, agent)
+		if agg.Verifications != int64(len(want)) {
+			t.Fatalf("cut before call %d: %d verifications counted, want %d", cut, agg.Verifications, len(want))
+		}
+		if err := reputation.Compare(agg, replay(t, clean, agent)); err != nil {
+			t.Fatalf("cut before call %d: aggregate and history disagree: %v", cut, err)
+		}
+		if err == nil {
+			t.Logf("a fold of %d records makes %d calls; cut before each, none was lost or counted twice", len(records), cut-1)
+			return // the fold ran to the end: every call was cut once
+		}
 	}
 }
 
-// testOutboxWrittenOnRead: an agent whose writer died after counting and that records nothing more
-// would show fewer records than it counts; reading its aggregate writes out the records that have
-// waited outboxGrace, and leaves younger ones to their owners.
-func testOutboxWrittenOnRead(t *testing.T, client Client) {
+// testBatchBounded: records with the longest ids and labels, each a large share of an item, are
+// folded in steps whose batch keeps the aggregate item far under DynamoDB's 400 KB, and all are
+// counted and in the history.
+func testBatchBounded(t *testing.T, client Client) {
 	ctx := context.Background()
-	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	clk := testclock.New(start)
-	s, _ := newTable(t, client, WithClock(clk.Now))
-	const agent = "agent-quiet"
-	v := func(id string) store.Verification {
-		return store.Verification{AgentID: agent, VerificationID: id, TaskID: "t", Result: "pass", VerifiedAt: start, CallerID: "c"}
-	}
-	countOnly(t, s, v("orphan"))
-	clk.Set(start.Add(outboxGrace - time.Second))
-	countOnly(t, s, v("young"))
-	clk.Set(start.Add(outboxGrace))
-	agg, ok, err := s.AgentAggregate(ctx, agent)
-	if err != nil || !ok || agg.Verifications != 2 {
-		t.Fatalf("AgentAggregate = %d verifications, %v, %v; want 2, true, nil", agg.Verifications, ok, err)
-	}
-	if got := inHistory(t, s, agent); !slices.Equal(got, []string{"orphan"}) {
-		t.Errorf("history after the read = %v, want [orphan]", got)
-	}
-	if got := slices.Sorted(maps.Keys(readAggregate(t, s, agent).outbox)); !slices.Equal(got, []string{"young"}) {
-		t.Errorf("outbox after the read = %v, want [young]", got)
-	}
-}
-
-// testOutboxSizeBounded counts records of the largest size the store accepts, with every character
-// one that JSON escapes to six bytes, and no writer that lives to write them: the outbox stays
-// within maxOutboxBytes and the item far under DynamoDB's 400 KB, and every record counted is in
-// the history or the outbox.
-func testOutboxSizeBounded(t *testing.T, client Client) {
-	ctx := context.Background()
+	hooked := &hookClient{Client: client}
+	s, _ := newTable(t, hooked)
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	s, _ := newTable(t, client, WithClock(func() time.Time { return at }))
 	agent := strings.Repeat("<", storekey.MaxIDLength)
 	label := strings.Repeat("<", storekey.MaxLabelLength)
-	const records = maxOutbox
-	var largest int
+	const records = 60
 	for i := range records {
 		id := fmt.Sprintf("%02d", i) + strings.Repeat("<", storekey.MaxIDLength-2)
-		countOnly(t, s, store.Verification{AgentID: agent, VerificationID: id, TaskID: label, CallerID: label,
-			Result: "pass", OverallRatio: 0.1234567890123, VerifiedAt: at})
-		raw, err := s.getItem(ctx, getItemInput{Key: aggregateKey(agent), ConsistentRead: true})
-		if err != nil {
+		if err := s.RecordVerification(ctx, store.Verification{AgentID: agent, VerificationID: id, TaskID: label,
+			CallerID: label, Result: "pass", OverallRatio: 0.1234567890123, VerifiedAt: at}); err != nil {
 			t.Fatal(err)
 		}
-		outbox := 0
-		for id, v := range *raw[attrOutbox].M {
-			outbox += len(id) + len(*v.S)
+	}
+	var mu sync.Mutex
+	largest, steps := 0, 0
+	hooked.before = func(operation string, in any) {
+		if put, ok := in.(*putItemInput); ok && sortKey(in) == skAggregate {
+			mu.Lock()
+			largest, steps = max(largest, itemSize(put.Item)), steps+1
+			mu.Unlock()
 		}
-		if outbox > maxOutboxBytes {
-			t.Fatalf("after %d records the outbox takes %d bytes, more than %d", i+1, outbox, maxOutboxBytes)
+	}
+	agg := aggregateOf(t, s, agent)
+	hooked.before = nil
+	if n := len(inHistory(t, s, agent)); agg.Verifications != records || n != records {
+		t.Errorf("%d counted and %d in the history, want %d each", agg.Verifications, n, records)
+	}
+	if largest > 300<<10 || steps < 2 {
+		t.Errorf("%d fold steps wrote aggregate items of up to %d bytes; want several steps, each at most 300 KB", steps, largest)
+	}
+	t.Logf("%d fold steps, aggregate items of up to %d bytes", steps, largest)
+}
+
+// testLegacyOutbox: an aggregate an earlier version of this package wrote, with a record counted
+// and waiting in its outbox (not in the history) and recent_ids, is taken over by the next fold:
+// the record is written to the history, nothing is counted twice, and the old attributes go.
+func testLegacyOutbox(t *testing.T, client Client) {
+	ctx := context.Background()
+	s, _ := newTable(t, client)
+	const agent = "agent-legacy"
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	old := verificationAt(agent, "in-outbox", at)
+	var agg reputation.Aggregate
+	agg.Add(old.Observation())
+	body, err := json.Marshal(agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, err := json.Marshal(map[string]any{"queued": at.Unix(), "record": historyItem(old)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := aggregateKey(agent)
+	it[attrAgentID] = str(agent)
+	it[attrVersion] = number(1)
+	it[attrAggregate] = str(string(body))
+	it[attrRecentIDs] = list([]value{str("in-outbox")})
+	it[attrOutbox] = mapOf(item{"in-outbox": str(string(entry))})
+	if err := s.putItem(ctx, putItemInput{Item: it}); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []store.Verification{old, verificationAt(agent, "new", at.Add(time.Minute))} {
+		if err := s.RecordVerification(ctx, v); err != nil {
+			t.Fatal(err)
 		}
-		largest = max(largest, itemSize(raw))
 	}
-	if largest > 300<<10 {
-		t.Errorf("the aggregate item took up to %d bytes, want at most 300 KB of DynamoDB's 400 KB", largest)
+	if got := inHistory(t, s, agent); !slices.Equal(got, []string{"in-outbox", "new"}) {
+		t.Errorf("history = %v, want [in-outbox new]", got)
 	}
-	a := readAggregate(t, s, agent)
-	if n := len(inHistory(t, s, agent)); a.agg.Verifications != records || n+len(a.outbox) != records {
-		t.Errorf("%d counted, %d in the history and %d in the outbox; want %d counted, each in one of them",
-			a.agg.Verifications, n, len(a.outbox), records)
+	if n := aggregateOf(t, s, agent).Verifications; n != 2 {
+		t.Errorf("%d verifications counted, want 2", n)
 	}
-	t.Logf("the item took up to %d bytes with %d records in the outbox", largest, len(a.outbox))
+	raw, err := s.getItem(ctx, getItemInput{Key: aggregateKey(agent), ConsistentRead: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{attrOutbox, attrRecentIDs, attrBatch} {
+		if _, ok := raw[name]; ok {
+			t.Errorf("the aggregate still holds %s after the fold", name)
+		}
+	}
+}
+
+// testRecordedAgainDuringFinish: a verification recorded again while a fold finishes it, after its
+// history record is written and before its inbox item is deleted, and again after the deletion,
+// is counted once: the next fold finds its history record and deletes the inbox item.
+func testRecordedAgainDuringFinish(t *testing.T, client Client) {
+	ctx := context.Background()
+	hooked := &hookClient{Client: client}
+	s, table := newTable(t, hooked)
+	other := New(client, table)
+	const agent = "agent-again"
+	v := verificationAt(agent, "again", time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	if err := other.RecordVerification(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	hooked.after = func(operation string, in any) {
+		if operation == "PutItem" && strings.HasPrefix(sortKey(in), prefixHistory) {
+			once.Do(func() {
+				if err := other.RecordVerification(ctx, v); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	if _, _, err := s.Fold(ctx, agent); err != nil {
+		t.Fatal(err)
+	}
+	hooked.after = nil
+	if err := other.RecordVerification(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(inboxOf(t, s, agent)); n != 1 {
+		t.Fatalf("%d records in the inbox after recording a counted one again, want 1", n)
+	}
+	if agg := aggregateOf(t, other, agent); agg.Verifications != 1 {
+		t.Errorf("%d verifications counted, want 1", agg.Verifications)
+	}
+	if n := len(inboxOf(t, s, agent)); n != 0 {
+		t.Errorf("%d records left in the inbox after a read, want 0", n)
+	}
+	if got := inHistory(t, s, agent); !slices.Equal(got, []string{"again"}) {
+		t.Errorf("history = %v, want [again]", got)
+	}
+}
+
+func verificationAt(agent, id string, at time.Time) store.Verification {
+	return store.Verification{AgentID: agent, VerificationID: id, TaskID: "t", Result: "pass", OverallRatio: 1, VerifiedAt: at, CallerID: "c"}
+}
+
+func aggregateOf(t *testing.T, s *Store, agent string) reputation.Aggregate {
+	t.Helper()
+	agg, ok, err := s.AgentAggregate(context.Background(), agent)
+	if err != nil || !ok {
+		t.Fatalf("AgentAggregate(%s) = ok %v, %v", agent, ok, err)
+	}
+	return agg
+}
+
+// replay is the aggregate of agent's whole history, built from scratch.
+func replay(t *testing.T, s *Store, agent string) reputation.Aggregate {
+	t.Helper()
+	page, next, err := s.History(context.Background(), agent, store.MaxHistoryPage, "")
+	if err != nil || next != "" {
+		t.Fatalf("History(%s): next %q, %v; want one page", agent, next, err)
+	}
+	obs := make([]reputation.Observation, len(page))
+	for i, v := range page {
+		obs[i] = v.Observation()
+	}
+	return reputation.Replay(obs)
+}
+
+// inboxOf lists the verification ids waiting in agent's inbox, read without folding.
+func inboxOf(t *testing.T, s *Store, agent string) []string {
+	t.Helper()
+	var out queryOutput
+	if err := s.client.Call(context.Background(), "Query", &queryInput{
+		TableName:                 s.table,
+		KeyConditionExpression:    "#pk = :pk AND begins_with(#sk, :in)",
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
+		ExpressionAttributeValues: item{":pk": str(prefixAgent + agent), ":in": str(prefixInbox)},
+		ConsistentRead:            true,
+		Limit:                     1000,
+	}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, it := range out.Items {
+		ids = append(ids, *it[attrVerifID].S)
+	}
+	return ids
 }
 
 // itemSize is the size of it as DynamoDB counts it against its 400 KB limit: names and strings by their
@@ -494,149 +633,6 @@ func sortKey(in any) string {
 		return *sk
 	}
 	return ""
-}
-
-// testRetryReadsHistoryAgain: a call whose aggregate write loses a race to another call of the same
-// verification, which finishes every step while recentIDs more are counted, finds the verification
-// neither in the outbox nor in recent_ids when it retries. Its history record, read again after the
-// aggregate on every retry, keeps the call from counting it twice.
-func testRetryReadsHistoryAgain(t *testing.T, client Client) {
-	ctx := context.Background()
-	hooked := &hookClient{Client: client}
-	s, table := newTable(t, hooked)
-	other := New(client, table)
-	const agent = "agent-twice-at-once"
-	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	v := func(id string) store.Verification {
-		return store.Verification{AgentID: agent, VerificationID: id, TaskID: "t", Result: "pass", VerifiedAt: at, CallerID: "c"}
-	}
-	if err := s.RecordVerification(ctx, v("first")); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	hooked.before = func(operation string, in any) {
-		if operation != "PutItem" || sortKey(in) != skAggregate {
-			return
-		}
-		once.Do(func() {
-			if err := other.RecordVerification(ctx, v("twice")); err != nil {
-				t.Error(err)
-			}
-			for i := range recentIDs {
-				if err := other.RecordVerification(ctx, v(fmt.Sprintf("other-%d", i))); err != nil {
-					t.Error(err)
-				}
-			}
-		})
-	}
-	if err := s.RecordVerification(ctx, v("twice")); err != nil {
-		t.Fatal(err)
-	}
-	hooked.before = nil
-	if got, want := readAggregate(t, s, agent).agg.Verifications, int64(2+recentIDs); got != want {
-		t.Errorf("%d verifications counted, want %d (each once)", got, want)
-	}
-}
-
-// testRetryRacesFlush: a verification recorded again long after its writer died having counted it
-// races another writer that writes it out of the outbox. Step 0 finds no record, and the aggregate,
-// read just after the other writer's put, no longer holds it in the outbox; its id in recent_ids,
-// where the other writer put it, keeps the verification from being counted twice.
-func testRetryRacesFlush(t *testing.T, client Client) {
-	ctx := context.Background()
-	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	clk := testclock.New(start)
-	hooked := &hookClient{Client: client}
-	s, table := newTable(t, hooked, WithClock(clk.Now))
-	other := New(client, table, WithClock(clk.Now))
-	const agent = "agent-retry-flush"
-	v := func(id string) store.Verification {
-		return store.Verification{AgentID: agent, VerificationID: id, TaskID: "t", Result: "pass", VerifiedAt: start, CallerID: "c"}
-	}
-	countOnly(t, s, v("orphan"))
-	for i := range recentIDs {
-		if err := s.RecordVerification(ctx, v(fmt.Sprintf("later-%d", i))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	clk.Set(start.Add(outboxGrace))
-
-	stepZero := make(chan struct{})
-	var stepZeroOnce, readOnce sync.Once
-	hooked.after = func(operation string, in any) {
-		if operation == "GetItem" && strings.HasPrefix(sortKey(in), prefixHistory) {
-			stepZeroOnce.Do(func() { close(stepZero) })
-		}
-	}
-	hooked.before = func(operation string, in any) {
-		if operation != "GetItem" || sortKey(in) != skAggregate {
-			return
-		}
-		readOnce.Do(func() {
-			<-stepZero
-			if err := other.RecordVerification(ctx, v("flusher")); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	if err := s.RecordVerification(ctx, v("orphan")); err != nil {
-		t.Fatal(err)
-	}
-	hooked.before, hooked.after = nil, nil
-	if got, want := readAggregate(t, s, agent).agg.Verifications, int64(1+recentIDs+1); got != want {
-		t.Errorf("%d verifications counted, want %d (each once)", got, want)
-	}
-	if got := inHistory(t, s, agent); len(got) != 1+recentIDs+1 {
-		t.Errorf("history = %v, want every verification once", got)
-	}
-}
-
-// testRetryWritesCountedRecord: a verification recorded again with other content after its writer
-// died having counted it gets the record that was counted, from the outbox, in its history.
-func testRetryWritesCountedRecord(t *testing.T, client Client) {
-	ctx := context.Background()
-	s, _ := newTable(t, client)
-	counted := store.Verification{AgentID: "agent-content", VerificationID: "v", TaskID: "t", Result: "pass",
-		VerifiedAt: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), Paid: true, CallerID: "c"}
-	countOnly(t, s, counted)
-	retry := counted
-	retry.Result, retry.Paid = "fail", false
-	if err := s.RecordVerification(ctx, retry); err != nil {
-		t.Fatal(err)
-	}
-	page, _, err := s.History(ctx, counted.AgentID, 10, "")
-	if err != nil || len(page) != 1 {
-		t.Fatalf("History = %d records, %v; want 1", len(page), err)
-	}
-	if got := page[0]; got.Result != counted.Result || got.Paid != counted.Paid {
-		t.Errorf("history record result %s, paid %v; want %s, %v as counted", got.Result, got.Paid, counted.Result, counted.Paid)
-	}
-}
-
-// countOnly is a writer that dies after step 1: v is counted and in the outbox, and nothing more.
-func countOnly(t *testing.T, s *Store, v store.Verification) {
-	t.Helper()
-	got, err := s.getItem(context.Background(), getItemInput{Key: aggregateKey(v.AgentID), ConsistentRead: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.addToAggregate(context.Background(), v, historyItem(v), got); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// readAggregate reads and decodes agent's aggregate item.
-func readAggregate(t *testing.T, s *Store, agent string) aggregateItem {
-	t.Helper()
-	got, err := s.getItem(context.Background(), getItemInput{Key: aggregateKey(agent), ConsistentRead: true})
-	if err != nil || got == nil {
-		t.Fatalf("read aggregate of %s: %v (found: %v)", agent, err, got != nil)
-	}
-	a, err := decodeAggregate(got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
 }
 
 // inHistory lists the verification ids in agent's history, sorted.

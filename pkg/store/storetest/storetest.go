@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store
 		{"RecordRejectsInvalid", testRecordRejectsInvalid, false},
 		{"AggregateMatchesHistory", testAggregateMatchesHistory, false},
 		{"AggregateConcurrentWriters", testAggregateConcurrent, false},
+		{"OneAgentManyWriters", testOneAgentManyWriters, false},
 		{"Ping", testPing, false},
 	}
 	epochs := testclock.Epochs()
@@ -685,5 +686,60 @@ func testAggregateConcurrent(t *testing.T, s store.Store, clk *testclock.Clock) 
 	}
 	if total != concurrentWrites-concurrentWriters*(perWriter/10) {
 		t.Errorf("%d distinct verifications written, want %d", total, concurrentWrites-concurrentWriters*(perWriter/10))
+	}
+}
+
+// Sizes of testOneAgentManyWriters: many writers, all for one agent, each record sent twice.
+const (
+	oneAgentWriters = 32
+	oneAgentRecords = 8 // per writer
+)
+
+// testOneAgentManyWriters has 32 writers record for one agent at once, each verification twice
+// (a retry straight after the first write): the history holds every verification exactly once and
+// the aggregate counts each once, as the replay of the history does. Nothing is lost to the
+// contention of writers on one agent, which is where a store that updates one aggregate item per
+// record under optimistic concurrency fails.
+func testOneAgentManyWriters(t *testing.T, s store.Store, clk *testclock.Clock) {
+	ctx := context.Background()
+	const agent = "agent-one-hot"
+	base := clk.Now().UTC().Truncate(time.Second)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make(chan error, oneAgentWriters)
+	for w := range oneAgentWriters {
+		wg.Go(func() {
+			<-start
+			for i := range oneAgentRecords {
+				v := store.Verification{
+					AgentID: agent, VerificationID: fmt.Sprintf("w%02d-v%02d", w, i), TaskID: fmt.Sprintf("task-%d", i),
+					Result: []string{"pass", "fail"}[(w+i)%2], OverallRatio: float64(i) / oneAgentRecords,
+					VerifiedAt: base.Add(-time.Duration(w*oneAgentRecords+i) * time.Minute), Paid: w%2 == 0,
+					CallerID: fmt.Sprintf("%064x", w),
+				}
+				for range 2 {
+					if err := s.RecordVerification(ctx, v); err != nil {
+						errs <- fmt.Errorf("writer %d: RecordVerification(%s): %w", w, v.VerificationID, err)
+						return
+					}
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	const want = oneAgentWriters * oneAgentRecords
+	got := aggregateOf(t, s, agent)
+	replayed, n := replayHistory(t, s, agent)
+	if n != want || got.Verifications != want || got.Passed != want/2 || got.Paid != want/2 {
+		t.Errorf("%d history records; aggregate %d verifications, %d passed, %d paid; want %d, %d, %d, %d",
+			n, got.Verifications, got.Passed, got.Paid, want, want, want/2, want/2)
+	}
+	if err := reputation.Compare(got, replayed); err != nil {
+		t.Errorf("aggregate and history disagree: %v", err)
 	}
 }
