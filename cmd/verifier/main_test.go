@@ -75,7 +75,7 @@ func TestCheckExitCodes(t *testing.T) {
 	}
 
 	// invalid → 2 with the error envelope on stdout; stdin works.
-	code, out, _ = runCLI(t, `{"task_id":"x","expected_schema":{},"submitted_output":1,"rules":[{"type":"nope","field":"a"}]}`, "check", "-")
+	code, out, _ = runCLI(t, `{"task_id":"x","expected_schema":{},"submitted_output":1,"rules":[{"type":"nope","field":"a"}]}`, "check", "--unsigned", "-")
 	if code != 2 || !strings.Contains(out, `"code": "invalid_request"`) || !strings.Contains(out, `"rules[0].type"`) {
 		t.Fatalf("check invalid: exit %d\n%s", code, out)
 	}

@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"time"
 
-	"github.com/agent-output-verifier/verifier/pkg/keys"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
 
@@ -26,31 +24,42 @@ var contexts = map[string]string{
 	"reputation": receipt.ContextReputation,
 }
 
+const receiptVerifySynopsis = `  verifier receipt verify --key PUBLIC_KEY [--request REQUEST.json] RECEIPT.json|-
+  verifier receipt verify --card FILE_OR_URL [--context verify|score|reputation] RECEIPT.json|-
+Prints "OK: ..." and exits 0 when the receipt holds; "FAIL: <reason>" and exit 1 when it does not;
+exit 2 on bad usage, 3 when a file or the agent card cannot be read.`
+
 func runReceiptVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("receipt verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	keyB64 := fs.String("key", "", "the Ed25519 public key, base64 of the raw 32 bytes")
-	card := fs.String("card", "", "an agent card file or URL listing the service's public keys")
-	ctxName := fs.String("context", "verify", "what signed this: verify, score or reputation")
-	reqFile := fs.String("request", "", "the original request body: check every hash against it too")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 || (*keyB64 == "") == (*card == "") {
-		fmt.Fprint(stderr, usage)
-		return exitInvalid
+	c := newCommand("receipt verify", receiptVerifySynopsis)
+	keyArg := c.String("key", "", "the Ed25519 public `KEY`: a file (NAME.pub from keygen, or a key file) or the base64 of its 32 bytes")
+	card := c.String("card", "", "an agent card `FILE_OR_URL` listing the service's public keys")
+	ctxName := c.String("context", "verify", "what signed this: verify, score or reputation")
+	reqFile := c.String("request", "", "the original request body `FILE`: check every hash against it too")
+	if code, ok := c.parse(args, stdout, stderr); !ok {
+		return code
+	}
+	switch {
+	case *keyArg == "" && *card == "":
+		return c.misuse(stderr, "--key or --card is required")
+	case *keyArg != "" && *card != "":
+		return c.misuse(stderr, "give --key or --card, not both")
+	case c.NArg() == 0:
+		return c.misuse(stderr, "missing RECEIPT.json")
+	case c.NArg() > 1:
+		return c.misuse(stderr, "one RECEIPT.json at a time")
 	}
 	context, ok := contexts[*ctxName]
 	if !ok {
-		fmt.Fprintln(stderr, "verifier receipt verify: --context must be verify, score or reputation")
-		return exitInvalid
+		return c.misuse(stderr, "--context must be verify, score or reputation")
 	}
-	signed, err := readInput(fs.Arg(0), stdin)
+	signed, err := readInput(c.Arg(0), stdin)
 	if err != nil {
-		fmt.Fprintf(stderr, "verifier receipt verify: read receipt: %v\n", err)
-		return exitError
+		return c.errorf(stderr, exitError, "read receipt: %v", err)
 	}
 	var pubs []receipt.PublicKey
-	if *keyB64 != "" {
+	if *keyArg != "" {
 		// A bare key carries no version: it stands for whatever version the receipt names.
-		pk, err := keys.ParsePublicKey(attestedVersion(signed), *keyB64)
+		pk, err := publicKey(*keyArg, attestedVersion(signed))
 		if err != nil {
 			fmt.Fprintf(stdout, "FAIL: %v\n", err)
 			return exitFail
@@ -59,8 +68,7 @@ func runReceiptVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 	} else {
 		cardJSON, err := loadCard(*card)
 		if err != nil {
-			fmt.Fprintf(stderr, "verifier receipt verify: %v\n", err)
-			return exitError
+			return c.errorf(stderr, exitError, "%v", err)
 		}
 		if pubs, err = receipt.CardKeys(cardJSON); err != nil {
 			fmt.Fprintf(stdout, "FAIL: agent card: %v\n", err)
@@ -70,16 +78,14 @@ func runReceiptVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 	var request []byte
 	if *reqFile != "" {
 		if request, err = readInput(*reqFile, stdin); err != nil {
-			fmt.Fprintf(stderr, "verifier receipt verify: read request: %v\n", err)
-			return exitError
+			return c.errorf(stderr, exitError, "read request: %v", err)
 		}
 	}
 	if context == receipt.ContextVerify {
 		err = receipt.VerifyReceipt(signed, pubs, request)
 	} else {
 		if request != nil {
-			fmt.Fprintln(stderr, "verifier receipt verify: --request applies to verify receipts only")
-			return exitInvalid
+			return c.misuse(stderr, "--request applies to verify receipts only")
 		}
 		err = receipt.VerifyAttestation(signed, context, pubs)
 	}

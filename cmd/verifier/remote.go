@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -25,6 +24,14 @@ const (
 	envSolanaRPC    = "VERIFIER_SOLANA_RPC"
 )
 
+// remoteSynopsis is each call's usage.
+var remoteSynopsis = map[string]string{
+	"verify":      "  verifier remote verify --url URL [--pay-key FILE] [--pay-solana-key FILE --solana-rpc URL] [--max-price USD] [--timeout D] REQUEST.json|-",
+	"deliverable": "  verifier remote deliverable --url URL [--pay-key FILE] [--pay-solana-key FILE --solana-rpc URL] [--max-price USD] [--timeout D] REQUEST.json|-",
+	"score":       "  verifier remote score --url URL [--pay-key FILE] [--pay-solana-key FILE --solana-rpc URL] [--max-price USD] [--timeout D] AGENT_ID",
+	"reputation":  "  verifier remote reputation --url URL [--limit N] [--cursor C] [--timeout D] AGENT_ID",
+}
+
 // runRemote is `verifier remote verify|deliverable|score|reputation`: one call to a running
 // service through pkg/client, which checks the answer's receipt and, with a payment key, pays a
 // 402 within --max-price. The answer's JSON goes to stdout and a one-line summary to stderr. Exit
@@ -32,61 +39,81 @@ const (
 // bad usage, 3 anything else (unreachable, unpaid, over the cap, or an answer whose receipt does
 // not verify).
 func runRemote(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			fmt.Fprint(stdout, "usage:\n"+remoteSynopsis["verify"]+"\n"+remoteSynopsis["score"]+"\n"+remoteSynopsis["reputation"]+"\n")
+			return exitOK
+		}
+		fmt.Fprint(stderr, "verifier remote: missing call: verify, deliverable, score or reputation\n"+usage)
 		return exitInvalid
 	}
 	what := args[0]
-	fs := flag.NewFlagSet("remote "+what, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	base := fs.String("url", "", "base URL of the service, such as https://verify.example.com")
-	payKey := fs.String("pay-key", "", "pay 402 answers on EVM networks with the hex secp256k1 key in this file (mode 0600); default $"+envPayKey)
-	paySolanaKey := fs.String("pay-solana-key", "", "pay 402 answers on Solana with the key in this file (mode 0600): a hex seed or a solana-keygen keypair; default $"+envPaySolanaKey)
-	solanaRPC := fs.String("solana-rpc", "", "the Solana JSON-RPC URL the Solana payer reads a recent blockhash from; default $"+envSolanaRPC)
-	maxPrice := fs.String("max-price", client.DefaultMaxPrice, "the most this command signs for, in USD")
-	timeout := fs.Duration("timeout", client.DefaultTimeout, "bound on the whole call, retries and payment included")
-	limit := fs.Int("limit", 0, "reputation: history entries per page (default: the service's)")
-	cursor := fs.String("cursor", "", "reputation: the next_cursor of the previous page")
-	switch what {
-	case "verify", "deliverable", "score", "reputation":
-	default:
-		fmt.Fprintf(stderr, "verifier remote: unknown call %q\n%s", what, usage)
+	synopsis, ok := remoteSynopsis[what]
+	if !ok {
+		fmt.Fprintf(stderr, "verifier remote: unknown call %q: verify, deliverable, score or reputation\n", what)
 		return exitInvalid
 	}
-	if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 1 || *base == "" {
-		fmt.Fprint(stderr, usage)
-		return exitInvalid
+	c := newCommand("remote "+what, synopsis)
+	base := c.String("url", "", "base `URL` of the service, such as https://verify.example.com")
+	timeout := c.Duration("timeout", client.DefaultTimeout, "bound on the whole call, retries and payment included")
+	// Only what the call can use is a flag of it: verifications and scores can be paid,
+	// reputation pages.
+	var payKey, paySolanaKey, solanaRPC, maxPrice, cursor *string
+	var limit *int
+	if what == "reputation" {
+		limit = c.Int("limit", 0, "history entries per page (default: the service's)")
+		cursor = c.String("cursor", "", "the next_cursor of the previous page")
+	} else {
+		payKey = c.String("pay-key", "", "pay 402 answers on EVM networks with the hex secp256k1 key in this `FILE` (mode 0600); default $"+envPayKey)
+		paySolanaKey = c.String("pay-solana-key", "", "pay 402 answers on Solana with the key in this `FILE` (mode 0600): a hex seed or a solana-keygen keypair; default $"+envPaySolanaKey)
+		solanaRPC = c.String("solana-rpc", "", "the Solana JSON-RPC `URL` the Solana payer reads a recent blockhash from; default $"+envSolanaRPC)
+		maxPrice = c.String("max-price", client.DefaultMaxPrice, "the most this command signs for, in `USD`")
 	}
-	opts := []client.Option{client.WithTimeout(*timeout), client.WithMaxPrice(*maxPrice), client.WithBudget(*maxPrice)}
-	payers, err := remotePayers(*payKey, *paySolanaKey, *solanaRPC)
+	if code, ok := c.parse(args[1:], stdout, stderr); !ok {
+		return code
+	}
+	arg := "REQUEST.json"
+	if what == "score" || what == "reputation" {
+		arg = "AGENT_ID"
+	}
+	switch {
+	case *base == "":
+		return c.misuse(stderr, "--url is required")
+	case c.NArg() == 0:
+		return c.misuse(stderr, "missing %s", arg)
+	case c.NArg() > 1:
+		return c.misuse(stderr, "one %s at a time", arg)
+	}
+	opts := []client.Option{client.WithTimeout(*timeout)}
+	if maxPrice != nil {
+		opts = append(opts, client.WithMaxPrice(*maxPrice), client.WithBudget(*maxPrice))
+		payers, err := remotePayers(*payKey, *paySolanaKey, *solanaRPC)
+		if err != nil {
+			return c.errorf(stderr, exitInvalid, "%v", err)
+		}
+		if len(payers) > 0 {
+			opts = append(opts, client.WithPayer(client.Payers(payers...)))
+		}
+	}
+	api, err := client.New(*base, opts...)
 	if err != nil {
-		fmt.Fprintf(stderr, "verifier remote: %v\n", err)
-		return exitInvalid
-	}
-	if len(payers) > 0 {
-		opts = append(opts, client.WithPayer(client.Payers(payers...)))
-	}
-	c, err := client.New(*base, opts...)
-	if err != nil {
-		fmt.Fprintf(stderr, "verifier remote: %v\n", err)
-		return exitInvalid
+		return c.errorf(stderr, exitInvalid, "%v", err)
 	}
 	ctx := context.Background()
 
 	switch what {
 	case "verify", "deliverable":
-		body, err := readInput(fs.Arg(0), stdin)
+		body, err := readInput(c.Arg(0), stdin)
 		if err != nil {
-			fmt.Fprintf(stderr, "verifier remote: read request: %v\n", err)
-			return exitError
+			return c.errorf(stderr, exitError, "read request: %v", err)
 		}
 		route := client.RouteVerifySchema
 		if what == "deliverable" {
 			route = client.RouteVerifyDeliverable
 		}
-		v, err := c.VerifyJSON(ctx, route, body)
+		v, err := api.VerifyJSON(ctx, route, body)
 		if err != nil {
-			return remoteError(err, stdout, stderr)
+			return c.remoteError(err, stdout, stderr)
 		}
 		printAnswer(stdout, v.Body)
 		summary := v.Result
@@ -102,9 +129,9 @@ func runRemote(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return exitFail
 	case "score":
-		s, err := c.Score(ctx, fs.Arg(0))
+		s, err := api.Score(ctx, c.Arg(0))
 		if err != nil {
-			return remoteError(err, stdout, stderr)
+			return c.remoteError(err, stdout, stderr)
 		}
 		printAnswer(stdout, s.Body)
 		summary := "no score: " + s.Reason
@@ -118,9 +145,9 @@ func runRemote(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, summary+answerNotes(s.Attestation.KeyVersion, s.Answer))
 		return exitOK
 	default: // reputation
-		r, err := c.Reputation(ctx, fs.Arg(0), &client.Page{Limit: *limit, Cursor: *cursor})
+		r, err := api.Reputation(ctx, c.Arg(0), &client.Page{Limit: *limit, Cursor: *cursor})
 		if err != nil {
-			return remoteError(err, stdout, stderr)
+			return c.remoteError(err, stdout, stderr)
 		}
 		printAnswer(stdout, r.Body)
 		summary := fmt.Sprintf("reputation: %d verifications (%d passed, %d failed, %d paid), %d shown",
@@ -203,7 +230,7 @@ func printAnswer(stdout io.Writer, body []byte) {
 
 // remoteError reports a failed call: error answers as JSON on stdout, a one-line reason on
 // stderr, and the exit code (2 for the service's 422 and 413, 3 for everything else).
-func remoteError(err error, stdout, stderr io.Writer) int {
+func (c *command) remoteError(err error, stdout, stderr io.Writer) int {
 	var (
 		ae  *client.APIError
 		pe  *client.PaymentRequiredError
@@ -224,16 +251,12 @@ func remoteError(err error, stdout, stderr io.Writer) int {
 		out = map[string]any{"code": pe.Code, "message": pe.Message, "paid": pe.Paid, "payment_required": pe.Required,
 			"free_trial": pe.FreeTrial, "settlement": pe.Settlement}
 	case errors.As(err, &re):
-		fmt.Fprintln(stderr, "REFUSED:", oneLine(err.Error()))
-		return exitError
+		return c.errorf(stderr, exitError, "answer refused: %v", err)
 	}
 	if out != nil {
 		b, _ := json.MarshalIndent(out, "", "  ")
 		stdout.Write(append(b, '\n'))
 	}
-	fmt.Fprintln(stderr, "error:", oneLine(err.Error()))
-	return code
+	// The client's own "client: " prefix would make two prefixes on one line.
+	return c.errorf(stderr, code, "%s", strings.TrimPrefix(err.Error(), "client: "))
 }
-
-// oneLine keeps a message on one line.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -74,7 +74,7 @@ func TestRemoteCommands(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := "http://" + ln.Addr().String()
 	ln.Close()
-	if code, _, errOut := runCLI(t, "", "remote", "verify", "--url", dead, reqFile); code != exitError || !strings.HasPrefix(errOut, "error:") {
+	if code, _, errOut := runCLI(t, "", "remote", "verify", "--url", dead, reqFile); code != exitError || !strings.HasPrefix(errOut, "verifier remote verify: POST /verify/schema: ") {
 		t.Errorf("unreachable: %d %s", code, errOut)
 	}
 }

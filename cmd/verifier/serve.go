@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -53,14 +52,19 @@ const gcPercent = 400
 // set of concurrent verifications and the collector's own slack (TestServeMemoryUnderLargeSchemas).
 const memoryLimit = 4 * verify.SchemaCacheBytes
 
+const serveSynopsis = `  verifier serve [--addr 127.0.0.1:8080] [--data DIR]
+Serves every route on one machine with the embedded store; configured by the environment
+(docs/configuration.md). On first run it creates a signing key in the data directory.`
+
 func runServe(args []string, stdout, stderr io.Writer) (code int) {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
-	data := fs.String("data", "", "data directory (default $VERIFIER_DATA_DIR or .data)")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		fmt.Fprint(stderr, usage)
-		return exitInvalid
+	c := newCommand("serve", serveSynopsis)
+	addr := c.String("addr", "127.0.0.1:8080", "listen `ADDRESS`")
+	data := c.String("data", "", "data `DIR`ectory (default $VERIFIER_DATA_DIR or .data)")
+	if code, ok := c.parse(args, stdout, stderr); !ok {
+		return code
+	}
+	if c.NArg() != 0 {
+		return c.misuse(stderr, "unexpected argument %q", c.Arg(0))
 	}
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
