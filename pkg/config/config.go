@@ -55,7 +55,7 @@ var Variables = []Variable{
 	{"VERIFIER_PREVIOUS_KEYS", "[]", `JSON list of {"keyVersion","publicKey"} signed with before`},
 	{"VERIFIER_FREE_CALLS_PER_DAY", "1000", "free verifications per client per UTC day"},
 	{"VERIFIER_FREE_MAX_BODY", "65536", "largest body served free, in bytes"},
-	{"VERIFIER_MAX_BODY", "1048576", "absolute body limit in bytes (413 beyond)"},
+	{"VERIFIER_MAX_BODY", "1048576", "absolute body limit in bytes (413 beyond), at most 16777216; on AWS Lambda's 6 MB payload limit binds first"},
 	{"VERIFIER_TRUSTED_PROXY_HOPS", "0", "how many X-Forwarded-For hops to trust (0: use the peer address)"},
 	{"VERIFIER_PRICE_VERIFY", "0.02", "USD per paid verification"},
 	{"VERIFIER_PRICE_SCORE", "0.01", "USD per paid score lookup"},
@@ -66,8 +66,13 @@ var Variables = []Variable{
 	{"X402_NETWORKS", "", "comma-separated CAIP-2 ids to offer; default: Base and Solana mainnet where a payee is set"},
 }
 
-// maxAbsoluteBody is the most any deployment may accept: the engine's tested limit.
-const maxAbsoluteBody = 1 << 20
+// MaxConfigurableBody is the most VERIFIER_MAX_BODY may allow. A verification in flight holds
+// about twenty times its body in memory (the bytes, the decoded tree, the canonical forms), so 16
+// MiB keeps one within a few hundred megabytes on the local server. On AWS a smaller ceiling
+// binds first: API Gateway's HTTP API takes requests up to 10 MB and Lambda's invocation payload
+// (the event that carries the body) is at most 6 MB, so a deployment there gains nothing past
+// about 5 MiB.
+const MaxConfigurableBody = 16 << 20
 
 // Load reads the configuration through getenv (os.Getenv in production, a map in tests).
 func Load(getenv func(string) string) (Config, error) {
@@ -122,7 +127,7 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.TrustedProxyHops, err = intVar(get, "VERIFIER_TRUSTED_PROXY_HOPS", 0, 16); err != nil {
 		return Config{}, err
 	}
-	maxBody, err := intVar(get, "VERIFIER_MAX_BODY", 1024, maxAbsoluteBody)
+	maxBody, err := intVar(get, "VERIFIER_MAX_BODY", 1024, MaxConfigurableBody)
 	if err != nil {
 		return Config{}, err
 	}

@@ -46,6 +46,22 @@ func TestLoadInvalid(t *testing.T) {
 	}
 }
 
+// VERIFIER_MAX_BODY goes past 1 MiB up to MaxConfigurableBody, and the error for a larger value
+// says where the ceiling is.
+func TestMaxBodyPastOneMiB(t *testing.T) {
+	c, err := Load(env(map[string]string{"VERIFIER_MAX_BODY": "8388608"}))
+	if err != nil || c.MaxBody != 8<<20 {
+		t.Fatalf("8 MiB: %d, %v", c.MaxBody, err)
+	}
+	if c, err = Load(env(map[string]string{"VERIFIER_MAX_BODY": fmt.Sprint(MaxConfigurableBody)})); err != nil || c.MaxBody != MaxConfigurableBody {
+		t.Fatalf("the ceiling itself: %d, %v", c.MaxBody, err)
+	}
+	_, err = Load(env(map[string]string{"VERIFIER_MAX_BODY": fmt.Sprint(MaxConfigurableBody + 1)}))
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprint(MaxConfigurableBody)) {
+		t.Fatalf("past the ceiling: %v, want an error naming %d", err, MaxConfigurableBody)
+	}
+}
+
 // The README's configuration table documents every variable the service reads.
 func TestReadmeListsEveryVariable(t *testing.T) {
 	b, err := os.ReadFile("../../README.md")
