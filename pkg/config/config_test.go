@@ -62,15 +62,15 @@ func TestMaxBodyPastOneMiB(t *testing.T) {
 	}
 }
 
-// The README's configuration table documents every variable the service reads.
-func TestReadmeListsEveryVariable(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+// The configuration page's table documents every variable the service reads.
+func TestDocsListEveryVariable(t *testing.T) {
+	b, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range Variables {
 		if !strings.Contains(string(b), "| `"+v.Name+"` |") {
-			t.Errorf("README.md lacks a configuration row for %s", v.Name)
+			t.Errorf("docs/configuration.md lacks a configuration row for %s", v.Name)
 		}
 	}
 }
