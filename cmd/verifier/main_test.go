@@ -85,7 +85,7 @@ func TestCheckExitCodes(t *testing.T) {
 	for i := 1; i <= 16; i++ {
 		fmt.Fprintf(&defs, `,"d%d":{"allOf":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]}`, i, i-1, i-1)
 	}
-	code, out, _ = runCLI(t, `{"task_id":"x","expected_schema":{"$defs":{`+defs.String()+`},"$ref":"#/$defs/d16"},"submitted_output":1}`, "check", "-")
+	code, out, _ = runCLI(t, `{"task_id":"x","expected_schema":{"$defs":{`+defs.String()+`},"$ref":"#/$defs/d16"},"submitted_output":1}`, "check", "--unsigned", "-")
 	if code != 2 || !strings.Contains(out, `"code": "schema_too_complex"`) || !strings.Contains(out, `"field": "expected_schema"`) || strings.Contains(out, `"result"`) {
 		t.Fatalf("check too complex: exit %d\n%s", code, out)
 	}
