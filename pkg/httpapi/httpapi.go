@@ -5,14 +5,10 @@ package httpapi
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -98,43 +94,6 @@ func (s *Service) log() *slog.Logger {
 		return s.Log
 	}
 	return slog.Default()
-}
-
-// ClientIP is the client of SPEC §8.1: the TCP peer locally, API Gateway's sourceIp on Lambda
-// (the adapter puts it in RemoteAddr), and X-Forwarded-For only as far as the operator trusts
-// proxies: with n trusted hops the client is the n-th address from the right.
-func ClientIP(r *http.Request, trustedHops int) string {
-	peer := r.RemoteAddr
-	if host, _, err := net.SplitHostPort(peer); err == nil {
-		peer = host
-	}
-	if trustedHops <= 0 {
-		return peer
-	}
-	var hops []string
-	for _, h := range r.Header.Values("X-Forwarded-For") {
-		for _, part := range strings.Split(h, ",") {
-			if p := strings.TrimSpace(part); p != "" {
-				hops = append(hops, p)
-			}
-		}
-	}
-	if len(hops) < trustedHops {
-		return peer
-	}
-	ip := hops[len(hops)-trustedHops]
-	if net.ParseIP(ip) == nil {
-		return peer
-	}
-	return ip
-}
-
-// CallerID is the salted SHA-256 of a client IP: it tells callers apart without storing the IP.
-func (s *Service) CallerID(ip string) string {
-	h := sha256.New()
-	h.Write(s.CallerSalt)
-	h.Write([]byte(ip))
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // writeJSON writes a JSON body with status.

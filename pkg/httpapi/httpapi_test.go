@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -176,30 +177,64 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
-func TestClientIP(t *testing.T) {
-	cases := []struct {
-		remote, xff string
-		hops        int
-		want        string
-	}{
-		{"10.0.0.1:5555", "", 0, "10.0.0.1"},
-		{"10.0.0.1:5555", "203.0.113.9", 0, "10.0.0.1"},                  // spoofable header ignored
-		{"10.0.0.1:5555", "198.51.100.1, 203.0.113.9", 1, "203.0.113.9"}, // one trusted proxy
-		{"10.0.0.1:5555", "198.51.100.1, 203.0.113.9", 2, "198.51.100.1"},
-		{"10.0.0.1:5555", "203.0.113.9", 2, "10.0.0.1"}, // fewer hops than trusted
-		{"10.0.0.1:5555", "not-an-ip", 1, "10.0.0.1"},
-		{"198.51.100.7", "", 0, "198.51.100.7"}, // Lambda: sourceIp without a port
+// TestClientIdentity runs testdata/client_identity.json: every way of writing one address is one
+// identity, an IPv6 /64 is one client, and what is not an address is UnknownClient.
+func TestClientIdentity(t *testing.T) {
+	var file struct {
+		Cases []struct {
+			Name, Remote, Want string
+			XFF                []string
+			Hops               int
+		}
 	}
-	for _, c := range cases {
+	b, err := os.ReadFile("testdata/client_identity.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &file); err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Cases) < 30 {
+		t.Fatalf("%d cases read, want the file's 30 or more", len(file.Cases))
+	}
+	for _, c := range file.Cases {
 		r := httptest.NewRequest("GET", "/", nil)
-		r.RemoteAddr = c.remote
-		if c.xff != "" {
-			r.Header.Set("X-Forwarded-For", c.xff)
+		r.RemoteAddr = c.Remote
+		for _, v := range c.XFF {
+			r.Header.Add("X-Forwarded-For", v)
 		}
-		if got := ClientIP(r, c.hops); got != c.want {
-			t.Errorf("ClientIP(%q, xff %q, hops %d) = %q, want %q", c.remote, c.xff, c.hops, got, c.want)
+		if got := ClientIdentity(r, c.Hops); got != c.Want {
+			t.Errorf("%s: ClientIdentity(%q, xff %q, hops %d) = %q, want %q", c.Name, c.Remote, c.XFF, c.Hops, got, c.Want)
 		}
 	}
+}
+
+// FuzzClientIdentity: any peer and forwarded text gives UnknownClient or an identity that is
+// its own canonical form (an IPv4 address, or an IPv6 /64 prefix), so no two spellings of one
+// client can be two identities.
+func FuzzClientIdentity(f *testing.F) {
+	for _, s := range []string{"10.0.0.1:5555", "2001:DB8::1", "[fe80::1%eth0]:80", "::ffff:9.9.9.5", "", "x"} {
+		f.Add(s, s, 1)
+	}
+	f.Fuzz(func(t *testing.T, remote, xff string, hops int) {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = remote
+		r.Header.Set("X-Forwarded-For", xff)
+		got := ClientIdentity(r, hops%4)
+		if got == UnknownClient {
+			return
+		}
+		if p, err := netip.ParsePrefix(got); err == nil {
+			if p.Addr().Is4() || p.Bits() != IPv6ClientPrefixBits || p.Masked() != p || p.String() != got {
+				t.Fatalf("identity %q is not a canonical IPv6 /64", got)
+			}
+			return
+		}
+		a, err := netip.ParseAddr(got)
+		if err != nil || !a.Is4() || a.String() != got {
+			t.Fatalf("identity %q is neither an IPv4 address, an IPv6 /64 nor %q", got, UnknownClient)
+		}
+	})
 }
 
 func TestHealthIndexAndCard(t *testing.T) {

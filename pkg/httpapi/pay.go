@@ -78,7 +78,7 @@ func (s *Service) AllowanceResets() time.Time {
 
 // clientKey is how the allowance knows a client: the salted hash of its IP, never the IP.
 func (s *Service) clientKey(r *http.Request) string {
-	return s.CallerID(ClientIP(r, s.TrustedProxyHops))
+	return s.CallerID(ClientIdentity(r, s.TrustedProxyHops))
 }
 
 // freeTrial is the caller's live free allowance state of SPEC §8.2.
@@ -101,7 +101,7 @@ func (s *Service) freeTrial(ctx context.Context, client string, used int, knownU
 		"calls_per_client_per_day": limit,
 		"remaining_calls_today":    remaining,
 		"resets_at":                resets,
-		"client":                   "identified by request IP address; the same address's REST and MCP verification calls share one allowance",
+		"client":                   clientRule + "; the same client's REST and MCP verification calls share one allowance",
 		"rest_free":                true,
 	}
 	if remaining > 0 {
@@ -311,7 +311,7 @@ func (s *Service) serveFree(w http.ResponseWriter, r *http.Request, job *Job) {
 		s.WriteError(w, r, err)
 		return
 	}
-	s.Record(r.Context(), v, ClientIP(r, s.TrustedProxyHops), false)
+	s.Record(r.Context(), v, ClientIdentity(r, s.TrustedProxyHops), false)
 	s.setAllowanceHeaders(w, remaining)
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, v.Body)
@@ -435,7 +435,7 @@ func (s *Service) servePaid(w http.ResponseWriter, r *http.Request, job *Job, he
 		s.paymentError(w, r, fail.Code, fail.Message, fail.Settlement)
 		return
 	}
-	s.Record(r.Context(), v, ClientIP(r, s.TrustedProxyHops), true)
+	s.Record(r.Context(), v, ClientIdentity(r, s.TrustedProxyHops), true)
 	if h, err := x402.EncodeHeader(sr); err == nil {
 		w.Header().Set(HeaderPaymentResponse, h)
 	}

@@ -291,7 +291,7 @@ func (s *Service) handleVerify(w http.ResponseWriter, r *http.Request) {
 			s.WriteError(w, r, err)
 			return
 		}
-		s.Record(r.Context(), v, ClientIP(r, s.TrustedProxyHops), false)
+		s.Record(r.Context(), v, ClientIdentity(r, s.TrustedProxyHops), false)
 		w.Header().Set("Cache-Control", "no-store")
 		writeJSON(w, http.StatusOK, v.Body)
 	default:
@@ -301,15 +301,16 @@ func (s *Service) handleVerify(w http.ResponseWriter, r *http.Request) {
 
 // Record adds a delivered verification to its agent's history, best-effort: a store failure is
 // logged and never fails or delays the answer beyond the write itself. test- ids and anonymous
-// verifications are never recorded.
-func (s *Service) Record(ctx context.Context, v *Verification, clientIP string, paid bool) {
+// verifications are never recorded. client is the caller's ClientIdentity, the same the free
+// allowance counted.
+func (s *Service) Record(ctx context.Context, v *Verification, client string, paid bool) {
 	if s.Store == nil || v.Req.AgentID == nil || strings.HasPrefix(*v.Req.AgentID, "test-") {
 		return
 	}
 	rec := store.Verification{
 		AgentID: *v.Req.AgentID, VerificationID: v.Report.VerificationID, TaskID: v.Req.TaskID,
 		Result: v.Report.Result, OverallRatio: v.Report.OverallRatio(), VerifiedAt: v.VerifiedAt,
-		Paid: paid, CallerID: s.CallerID(clientIP),
+		Paid: paid, CallerID: s.CallerID(client),
 	}
 	if s.queueRecord(rec) {
 		return

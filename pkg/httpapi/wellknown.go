@@ -88,7 +88,7 @@ func (s *Service) handleX402(w http.ResponseWriter, r *http.Request) {
 		"max_free_body_bytes":      s.Pricing.FreeMaxBody,
 		"resets":                   "at 00:00 UTC",
 		"shared_by":                []string{"POST /verify/schema", "POST /verify/deliverable", "MCP verify_schema"},
-		"client":                   "identified by request IP address",
+		"client":                   clientRule,
 	}
 	doc := map[string]any{"version": 1, "x402Version": 2, "resources": []string{}, "items": []any{}, "free_allowance": free,
 		"instructions": "This deployment takes no payments: past the free allowance, calls are refused with 429 until the next UTC midnight."}

@@ -132,14 +132,16 @@ func Handler(svc *httpapi.Service) http.Handler {
 	return rt
 }
 
-// callerKey is the context key of the caller's IP address, which the tools need for the free
-// allowance and history and which the SDK does not pass on.
+// callerKey is the context key of the caller's identity (httpapi.ClientIdentity), which the
+// tools need for the free allowance and history and which the SDK does not pass on.
 type callerKey struct{}
 
-// callerIP is the client IP ServeHTTP put in ctx.
-func callerIP(ctx context.Context) string {
-	ip, _ := ctx.Value(callerKey{}).(string)
-	return ip
+// caller is the client identity ServeHTTP put in ctx; UnknownClient when there is none.
+func caller(ctx context.Context) string {
+	if c, ok := ctx.Value(callerKey{}).(string); ok {
+		return c
+	}
+	return httpapi.UnknownClient
 }
 
 // ServeHTTP is POST /mcp: it checks the Host, records the client IP for the tools, settles the
@@ -153,7 +155,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The client is the request's, on Lambda too: the adapter puts API Gateway's sourceIp in
 	// RemoteAddr, and the SDK runs the tool with a context derived from this request's.
-	ctx := context.WithValue(r.Context(), callerKey{}, httpapi.ClientIP(r, s.svc.TrustedProxyHops))
+	ctx := context.WithValue(r.Context(), callerKey{}, httpapi.ClientIdentity(r, s.svc.TrustedProxyHops))
 	r = r.Clone(ctx)
 	<-s.ready
 	h := s.jsonHandler

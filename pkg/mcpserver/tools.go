@@ -92,8 +92,8 @@ func (s *Server) recovering(tool string, h mcp.ToolHandler) mcp.ToolHandler {
 // arguments are a §7 error that consumes and charges nothing; a payment in _meta takes the paid
 // path; everything else draws on the free allowance the REST routes share.
 func (s *Server) verifySchema(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	ip := callerIP(ctx)
-	client := s.svc.CallerID(ip)
+	who := caller(ctx)
+	client := s.svc.CallerID(who)
 	args := req.Params.Arguments
 	payment, paying := req.Params.Meta[x402.MetaPayment]
 	if absent(args) && !paying {
@@ -134,7 +134,7 @@ func (s *Server) verifySchema(ctx context.Context, req *mcp.CallToolRequest) (*m
 			return v.Body, nil
 		})
 		if v != nil && !res.IsError {
-			s.svc.Record(ctx, v, ip, true)
+			s.svc.Record(ctx, v, who, true)
 		}
 		return res, nil
 	case s.svc.Allowance == nil:
@@ -143,7 +143,7 @@ func (s *Server) verifySchema(ctx context.Context, req *mcp.CallToolRequest) (*m
 		if err != nil {
 			return s.errorResult(ToolVerify, err, nil), nil
 		}
-		s.svc.Record(ctx, v, ip, false)
+		s.svc.Record(ctx, v, who, false)
 		return success(v.Body, nil), nil
 	}
 	granted, remaining, err := s.svc.ConsumeFree(ctx, client)
@@ -161,7 +161,7 @@ func (s *Server) verifySchema(ctx context.Context, req *mcp.CallToolRequest) (*m
 	if err != nil {
 		return s.errorResult(ToolVerify, err, nil), nil
 	}
-	s.svc.Record(ctx, v, ip, false)
+	s.svc.Record(ctx, v, who, false)
 	// What the REST answer says in its Free-Allowance-* headers.
 	return success(v.Body, mcp.Meta{"free_allowance": map[string]any{
 		"remaining": remaining, "limit": s.svc.Pricing.FreeCallsPerDay, "resets_at": s.svc.AllowanceResets().Format(time.RFC3339),
@@ -172,7 +172,7 @@ func (s *Server) verifySchema(ctx context.Context, req *mcp.CallToolRequest) (*m
 // score that costs nothing (no data yet, or a deployment without payments) is answered at once;
 // a priced one needs a payment in _meta.
 func (s *Server) verificationRecord(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	client := s.svc.CallerID(callerIP(ctx))
+	client := s.svc.CallerID(caller(ctx))
 	agentID, err := decodeRecordArgs(req.Params.Arguments)
 	if err != nil {
 		return s.errorResult(ToolRecord, err, nil), nil
