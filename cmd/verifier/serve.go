@@ -32,6 +32,10 @@ const (
 	shutdownGrace = httpapi.LongestRequest + 5*time.Second
 )
 
+// maxHeaderBytes bounds a request's header section: a payment header is the largest a request
+// needs, and the rest is room for ordinary headers.
+const maxHeaderBytes = x402.MaxHeaderBytes + 16<<10
+
 // historyWriters is how many history writes may be in flight at once. The embedded store lets
 // history writes wait up to 100 ms for company and commits them together, so a writer may wait that
 // long plus a commit for each record: 1,024 keep ahead of about 8,000 verifications/s. When
@@ -128,12 +132,13 @@ func runServe(args []string, stdout, stderr io.Writer) (code int) {
 		Handler:           svc.Handler(mcpserver.New(svc).Mount, discovery.New(svc).Mount),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: writeTimeout, IdleTimeout: 120 * time.Second,
-		// A payment header is the largest a request needs.
-		MaxHeaderBytes: x402.MaxHeaderBytes + 16<<10,
+		MaxHeaderBytes: maxHeaderBytes,
 	}
 	fmt.Fprintf(stdout, "serving %s on http://%s (key %s, store %s)\n", cfg.BaseURL, ln.Addr(), svc.Keys.Current.Version, cfg.Store)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	// The server's own refusals (headers over the limit, a request it cannot parse) are answered
+	// in the error envelope, as every other answer is.
+	go func() { errc <- srv.Serve(httpapi.EnvelopeListener(ln, maxHeaderBytes)) }()
 	select {
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {

@@ -46,7 +46,7 @@ var codeTable = map[Code]struct {
 }{
 	InvalidRequest:     {422, false, false, "The request is invalid (not JSON, a wrong or unknown field, a schema that does not compile, ...). fields[] names each offending field with a fix. Nothing is charged or counted."},
 	SchemaTooComplex:   {422, false, false, "The check could not finish: expected_schema needs more evaluation work for this submitted_output than the verifier's evaluation limit, which grows with the size of the output, so there is no verdict. fields[] gives the limit in work units and how to stay under it (subschemas that multiply through allOf/anyOf/oneOf and $ref). Nothing is charged, counted against the free allowance or recorded; the same request always gets this answer."},
-	PayloadTooLarge:    {413, false, false, "The body is over the size limit, which `limit` gives in bytes."},
+	PayloadTooLarge:    {413, false, false, "The body is over the size limit, which `limit` gives in bytes; with status 431, the request's header section is over its limit (`limit` bytes)."},
 	NotFound:           {404, false, false, "No route matches the path. GET / lists every route."},
 	MethodNotAllowed:   {405, false, false, "The route exists but not with this method; the Allow header lists the methods it takes."},
 	Forbidden:          {403, false, false, "The request was refused (for MCP: a Host header the endpoint does not serve)."},
@@ -174,6 +174,14 @@ func Field(field, problem, fix string) *Error {
 func TooLarge(limit int64) *Error {
 	e := New(PayloadTooLarge, fmt.Sprintf("The request body is larger than the limit of %d bytes. Nothing was charged.", limit))
 	e.Limit = limit
+	return e
+}
+
+// HeadersTooLarge is the 431 answer to a request whose header section is over limit bytes: the
+// same code as a body over its limit, since the fix is the same, with HTTP's own status for it.
+func HeadersTooLarge(limit int64) *Error {
+	e := New(PayloadTooLarge, fmt.Sprintf("The request's header section is larger than the limit of %d bytes. Nothing was charged.", limit))
+	e.Status, e.Limit = 431, limit
 	return e
 }
 

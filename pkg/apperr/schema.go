@@ -18,7 +18,7 @@ const SchemaJSON = `{
     "retryable": {"type": "boolean"},
     "charged": {"type": "boolean", "const": false, "description": "Errors are never charged."},
     "retry_after": {"type": "integer", "minimum": 1, "description": "Seconds to wait before retrying, when retryable (also the Retry-After header)."},
-    "limit": {"type": "integer", "description": "payload_too_large: the size limit in bytes."},
+    "limit": {"type": "integer", "description": "payload_too_large: the size limit in bytes (of the body; with status 431, of the header section)."},
     "next_actions": {"type": "array", "items": {"type": "object", "required": ["action"], "properties": {
       "action": {"type": "string", "description": "fix_request_fields, fix_request, reduce_request_size, check_route, use_allowed_method, retry_later, pay_and_retry or check_payment (a settlement that went unanswered: the payment may have been charged)."},
       "fields": {"type": "array", "items": {"type": "string"}}}}},

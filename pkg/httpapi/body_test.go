@@ -11,7 +11,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 )
 
-// readBody reads a body of any length up to the limit, declared or not, however the reads come,
+// ReadBody reads a body of any length up to the limit, declared or not, however the reads come,
 // into one allocation when its length is declared, and refuses one past the limit.
 func TestReadBody(t *testing.T) {
 	const limit = 3000
@@ -28,7 +28,7 @@ func TestReadBody(t *testing.T) {
 				if declared {
 					r.ContentLength = int64(n)
 				}
-				got, err := readBody(r, limit)
+				got, err := ReadBody(r, limit)
 				name := fmt.Sprintf("%d bytes, declared %v, one byte a read %v", n, declared, oneByte)
 				if n > limit {
 					if ae, ok := apperr.As(err); !ok || ae.Status != 413 {
@@ -50,7 +50,7 @@ func TestReadBody(t *testing.T) {
 	}{{1 << 20, 10}, {100, 50}, {10, 100}} {
 		r := httptest.NewRequest("POST", "/verify/schema", bytes.NewReader(make([]byte, c.sent)))
 		r.ContentLength = c.stated
-		got, err := readBody(r, 1<<20)
+		got, err := ReadBody(r, 1<<20)
 		if err != nil || len(got) != c.sent || cap(got) > maxPresized {
 			t.Errorf("stated %d, sent %d: %d bytes in a buffer of %d, %v; want %d bytes, at most %d allocated",
 				c.stated, c.sent, len(got), cap(got), err, c.sent, maxPresized)
@@ -61,7 +61,7 @@ func TestReadBody(t *testing.T) {
 	r := httptest.NewRequest("POST", "/verify/schema", rd)
 	if allocs := testing.AllocsPerRun(20, func() {
 		rd.Reset(src)
-		readBody(r, limit)
+		ReadBody(r, limit)
 	}); allocs > 2 { // the buffer, and the limit's reader
 		t.Errorf("%v allocations to read a declared body, want 2", allocs)
 	}
