@@ -49,7 +49,7 @@ var codeTable = map[Code]struct {
 	PayloadTooLarge:    {413, false, false, "The body is over the size limit, which `limit` gives in bytes; with status 431, the request's header section is over its limit (`limit` bytes)."},
 	NotFound:           {404, false, false, "No route matches the path. GET / lists every route."},
 	MethodNotAllowed:   {405, false, false, "The route exists but not with this method; the Allow header lists the methods it takes."},
-	Forbidden:          {403, false, false, "The request was refused (for MCP: a Host header the endpoint does not serve)."},
+	Forbidden:          {403, false, false, "The request was refused (for MCP: a Host or Origin header the endpoint does not serve)."},
 	RateLimited:        {429, true, false, "Too many requests; wait retry_after seconds."},
 	Internal:           {500, true, false, "An internal error; nothing was charged. Retry after retry_after seconds."},
 	Unavailable:        {503, true, false, "A store the answer needs is unavailable; nothing was charged. Retry after retry_after seconds."},

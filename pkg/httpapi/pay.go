@@ -104,10 +104,16 @@ func (s *Service) freeTrial(ctx context.Context, client string, used int, knownU
 		"client":                   clientRule + "; the same client's REST and MCP verification calls share one allowance",
 		"rest_free":                true,
 	}
-	if remaining > 0 {
+	switch {
+	case remaining > 0:
 		ft["message"] = fmt.Sprintf("This client has %d of %d free checks left today (REST and MCP share them); they reset at %s.", remaining, limit, resets)
-	} else {
+	case s.Payer == nil:
+		// Free-only (SPEC §8.6): nothing can be paid, as the 429 free_trial_exhausted says.
+		ft["message"] = fmt.Sprintf("This client's %d free checks for today are used up (REST and MCP share them); they reset at %s. This deployment takes no payments, so calls are refused until then.", limit, resets)
+	default:
 		ft["message"] = fmt.Sprintf("This client's %d free checks for today are used up (REST and MCP share them); they reset at %s. Payment applies until then.", limit, resets)
+	}
+	if remaining == 0 {
 		ft["code"] = string(apperr.FreeTrialExhausted)
 	}
 	return ft

@@ -310,6 +310,12 @@ func TestFreeOnly(t *testing.T) {
 	if msg, _ := m["message"].(string); strings.Contains(msg, "x402") || fmt.Sprint(m["next_actions"]) != "[map[action:retry_later]]" {
 		t.Errorf("free-only exhausted: message %q, next_actions %v; want no payment offered and retry_later", msg, m["next_actions"])
 	}
+	// The discovery probe's free_trial says the same: nothing to pay, wait.
+	_, m = post(t, e.srv.URL+"/verify/schema", "")
+	ft, _ := m["free_trial"].(map[string]any)
+	if msg, _ := ft["message"].(string); ft["code"] != "free_trial_exhausted" || !strings.Contains(msg, "takes no payments") || strings.Contains(msg, "Payment applies") {
+		t.Errorf("free-only probe's free_trial: %v", ft)
+	}
 }
 
 // failingAllowance is a store whose allowance writes fail.

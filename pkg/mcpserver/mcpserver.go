@@ -10,7 +10,9 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -55,6 +57,11 @@ type Server struct {
 	// publicHost is the host of the configured public base URL, which a reverse proxy in front of
 	// a loopback-bound local server legitimately sends as Host.
 	publicHost string
+	// publicOrigin is the public base URL's origin, the one browsers' pages may call from.
+	publicOrigin string
+	// maxMessage is the largest JSON-RPC message the endpoint reads: the verify body limit and
+	// rpcOverhead.
+	maxMessage int64
 }
 
 // New builds the MCP server over svc. It reads no request and touches no store, so it can run at
@@ -67,6 +74,12 @@ func New(svc *httpapi.Service) *Server {
 	if u, err := url.Parse(svc.BaseURL); err == nil {
 		s.publicHost = strings.ToLower(u.Hostname())
 	}
+	s.publicOrigin, _ = originOf(svc.BaseURL)
+	maxBody := int64(verify.DefaultLimits.MaxBody)
+	if svc.Engine != nil {
+		maxBody = svc.Engine.Limits().MaxBody
+	}
+	s.maxMessage = maxBody + rpcOverhead
 	go func() {
 		defer close(s.ready)
 		s.build()
@@ -76,22 +89,17 @@ func New(svc *httpapi.Service) *Server {
 
 // build makes the SDK server with the tools and its two transports.
 func (s *Server) build() {
-	svc := s.svc
 	srv := mcp.NewServer(&mcp.Implementation{
 		Name:    "agent-output-verifier",
 		Title:   "Agent Output Verifier",
 		Version: verify.Version,
 	}, &mcp.ServerOptions{
-		Instructions: instructions,
+		Instructions: instructions(s.svc.Payer == nil),
 		// The SDK's log lines may quote protocol messages, and callers' data never goes to the
 		// log; the router logs one line per request.
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	s.addTools(srv)
-	maxBody := int64(verify.DefaultLimits.MaxBody)
-	if svc.Engine != nil {
-		maxBody = svc.Engine.Limits().MaxBody
-	}
 	for _, sse := range []bool{false, true} {
 		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 			Stateless:    true,
@@ -100,7 +108,7 @@ func (s *Server) build() {
 			// own check refuses every non-loopback Host on a loopback connection, which is
 			// exactly what a reverse proxy in front of the local server sends.
 			DisableLocalhostProtection: true,
-			MaxRequestBodyBytes:        maxBody + rpcOverhead,
+			MaxRequestBodyBytes:        s.maxMessage,
 			Logger:                     slog.New(slog.DiscardHandler),
 		})
 		if sse {
@@ -111,14 +119,21 @@ func (s *Server) build() {
 	}
 }
 
-// instructions tell a model what the server is for and how it is paid.
-const instructions = "Agent Output Verifier: an independent, deterministic checker for JSON produced by AI agents. " +
-	"Call verify_schema with the agent's output, a JSON Schema and optional business rules; the answer is pass or fail " +
-	"with per-check ratios, repair hints and an Ed25519-signed receipt anyone can verify offline (public keys in " +
-	"/.well-known/agent-card.json). get_verification_record returns an agent's signed trust score. Calls are free up to a " +
-	"daily allowance per client IP (shared with the REST API); past it a call returns isError with an x402 v2 PaymentRequired " +
-	"as structuredContent: sign one of its accepts and call again with the PaymentPayload object in params._meta[\"x402/payment\"]; " +
-	"the settlement comes back in result._meta[\"x402/payment-response\"]."
+// instructions tell a model what the server is for and how it is paid; a free-only deployment
+// (no payee) says that nothing can be paid.
+func instructions(freeOnly bool) string {
+	const what = "Agent Output Verifier: an independent, deterministic checker for JSON produced by AI agents. " +
+		"Call verify_schema with the agent's output, a JSON Schema and optional business rules; the answer is pass or fail " +
+		"with per-check ratios, repair hints and an Ed25519-signed receipt anyone can verify offline (public keys in " +
+		"/.well-known/agent-card.json). get_verification_record returns an agent's signed trust score. "
+	if freeOnly {
+		return what + "Calls are free up to a daily allowance per client (shared with the REST API); this deployment takes no " +
+			"payments, so past it a call returns isError with free_trial_exhausted (retryable after the next UTC midnight)."
+	}
+	return what + "Calls are free up to a daily allowance per client (shared with the REST API); past it a call returns isError with an x402 v2 PaymentRequired " +
+		"as structuredContent: sign one of its accepts and call again with the PaymentPayload object in params._meta[\"x402/payment\"]; " +
+		"the settlement comes back in result._meta[\"x402/payment-response\"]."
+}
 
 // Mount adds POST /mcp to rt. The router answers other methods with 405 and Allow (the stateless
 // transport has no GET stream and no session to DELETE) and CORS preflights.
@@ -144,28 +159,52 @@ func caller(ctx context.Context) string {
 	return httpapi.UnknownClient
 }
 
-// ServeHTTP is POST /mcp: it checks the Host, records the client IP for the tools, settles the
-// content type the answer will have and hands the request to the SDK, whose transport-level
-// refusals it rewrites into the error envelope.
+// ServeHTTP is POST /mcp: it checks the Host and the Origin, reads the message within its limit,
+// answers a call of an unknown method or a tools/call without params with JSON-RPC's error,
+// records the client identity for the tools, settles the content type the answer will have and
+// hands the request to the SDK, whose transport-level refusals it rewrites into the error
+// envelope.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.hostAllowed(r) {
 		s.svc.WriteError(w, r, apperr.New(apperr.Forbidden,
 			"This MCP endpoint answers on a loopback connection only for a loopback Host or the configured public host (DNS rebinding protection)."))
 		return
 	}
+	if !s.originAllowed(r) {
+		s.svc.WriteError(w, r, apperr.New(apperr.Forbidden,
+			"This MCP endpoint does not accept requests from this Origin (DNS rebinding protection): a browser page may call it only from this deployment's own origin; clients outside a browser send no Origin."))
+		return
+	}
+	// The message is read here, within its limit, so that a message over it is the 413 that
+	// names the limit and a call the SDK cannot dispatch gets JSON-RPC's error rather than an
+	// HTTP refusal.
+	body, err := httpapi.ReadBody(r, s.maxMessage)
+	if err != nil {
+		s.svc.WriteError(w, r, err)
+		return
+	}
+	jsonOK, sseOK := accepts(r.Header.Values("Accept"))
+	sse := sseOK && !jsonOK
+	if c, ok := readCall(body); ok {
+		if code, message := callError(c); code != 0 {
+			writeRPCError(w, c, code, message, sse)
+			return
+		}
+	}
 	// The client is the request's, on Lambda too: the adapter puts API Gateway's sourceIp in
 	// RemoteAddr, and the SDK runs the tool with a context derived from this request's.
 	ctx := context.WithValue(r.Context(), callerKey{}, httpapi.ClientIdentity(r, s.svc.TrustedProxyHops))
 	r = r.Clone(ctx)
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	<-s.ready
 	h := s.jsonHandler
-	if jsonOK, sseOK := accepts(r.Header.Values("Accept")); sseOK && !jsonOK {
+	if sse {
 		h = s.sseHandler
 	}
 	// The SDK refuses any Accept that does not list both types, although the answer's type is
 	// decided above; many clients send only one of them, or none.
 	r.Header.Set("Accept", "application/json, text/event-stream")
-	h.ServeHTTP(&envelopeWriter{ResponseWriter: w, svc: s.svc, r: r}, r)
+	h.ServeHTTP(&envelopeWriter{ResponseWriter: w, svc: s.svc, r: r, limit: s.maxMessage}, r)
 }
 
 // accepts reports which of the transport's two answer types an Accept header allows. No Accept
@@ -228,6 +267,7 @@ func isLoopback(addr string) bool {
 type envelopeWriter struct {
 	http.ResponseWriter
 	svc      *httpapi.Service
+	limit    int64 // the message limit a 413 names
 	r        *http.Request
 	replaced bool
 }
@@ -242,7 +282,7 @@ func (w *envelopeWriter) WriteHeader(code int) {
 		logger(w.svc).Error("mcp transport failed", "route", Path, "status", code)
 	}
 	w.Header().Del("X-Content-Type-Options")
-	w.svc.WriteError(w.ResponseWriter, w.r, transportError(code))
+	w.svc.WriteError(w.ResponseWriter, w.r, transportError(code, w.limit))
 }
 
 func (w *envelopeWriter) Write(b []byte) (int, error) {
@@ -263,12 +303,13 @@ func logger(svc *httpapi.Service) *slog.Logger {
 	return slog.Default()
 }
 
-// transportError is the envelope for an HTTP status the SDK's transport answered with.
-func transportError(status int) *apperr.Error {
+// transportError is the envelope for an HTTP status the SDK's transport answered with; limit is
+// the message limit a 413 names.
+func transportError(status int, limit int64) *apperr.Error {
 	var e *apperr.Error
 	switch status {
 	case http.StatusRequestEntityTooLarge:
-		e = apperr.New(apperr.PayloadTooLarge, "The MCP message is larger than this endpoint accepts. Nothing was charged.")
+		e = apperr.TooLarge(limit)
 	case http.StatusUnsupportedMediaType:
 		e = apperr.New(apperr.InvalidRequest, "Send the JSON-RPC message with Content-Type: application/json. Nothing was charged.")
 	case http.StatusForbidden:

@@ -391,8 +391,18 @@ func TestFreeOnlyExhausted(t *testing.T) {
 	if !r.IsError || got["code"] != "free_trial_exhausted" || got["status"] != float64(429) || got["retryable"] != true || got["retry_after"].(float64) < 1 {
 		t.Errorf("second call: %s", r.StructuredContent)
 	}
-	if ft := r.meta(t, "free_trial"); ft["available"] != false {
+	// Nothing can be paid here: the allowance's message says so, as the 429 does.
+	if ft := r.meta(t, "free_trial"); ft["available"] != false || !strings.Contains(ft["message"].(string), "takes no payments") ||
+		strings.Contains(ft["message"].(string), "Payment applies") {
 		t.Errorf("free_trial = %v", ft)
+	}
+	var init struct {
+		Instructions string `json:"instructions"`
+	}
+	json.Unmarshal(e.rpc(t, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "t", "version": "1"}}), &init)
+	if !strings.Contains(init.Instructions, "takes no payments") || strings.Contains(init.Instructions, "x402/payment") {
+		t.Errorf("free-only instructions: %s", init.Instructions)
 	}
 	// A call with no arguments is the discovery probe: payment required, nothing to pay.
 	probe := e.call(t, ToolVerify, nil, nil)

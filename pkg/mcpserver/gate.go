@@ -1,0 +1,172 @@
+package mcpserver
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// JSON-RPC 2.0 error codes the endpoint answers itself.
+const (
+	rpcMethodNotFound = -32601
+	rpcInvalidParams  = -32602
+)
+
+// sdkMethods are the request methods the SDK's server answers (its serverMethodInfos, v1.8):
+// a call of any other method is answered here with JSON-RPC's "Method not found", which the SDK
+// would refuse as an unreadable HTTP request instead. TestKnownMethodsReachTheSDK holds the list
+// to the SDK's.
+var sdkMethods = map[string]bool{
+	"initialize": true, "ping": true, "tools/list": true, "tools/call": true,
+	"prompts/list": true, "prompts/get": true, "resources/list": true, "resources/templates/list": true,
+	"resources/read": true, "resources/subscribe": true, "resources/unsubscribe": true,
+	"logging/setLevel": true, "completion/complete": true, "server/discover": true, "subscriptions/listen": true,
+}
+
+// rpcCall is what the endpoint needs of one JSON-RPC request: its id (raw JSON), its method, and
+// whether it has params that are an object.
+type rpcCall struct {
+	id           jsontext.Value
+	method       string
+	paramsObject bool
+}
+
+// readCall reads body as a single JSON-RPC 2.0 call (a request with an id), skipping over the
+// values it does not need; false for anything else (a notification, a batch, a malformed or
+// duplicate-keyed message), which the SDK answers itself.
+func readCall(body []byte) (rpcCall, bool) {
+	var c rpcCall
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return c, false
+	}
+	var version string
+	var hasMethod bool
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil || tok.Kind() != '"' {
+			return c, false
+		}
+		// A token is valid until the next read: the name is copied out first.
+		switch name := tok.String(); name {
+		case "jsonrpc", "method":
+			v, err := dec.ReadToken()
+			if err != nil || v.Kind() != '"' {
+				return c, false
+			}
+			if name == "jsonrpc" {
+				version = v.String()
+			} else {
+				c.method, hasMethod = v.String(), true
+			}
+		case "id":
+			v, err := dec.ReadValue()
+			if err != nil || (v.Kind() != '"' && v.Kind() != '0') {
+				return c, false
+			}
+			c.id = v.Clone()
+		case "params":
+			c.paramsObject = dec.PeekKind() == '{'
+			if err := dec.SkipValue(); err != nil {
+				return c, false
+			}
+		default:
+			if err := dec.SkipValue(); err != nil {
+				return c, false
+			}
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return c, false
+	}
+	if _, err := dec.ReadToken(); err == nil {
+		return c, false // more than one value
+	}
+	return c, version == "2.0" && hasMethod && c.id != nil
+}
+
+// callError is the JSON-RPC error this endpoint answers a call with, before the SDK sees it:
+// an unknown method, or a tools/call without params. The messages are fixed (never the caller's
+// method name). Zero when the SDK should answer.
+func callError(c rpcCall) (code int, message string) {
+	switch {
+	case !sdkMethods[c.method]:
+		return rpcMethodNotFound, "Method not found: this MCP server answers initialize, ping, tools/list and tools/call (and MCP's other standard methods)."
+	case c.method == "tools/call" && !c.paramsObject:
+		return rpcInvalidParams, `Invalid params: tools/call needs params, an object with the tool's name and its arguments: {"name": "verify_schema", "arguments": {...}}.`
+	}
+	return 0, ""
+}
+
+// writeRPCError answers a call with a JSON-RPC error response (HTTP 200: the transport carried the
+// message; the error is JSON-RPC's), as JSON or as one event of a stream, as the client accepts.
+func writeRPCError(w http.ResponseWriter, c rpcCall, code int, message string, sse bool) {
+	msg, _ := jsontext.AppendQuote(nil, message)
+	b := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`, c.id, code, msg)
+	w.Header().Set("Cache-Control", "no-store")
+	if sse {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprintf(w, "event: message\ndata: %s\n\n", b)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+}
+
+// originOf is the serialized origin (RFC 6454) of an absolute http(s) URL: lower-case scheme and
+// host, the port always written; false for anything else (Origin: null included).
+func originOf(raw string) (string, bool) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.Opaque != "" || u.User != nil || u.Host == "" {
+		return "", false
+	}
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	switch {
+	case scheme == "http" && port == "":
+		port = "80"
+	case scheme == "https" && port == "":
+		port = "443"
+	case scheme != "http" && scheme != "https":
+		return "", false
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port), true
+}
+
+// originAllowed is the Origin check the MCP transport requires of servers (against DNS
+// rebinding): a request without Origin (every client outside a browser) passes; a browser's
+// passes when it comes from the deployment's own origin (VERIFIER_BASE_URL's), or, on a
+// loopback listener, from a loopback origin (a local page, which a rebinding page's origin
+// never is). Anything else, a malformed or repeated Origin and Origin: null included, does not.
+func (s *Server) originAllowed(r *http.Request) bool {
+	values := r.Header.Values("Origin")
+	if len(values) == 0 {
+		return true
+	}
+	if len(values) > 1 {
+		return false
+	}
+	u, err := url.Parse(values[0])
+	origin, ok := originOf(values[0])
+	if !ok || err != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return false
+	}
+	if s.publicOrigin != "" && origin == s.publicOrigin {
+		return true
+	}
+	return onLoopbackListener(r) && isLoopback(u.Hostname())
+}
+
+// onLoopbackListener reports whether r came in on a loopback listener (the local server bound to
+// 127.0.0.1 or ::1). Behind API Gateway there is no listener address.
+func onLoopbackListener(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return ok && local != nil && isLoopback(local.String())
+}
