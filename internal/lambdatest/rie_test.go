@@ -522,3 +522,53 @@ func strs(v any) []string {
 	}
 	return out
 }
+
+// An event the function cannot make an HTTP request of is answered by the real binary with the
+// 400 envelope, never a function error (API Gateway's bare 500), and the function's log does not
+// quote its path, method or body.
+func TestUndecodableEventsUnderEmulator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a Lambda binary")
+	}
+	rie := emulatorOrSkip(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	tmp := t.TempDir()
+	keyFile := filepath.Join(tmp, "signing-key.json")
+	if _, err := lambdatest.WriteKey(keyFile, keyVersion); err != nil {
+		t.Fatal(err)
+	}
+	e := startFunction(ctx, t, rie, root(t), "verify", tmp, keyFile)
+	const canary = "CANARY5521"
+	event := func(method, path, body string, b64 bool) []byte {
+		ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "$default", RawPath: path, Body: body, IsBase64Encoded: b64,
+			Headers: map[string]string{"content-type": "application/json"},
+			RequestContext: events.APIGatewayV2HTTPRequestContext{DomainName: "a1b2c3.execute-api.us-east-1.amazonaws.com", Stage: "$default",
+				HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: path, SourceIP: sourceIP}}}
+		b, _ := json.Marshal(ev)
+		return b
+	}
+	for name, raw := range map[string][]byte{
+		"invalid base64 body": event("POST", "/verify/schema", "%%"+canary+"%%", true),
+		"path with %ZZ":       event("POST", "/verify/%ZZ"+canary, "{}", false),
+		"method with a space": event("PO ST"+canary, "/verify/schema", "{}", false),
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, err := e.Invoke(ctx, raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := fromLambda(t, out)
+			body := a.json(t)
+			if a.status != 400 || body["code"] != "invalid_request" || body["status"] != float64(400) {
+				t.Errorf("%d %s, want the 400 envelope", a.status, a.body)
+			}
+			if strings.Contains(string(a.body), canary) {
+				t.Errorf("the answer quotes the event: %s", a.body)
+			}
+		})
+	}
+	if logs := e.Logs(); strings.Contains(logs, canary) {
+		t.Errorf("the function's log quotes an event:\n%s", logs)
+	}
+}

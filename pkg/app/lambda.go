@@ -9,7 +9,6 @@ import (
 	"strconv"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/agent-output-verifier/verifier/pkg/config"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
@@ -56,5 +55,5 @@ func StartLambda(mount func(*httpapi.Service) http.Handler) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	lambda.Start(httpadapter.NewV2(mount(svc)).ProxyWithContext)
+	lambda.Start(LambdaHandler(svc, mount(svc)))
 }

@@ -56,10 +56,10 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w, status: 200}
 	defer func() {
 		if p := recover(); p != nil {
-			rt.svc.log().Error("panic", "route", routeLabel(r.URL.Path), "panic", slog.AnyValue(p).String())
+			rt.svc.log().Error("panic", "route", rt.routeLabel(r.URL.Path), "panic", slog.AnyValue(p).String())
 			rt.svc.WriteError(sw, r, errPanic)
 		}
-		rt.svc.log().Info("request", "method", r.Method, "route", routeLabel(r.URL.Path),
+		rt.svc.log().Info("request", "method", methodLabel(r.Method), "route", rt.routeLabel(r.URL.Path),
 			"status", sw.status, "duration_ms", float64(time.Since(start).Microseconds())/1000)
 	}()
 	rt.serve(sw, r)
@@ -119,17 +119,29 @@ func safeMethod(m string) string {
 	return m
 }
 
-// routeLabel names a route for logs without the caller-chosen parts (agent ids).
-func routeLabel(path string) string {
-	for _, p := range []string{"/reputation/", "/score/"} {
-		if strings.HasPrefix(path, p) {
-			return p + "{agent_id}"
-		}
+// routeLabel names a request's route for logs: the registered path it matched, with {agent_id}
+// for the caller-chosen part of a prefix route, and "(no route)" for a path that matches none.
+// The caller's own path never reaches the log.
+func (rt *Router) routeLabel(path string) string {
+	ro := rt.match(path)
+	switch {
+	case ro == nil:
+		return "(no route)"
+	case ro.path != "/" && strings.HasSuffix(ro.path, "/"):
+		return ro.path + "{agent_id}"
 	}
-	if len(path) > 64 {
-		return path[:64] + "…"
+	return ro.path
+}
+
+// methodLabel names a request's method for logs: one of HTTP's own, or "(other)", since the
+// method is caller input too.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete,
+		http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
 	}
-	return path
+	return "(other)"
 }
 
 type statusWriter struct {

@@ -1,0 +1,138 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/awslabs/aws-lambda-go-api-proxy/core"
+
+	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/httpapi"
+)
+
+// LambdaHandler serves h to API Gateway HTTP API events (payload format 2.0). An event that does
+// not make an HTTP request (a body that is not the base64 it claims to be, a path that is not a
+// valid path, a method that is not an HTTP token) is answered with a 400 in the error envelope,
+// as the local server answers a request it cannot parse: never a function error (API Gateway's
+// bare 500), and without the event's path or body in the log.
+func LambdaHandler(svc *httpapi.Service, h http.Handler) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		req, problem := eventRequest(ctx, ev)
+		if problem != "" {
+			if svc.Log != nil {
+				svc.Log.Warn("API Gateway event could not be decoded", "problem", problem)
+			}
+			return errorResponse(svc, ev, apperr.New(apperr.InvalidRequest,
+				"The request could not be read: its "+problem+". Nothing was charged."))
+		}
+		w := core.NewProxyResponseWriterV2()
+		h.ServeHTTP(w, req)
+		resp, err := w.GetProxyResponse()
+		if err != nil {
+			return errorResponse(svc, ev, err)
+		}
+		return resp, nil
+	}
+}
+
+// errorResponse is err in the envelope as an API Gateway response; a status of 400 for what the
+// table calls a 422, since no request was read.
+func errorResponse(svc *httpapi.Service, ev events.APIGatewayV2HTTPRequest, err error) (events.APIGatewayV2HTTPResponse, error) {
+	if e, ok := apperr.As(err); ok && e.Code == apperr.InvalidRequest {
+		e.Status = http.StatusBadRequest
+	}
+	req, _ := http.NewRequest(http.MethodGet, "/", nil)
+	req.RemoteAddr = ev.RequestContext.HTTP.SourceIP
+	w := core.NewProxyResponseWriterV2()
+	svc.WriteError(w, req, err)
+	return w.GetProxyResponse()
+}
+
+// eventRequest is the HTTP request an event describes, as net/http would hand it to a handler:
+// method, path and query, headers (as API Gateway joined them), cookies, body, the API's domain
+// as Host, and the client's sourceIp as RemoteAddr. problem names what made the event unusable
+// in words that quote none of it.
+func eventRequest(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (*http.Request, string) {
+	method := strings.ToUpper(ev.RequestContext.HTTP.Method)
+	if !isToken(method) {
+		return nil, "method is not an HTTP method"
+	}
+	path := ev.RawPath
+	if path == "" {
+		path = ev.RequestContext.HTTP.Path
+	}
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	target := path
+	if ev.RawQueryString != "" {
+		target += "?" + ev.RawQueryString
+	} else if len(ev.QueryStringParameters) > 0 {
+		q := url.Values{}
+		for k, v := range ev.QueryStringParameters {
+			q.Add(k, v)
+		}
+		target += "?" + q.Encode()
+	}
+	// A request line holds no spaces or control bytes, so an HTTP server refuses a target with
+	// them; so does this.
+	if strings.IndexFunc(target, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return nil, "path or query is not a valid URL path"
+	}
+	u, err := url.ParseRequestURI(target)
+	if err != nil || u.Host != "" || u.Scheme != "" {
+		return nil, "path or query is not a valid URL path"
+	}
+	body := []byte(ev.Body)
+	if ev.IsBase64Encoded {
+		if body, err = base64.StdEncoding.DecodeString(ev.Body); err != nil {
+			return nil, "body is not the base64 the event says it is"
+		}
+	}
+	header := make(http.Header, len(ev.Headers)+1)
+	for k, v := range ev.Headers {
+		if k == "" || !isToken(k) || strings.ContainsAny(v, "\r\n\x00") {
+			return nil, "headers are not valid HTTP headers"
+		}
+		header.Add(k, v)
+	}
+	if len(ev.Cookies) > 0 {
+		header.Set("Cookie", strings.Join(ev.Cookies, "; "))
+	}
+	host := ev.RequestContext.DomainName
+	if h := header.Get("Host"); h != "" {
+		host = h
+	}
+	req := (&http.Request{
+		Method: method, URL: u, RequestURI: u.RequestURI(), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: header, Body: http.NoBody, ContentLength: int64(len(body)), Host: host,
+		RemoteAddr: ev.RequestContext.HTTP.SourceIP,
+	}).WithContext(ctx)
+	if len(body) > 0 {
+		req.Body = readCloser{bytes.NewReader(body)}
+	}
+	return req, ""
+}
+
+type readCloser struct{ *bytes.Reader }
+
+func (readCloser) Close() error { return nil }
+
+// isToken reports whether s is an HTTP token (RFC 9110 §5.6.2), as methods and header names are.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x7f || c <= ' ' || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
