@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
@@ -52,18 +51,11 @@ func (s *Service) MountReputation(rt *Router) {
 func isTestAgent(id string) bool { return strings.HasPrefix(id, "test-") }
 
 // CheckAgentID refuses an agent id no verification could have recorded, with the 422 that names
-// the field: empty, longer than verify.MaxIDLen characters, invalid UTF-8, or holding a NUL.
+// the field: verify.CheckAgentID, the check the verify request makes of agent_id, so that every
+// route and tool takes exactly the ids a verification can record.
 func CheckAgentID(id string) error {
-	const fix = "Send the agent_id the verifications named: 1 to 200 characters, percent-encoded in the path."
-	switch {
-	case id == "":
-		return apperr.Field("agent_id", "is empty", fix)
-	case !utf8.ValidString(id):
-		return apperr.Field("agent_id", "is not valid UTF-8", fix)
-	case utf8.RuneCountInString(id) > verify.MaxIDLen:
-		return apperr.Field("agent_id", fmt.Sprintf("must be 1 to %d characters long", verify.MaxIDLen), fix)
-	case strings.ContainsRune(id, 0):
-		return apperr.Field("agent_id", "contains a NUL character", fix)
+	if problem, fix := verify.CheckAgentID(id); problem != "" {
+		return apperr.Field("agent_id", problem, fix)
 	}
 	return nil
 }

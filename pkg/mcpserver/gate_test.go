@@ -252,3 +252,26 @@ type blockingReader struct{}
 func (blockingReader) Read([]byte) (int, error) {
 	panic("the body of a request refused by its declared length was read")
 }
+
+// Both tools judge agent_id as the REST routes do: a control character is the 422 on agent_id.
+func TestAgentIDInTools(t *testing.T) {
+	e := newEnv(t)
+	for id, ok := range map[string]bool{"seller-1": true, "Émile 🙂": true, "a\x00b": false, "a\nb": false, "\x1b[0m": false, "x\u0085": false, "del\x7f": false} {
+		idJSON, _ := json.Marshal(id)
+		for tool, args := range map[string]string{
+			ToolVerify: fmt.Sprintf(`{"task_id":"t","agent_id":%s,"expected_schema":{},"submitted_output":1}`, idJSON),
+			ToolRecord: fmt.Sprintf(`{"agent_id":%s}`, idJSON),
+		} {
+			r := e.call(t, tool, []byte(args), nil)
+			got := r.sc(t)
+			fields, _ := got["fields"].([]any)
+			switch {
+			case ok && r.IsError:
+				t.Errorf("%s %q: %s", tool, id, r.StructuredContent)
+			case !ok && (!r.IsError || got["code"] != "invalid_request" || got["status"] != float64(422) || len(fields) != 1 ||
+				fields[0].(map[string]any)["field"] != "agent_id"):
+				t.Errorf("%s %q: %s, want a 422 on agent_id", tool, id, r.StructuredContent)
+			}
+		}
+	}
+}

@@ -246,8 +246,12 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias, []byte) *Sch
 	req.TaskID = strings.Clone(req.TaskID)
 	if v := ms.trees[fieldAgentID]; ms.seen[fieldAgentID] {
 		if id, ok := idField(&bad, "agent_id", v, true); ok && v != nil {
-			id = strings.Clone(id)
-			req.AgentID = &id
+			if problem, fix := CheckAgentID(id); problem != "" {
+				bad.add("agent_id", problem, fix)
+			} else {
+				id = strings.Clone(id)
+				req.AgentID = &id
+			}
 		}
 	}
 	if v := ms.trees[fieldSchema]; req.compiled == nil {
@@ -429,6 +433,24 @@ func idField(bad *problems, name string, v any, nullable bool) (string, bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// CheckAgentID is the one check of an agent_id, for the verify request and for every route and
+// tool that names an agent: valid UTF-8, 1 to MaxIDLen characters, and no control characters
+// (Unicode's Cc: NUL, line breaks, escape, DEL, C1), which a label that logs, stores and signed
+// documents carry never means and which a store could not keep faithfully. problem and fix are
+// phrased for a 422 on agent_id; problem is "" when the id is fine.
+func CheckAgentID(id string) (problem, fix string) {
+	fix = fmt.Sprintf("Send an agent_id of 1 to %d characters without control characters.", MaxIDLen)
+	switch {
+	case !utf8.ValidString(id):
+		return "is not valid UTF-8", fix
+	case id == "" || utf8.RuneCountInString(id) > MaxIDLen:
+		return fmt.Sprintf("must be 1 to %d characters long", MaxIDLen), fix
+	case strings.IndexFunc(id, unicode.IsControl) >= 0:
+		return "contains a control character", fix
+	}
+	return "", ""
 }
 
 func boolField(bad *problems, name string, v any) bool {
