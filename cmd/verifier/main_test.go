@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -145,6 +146,23 @@ func TestServeEndToEnd(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !bytes.Contains(got, []byte(`"structuredContent":{"summary":{"result":"pass"`)) {
 		t.Fatalf("MCP verify_schema: %d %s", resp.StatusCode, got)
+	}
+	// The server's own refusals come in the envelope: a header section over the limit is a 431
+	// naming it.
+	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "GET /health HTTP/1.1\r\nHost: x\r\nX-Pad: %s\r\n\r\n", strings.Repeat("a", 2*maxHeaderBytes))
+	if resp, err = http.ReadResponse(bufio.NewReader(c), nil); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 431 || resp.Header.Get("Content-Type") != "application/json" || !bytes.Contains(got, []byte(fmt.Sprintf(`"limit":%d`, maxHeaderBytes))) {
+		t.Errorf("oversized headers: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), got)
 	}
 	// The request's log line is written after its response: wait for it.
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !strings.Contains(stderr.String(), `"route":"/verify/schema"`); {

@@ -64,7 +64,7 @@ func llmsText(svc *httpapi.Service, ex *Examples) []byte {
 
 	verifyDocs := operationAnchor(svc, "POST", "/verify/schema")
 	w("## %s\n\n", SectionFreeAllowance)
-	w("- [Free verifications](%s/.well-known/x402): %d per client (its IP address) per UTC day, shared by POST /verify/schema, "+
+	w("- [Free verifications](%s/.well-known/x402): %d per client (its IP address; an IPv6 address by its /64) per UTC day, shared by POST /verify/schema, "+
 		"POST /verify/deliverable and the MCP tool verify_schema; they reset at 00:00 UTC.\n", base, svc.Pricing.FreeCallsPerDay)
 	w("- [Body size](%s): bodies up to %d bytes are free; larger ones must be paid (402), and bodies over %d bytes are refused (413 payload_too_large).\n",
 		verifyDocs, svc.Pricing.FreeMaxBody, maxBody(svc))

@@ -156,14 +156,14 @@ func operations(svc *httpapi.Service, ex *Examples) map[string]operation {
 					"params", obj("name", "verify_schema", "arguments", json.RawMessage(ex.Pass.Request)))),
 			))),
 			responses: obj(
-				"200", obj("description", "The JSON-RPC answer; an event stream of one message when the client accepts only text/event-stream.",
+				"200", obj("description", "The JSON-RPC answer; an event stream of one message when the client accepts only text/event-stream. A call of an unknown method is JSON-RPC error -32601, a tools/call without params -32602.",
 					"content", obj(
 						"application/json", obj("schema", schemaRef("JsonRpcResponse")),
 						"text/event-stream", obj("schema", obj("type", "string")),
 					)),
 				"202", obj("description", "A notification or response was accepted; no body."),
 				"400", obj("description", "The message could not be read as JSON-RPC.", "content", jsonContent(schemaRef("Error"), nil)),
-				"403", obj("description", "The Host header names no host this endpoint serves (DNS rebinding protection).", "content", jsonContent(schemaRef("Error"), nil)),
+				"403", obj("description", "The Host header names no host this endpoint serves, or the Origin header is not this deployment's origin (DNS rebinding protection; clients outside a browser send no Origin).", "content", jsonContent(schemaRef("Error"), nil)),
 				"404", responseRef("NotFound"),
 				"413", responseRef("PayloadTooLarge"),
 				"415", obj("description", "The message was not sent as application/json.", "content", jsonContent(schemaRef("Error"), nil)),
@@ -413,7 +413,7 @@ func retryableText(c apperr.Code) string {
 
 // freeAllowanceText states the live free allowance.
 func freeAllowanceText(svc *httpapi.Service) string {
-	return fmt.Sprintf("Each client (IP address) gets %d free verifications per UTC day, shared by POST /verify/schema, POST /verify/deliverable "+
+	return fmt.Sprintf("Each client (IP address; an IPv6 address by its /64) gets %d free verifications per UTC day, shared by POST /verify/schema, POST /verify/deliverable "+
 		"and the MCP tool verify_schema; bodies over %d bytes are not free, and bodies over %d bytes are refused (413). "+
 		"Free answers carry Free-Allowance-Remaining, -Limit and -Resets; invalid requests (422) consume nothing.",
 		svc.Pricing.FreeCallsPerDay, svc.Pricing.FreeMaxBody, maxBody(svc))
