@@ -97,6 +97,9 @@ func compileSchema(doc any, strict bool, defaultDraft *jsonschema.Draft) (s *Sch
 	c.DefaultDraft(defaultDraft)
 	c.UseLoader(schemaRefusingLoader{})
 	c.AssertFormat()
+	for _, f := range schemaFormatCheckers {
+		c.RegisterFormat(f)
+	}
 	if strict {
 		c.AssertContent()
 	}
@@ -109,7 +112,7 @@ func compileSchema(doc any, strict bool, defaultDraft *jsonschema.Draft) (s *Sch
 	if err != nil {
 		return nil, schemaCompileError(doc, err)
 	}
-	if err := schemaCheckFormats(doc); err != nil {
+	if err := schemaCheckFormats(doc, schemaDraftVersion(defaultDraft)); err != nil {
 		return nil, err
 	}
 	return &Schema{lib: lib, root: schBuildGraph(lib)}, nil
@@ -168,10 +171,14 @@ func schemaDialectError() *apperr.Error {
 
 // schemaKnownDialect mirrors the library's list of built-in drafts, so that an unknown $schema is
 // reported as an unsupported dialect instead of an attempt to load it.
-func schemaKnownDialect(u string) bool {
+func schemaKnownDialect(u string) bool { return schemaDialectVersion(u) != 0 }
+
+// schemaDialectVersion is the draft a $schema value names (4, 6, 7, 2019 or 2020; the
+// unversioned json-schema.org/schema is the latest, 2020-12), or 0 for none the library knows.
+func schemaDialectVersion(u string) int {
 	u, frag, _ := strings.Cut(u, "#")
 	if frag != "" {
-		return false
+		return 0
 	}
 	if v, ok := strings.CutPrefix(u, "http://"); ok {
 		u = v
@@ -179,11 +186,33 @@ func schemaKnownDialect(u string) bool {
 		u = strings.TrimPrefix(u, "https://")
 	}
 	switch u {
-	case "json-schema.org/schema", "json-schema.org/draft/2020-12/schema", "json-schema.org/draft/2019-09/schema",
-		"json-schema.org/draft-07/schema", "json-schema.org/draft-06/schema", "json-schema.org/draft-04/schema":
-		return true
+	case "json-schema.org/schema", "json-schema.org/draft/2020-12/schema":
+		return 2020
+	case "json-schema.org/draft/2019-09/schema":
+		return 2019
+	case "json-schema.org/draft-07/schema":
+		return 7
+	case "json-schema.org/draft-06/schema":
+		return 6
+	case "json-schema.org/draft-04/schema":
+		return 4
 	}
-	return false
+	return 0
+}
+
+// schemaDraftVersion is the version number of one of the library's drafts.
+func schemaDraftVersion(d *jsonschema.Draft) int {
+	switch d {
+	case jsonschema.Draft4:
+		return 4
+	case jsonschema.Draft6:
+		return 6
+	case jsonschema.Draft7:
+		return 7
+	case jsonschema.Draft2019:
+		return 2019
+	}
+	return 2020
 }
 
 // schemaCompileError turns a library error into a safe 422: it names where in the schema the
@@ -453,36 +482,67 @@ func schRegexTreeSize(re *syntax.Regexp) int {
 	return min(n, schRegexSizeMax)
 }
 
-// schemaFormats is the one list of the format names the verifier asserts (SPEC §4.2): those built
-// into santhosh-tekuri/jsonschema, its format table plus "regex" (which it checks with the regex
-// engine), from which the compiler and the counting walker both take their validators. The library
-// knows the same names under every draft. TestSchemaFormatsAreTheLibrarys holds this list to the
-// library's table, so that an upgrade that adds a format is noticed.
-var schemaFormats = []string{"date", "date-time", "duration", "email", "hostname", "ipv4", "ipv6", "iri",
-	"iri-reference", "json-pointer", "period", "regex", "relative-json-pointer", "semver", "time", "uri",
-	"uri-reference", "uri-template", "uuid"}
+// schemaFormatFix lists the formats the draft in use defines, for every 422 naming an unknown one.
+func schemaFormatFix(draft int) string {
+	return "Use one of the formats " + schemaDraftName(draft) + " defines: " + strings.Join(schemaDraftFormats[draft], ", ") +
+		"; or remove the keyword, since a format nothing knows checks nothing."
+}
 
-// schemaFormatFix lists the known formats, for every 422 naming an unknown one.
-var schemaFormatFix = "Use one of the formats the verifier knows: " + strings.Join(schemaFormats, ", ") +
-	"; or remove the keyword, since a format nothing knows checks nothing."
+// schemaDraftName names a draft as $schema and the docs do.
+func schemaDraftName(draft int) string {
+	switch draft {
+	case 2019:
+		return "draft 2019-09"
+	case 2020:
+		return "draft 2020-12"
+	}
+	return "draft " + strconv.Itoa(draft)
+}
 
 // schemaCheckFormats refuses a schema whose format keyword, anywhere a subschema can be, names a
-// format not in schemaFormats: the library would ignore it, and a misspelt "emial" would pass
-// every value while the caller believes addresses are checked. Formats are asserted, so an
-// unknown one is an error in the request, like an unknown field. Each one is named by its
-// location; its name is not shown, as it is the caller's text.
-func schemaCheckFormats(doc any) error {
+// format the draft in force there does not define (schemaDraftFormats): the library would ignore
+// it, and a misspelt "emial" would pass every value while the caller believes addresses are
+// checked. Formats are asserted, so an unknown one is an error in the request, like an unknown
+// field. Each one is named by its location; its name is not shown, as it is the caller's text.
+func schemaCheckFormats(doc any, defaultDraft int) error {
 	var bad problems
 	schemaSubschemas(doc, func(obj map[string]any, ptr []string) {
-		if f, ok := obj["format"].(string); ok && !slices.Contains(schemaFormats, f) {
+		f, ok := obj["format"].(string)
+		if !ok {
+			return
+		}
+		if draft := schemaDraftAt(doc, ptr, defaultDraft); !slices.Contains(schemaDraftFormats[draft], f) {
 			bad.add("expected_schema", "has a format the verifier does not know at "+schemaLocFromTokens(doc, append(slices.Clip(ptr), "format")),
-				schemaFormatFix)
+				schemaFormatFix(draft))
 		}
 	})
 	if bad.count() > 0 {
 		return bad.err()
 	}
 	return nil
+}
+
+// schemaDraftAt is the draft in force at ptr: that of the nearest enclosing resource (the root,
+// or an object with an $id, or id before draft 6) that names one with $schema, as the library
+// decides it, else defaultDraft.
+func schemaDraftAt(doc any, ptr []string, defaultDraft int) int {
+	draft := defaultDraft
+	cur := doc
+	for i := 0; ; i++ {
+		if obj, ok := cur.(map[string]any); ok {
+			_, hasID := obj["$id"].(string)
+			_, hasOldID := obj["id"].(string)
+			if v, ok := obj["$schema"].(string); ok && (i == 0 || hasID || hasOldID) {
+				if d := schemaDialectVersion(v); d != 0 {
+					draft = d
+				}
+			}
+		}
+		if i == len(ptr) {
+			return draft
+		}
+		cur = schLookup(cur, ptr[i:i+1])
+	}
 }
 
 // Where subschemas sit, by keyword, in every draft the verifier supports (a keyword of one draft
@@ -903,6 +963,10 @@ func schBuildGraph(root *jsonschema.Schema) *schNode {
 	fill := func(n *schNode) {
 		s := n.s
 		n.draft = s.DraftVersion
+		// The library registers one checker per format name; where a draft defines a name
+		// differently, the schemas of that draft get their own, which the library's Validate
+		// and the walker then share.
+		s.Format = schemaFormatForDraft(s.Format, s.DraftVersion)
 		if s.Bool != nil {
 			n.boolean = -1
 			if *s.Bool {

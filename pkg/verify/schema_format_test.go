@@ -2,42 +2,57 @@ package verify
 
 import (
 	"encoding/json"
-	"maps"
 	"slices"
 	"strings"
+	"path/filepath"
 	"testing"
-	_ "unsafe" // go:linkname, to read the library's format table
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// libFormats is santhosh-tekuri/jsonschema's own table of the formats it knows (unexported). It
-// is read here only, to hold schemaFormats to it: if an upgrade renames the table, this test no
-// longer links, which is the point.
-//
-//go:linkname libFormats github.com/santhosh-tekuri/jsonschema/v6.formats
-var libFormats map[string]*jsonschema.Format
-
-// schemaFormats is exactly what the library knows: its table and "regex", which it handles
-// itself. Every one is asserted under every draft, by the library and by the walker alike.
-func TestSchemaFormatsAreTheLibrarys(t *testing.T) {
-	want := slices.Sorted(maps.Keys(libFormats))
-	want = append(want, "regex")
-	slices.Sort(want)
-	if got := slices.Sorted(slices.Values(schemaFormats)); !slices.Equal(got, want) {
-		t.Fatalf("schemaFormats = %q, the library knows %q", got, want)
-	}
-	for _, draft := range schDraftURLs {
-		for _, name := range schemaFormats {
-			sch, err := CompileSchema(map[string]any{"$schema": draft, "format": name}, false)
-			if err != nil {
-				t.Fatalf("%s under %s: %v", name, draft, err)
-			}
-			if sch.lib.Format == nil || sch.root.s.Format == nil {
-				t.Errorf("%s under %s: the library does not assert it", name, draft)
+// Each draft's format set is exactly the formats that draft defines, which the suite's required
+// format.json of the draft names one by one; every one is asserted (the library and the walker
+// share its checker), and a format of a later draft is refused under an earlier one.
+func TestSchemaDraftFormats(t *testing.T) {
+	for _, d := range schSuiteDrafts {
+		groups := schLoadSuiteFile(t, filepath.Join(schSuiteDir, d.dir, "format.json"))
+		var want []string
+		for _, g := range groups {
+			if f, ok := g.Schema.(map[string]any)["format"].(string); ok && !slices.Contains(want, f) {
+				want = append(want, f)
 			}
 		}
+		slices.Sort(want)
+		version := schemaDraftVersion(d.draft)
+		if got := slices.Sorted(slices.Values(schemaDraftFormats[version])); !slices.Equal(got, want) {
+			t.Errorf("%s: formats %q, the draft defines %q", d.dir, got, want)
+		}
+		url := schDraftURLs[slices.IndexFunc(schDraftURLs, func(u string) bool { return schemaDialectVersion(u) == version })]
+		for _, name := range want {
+			sch, err := CompileSchema(map[string]any{"$schema": url, "format": name}, false)
+			if err != nil {
+				t.Fatalf("%s under %s: %v", name, d.dir, err)
+			}
+			if sch.lib.Format == nil || sch.root.s.Format != sch.lib.Format {
+				t.Errorf("%s under %s: not asserted", name, d.dir)
+			}
+		}
+	}
+	for _, c := range []struct{ draft, format string }{
+		{"http://json-schema.org/draft-04/schema#", "uri-reference"}, {"http://json-schema.org/draft-06/schema#", "iri"},
+		{"http://json-schema.org/draft-07/schema#", "uuid"}, {"http://json-schema.org/draft-07/schema#", "duration"},
+		{"https://json-schema.org/draft/2020-12/schema", "semver"}, {"https://json-schema.org/draft/2020-12/schema", "period"},
+	} {
+		_, err := CompileSchema(map[string]any{"$schema": c.draft, "format": c.format}, false)
+		if e, ok := apperr.As(err); !ok || e.Status != 422 || !strings.Contains(e.Fields[0].Fix, strings.Join(schemaDraftFormats[schemaDialectVersion(c.draft)], ", ")) {
+			t.Errorf("%s under %s: got %v, want the unknown-format 422 listing the draft's formats", c.format, c.draft, err)
+		}
+	}
+	// An embedded resource with its own $schema has its own draft's formats.
+	embedded := map[string]any{"$schema": "http://json-schema.org/draft-07/schema#", "properties": map[string]any{
+		"a": map[string]any{"$id": "http://example.com/a", "$schema": "https://json-schema.org/draft/2020-12/schema", "format": "uuid"}}}
+	if _, err := CompileSchema(embedded, false); err != nil {
+		t.Errorf("a 2020-12 resource inside a draft-7 schema: %v", err)
 	}
 }
 
@@ -55,7 +70,7 @@ func TestSchemaUnknownFormat(t *testing.T) {
 	}{
 		{"at the root", `{"format":"emial"}`, []string{"expected_schema.format"}},
 		{"a known name in the wrong case", `{"format":"Email"}`, []string{"expected_schema.format"}},
-		{"a name of no library", `{"format":"idn-email"}`, []string{"expected_schema.format"}},
+		{"a library extension no draft defines", `{"format":"semver"}`, []string{"expected_schema.format"}},
 		{"empty", `{"format":""}`, []string{"expected_schema.format"}},
 		{"under a property", `{"properties":{"email":{"type":"string","format":"emial"}}}`, []string{"expected_schema.properties.email.format"}},
 		{"under a property called format", `{"properties":{"format":{"format":"dat"}}}`, []string{"expected_schema.properties.format.format"}},
@@ -67,7 +82,7 @@ func TestSchemaUnknownFormat(t *testing.T) {
 			[]string{"expected_schema.additionalProperties.format", "expected_schema.contains.format", "expected_schema.contentSchema.format",
 				"expected_schema.dependentSchemas.y.format", `expected_schema.patternProperties["^x"].format`, "expected_schema.prefixItems[0].format",
 				"expected_schema.propertyNames.format", "expected_schema.unevaluatedProperties.format"}},
-		{"draft 4 definitions and items arrays", `{"$schema":"http://json-schema.org/draft-04/schema#","definitions":{"a":{"format":"zz"}},"items":[{"format":"date"},{"format":"dat"}]}`,
+		{"draft 4 definitions and items arrays", `{"$schema":"http://json-schema.org/draft-04/schema#","definitions":{"a":{"format":"zz"}},"items":[{"format":"date-time"},{"format":"date"}]}`,
 			[]string{"expected_schema.definitions.a.format", "expected_schema.items[1].format"}},
 		{"draft 7 dependencies", `{"$schema":"http://json-schema.org/draft-07/schema#","dependencies":{"a":["b"],"c":{"format":"qq"}},"additionalItems":{"format":"rr"}}`,
 			[]string{"expected_schema.additionalItems.format", "expected_schema.dependencies.c.format"}},
@@ -83,7 +98,7 @@ func TestSchemaUnknownFormat(t *testing.T) {
 		{"data under an unknown keyword", `{"x-meta":{"format":"emial"},"properties":{"a":{"x-ui":{"format":"big"}}}}`, nil},
 		{"a property name under patternProperties", `{"patternProperties":{"format":{"format":"date"}}}`, nil},
 		{"every known format", `{"allOf":[` + strings.Join(slices.Collect(func(yield func(string) bool) {
-			for _, f := range schemaFormats {
+			for _, f := range schemaDraftFormats[2020] {
 				if !yield(`{"format":"` + f + `"}`) {
 					return
 				}
@@ -109,7 +124,7 @@ func TestSchemaUnknownFormat(t *testing.T) {
 			}
 			var got []string
 			for _, f := range e.Fields {
-				if f.Field != "expected_schema" || !strings.Contains(f.Fix, strings.Join(schemaFormats, ", ")) {
+				if f.Field != "expected_schema" || !strings.Contains(f.Fix, strings.Join(schemaDraftFormats[schemaDraftAt(doc, nil, 2020)], ", ")) {
 					t.Errorf("field %+v: want expected_schema with the known formats in the fix", f)
 				}
 				loc, ok := strings.CutPrefix(f.Problem, "has a format the verifier does not know at ")
