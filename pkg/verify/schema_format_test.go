@@ -2,9 +2,9 @@ package verify
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"slices"
 	"strings"
-	"path/filepath"
 	"testing"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
