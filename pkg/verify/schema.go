@@ -103,8 +103,9 @@ func compileSchema(doc any, strict bool, defaultDraft *jsonschema.Draft) (s *Sch
 	if strict {
 		c.AssertContent()
 	}
-	// Go's regexp (RE2, linear time) is the library's default engine and is kept on purpose:
-	// hostile patterns cannot backtrack.
+	// Patterns are ECMA-262 run on Go's regexp (RE2, linear time): hostile patterns cannot
+	// backtrack, and what RE2 cannot run is refused below.
+	c.UseRegexpEngine(schemaRegexpEngine)
 	if err := c.AddResource(schemaBaseURL, doc); err != nil {
 		return nil, schemaProblem("could not be compiled", schemaFixGeneric)
 	}
@@ -113,6 +114,9 @@ func compileSchema(doc any, strict bool, defaultDraft *jsonschema.Draft) (s *Sch
 		return nil, schemaCompileError(doc, err)
 	}
 	if err := schemaCheckFormats(doc, schemaDraftVersion(defaultDraft)); err != nil {
+		return nil, err
+	}
+	if err := schemaCheckRunnablePatterns(doc); err != nil {
 		return nil, err
 	}
 	return &Schema{lib: lib, root: schBuildGraph(lib)}, nil
@@ -252,7 +256,7 @@ func schemaCompileError(doc any, err error) error {
 			"Inline the referenced schema under $defs and refer to it locally, e.g. {\"$ref\":\"#/$defs/item\"}.")
 	case errors.As(err, &rxe):
 		loc := schemaLocFromURL(doc, rxe.URL)
-		return schemaProblem(fmt.Sprintf("has a pattern RE2 cannot compile at %s: it %s", loc, schemaRE2Problem(rxe.Regex)), schemaFixRegex)
+		return schemaProblem(fmt.Sprintf("has a pattern the verifier cannot compile at %s: it %s", loc, schemaRegexProblem(rxe.Regex)), schemaFixRegex)
 	case errors.As(err, &anf):
 		return schemaProblem("has a $ref to an anchor that is not defined in the document", "Define the anchor or correct the $ref.")
 	case errors.As(err, &pnf), errors.As(err, &ijp):
@@ -269,7 +273,8 @@ func schemaCompileError(doc any, err error) error {
 	return schemaProblem("could not be compiled", schemaFixGeneric)
 }
 
-const schemaFixRegex = "Rewrite the pattern in the RE2 syntax (no lookaround, backreferences or possessive quantifiers)."
+const schemaFixRegex = "Write the pattern in ECMA-262 syntax without lookaround, backreferences or repetition counts above 1000: " +
+	"patterns run on RE2, which takes linear time and never backtracks (match a wider pattern and add another keyword, such as not or maxLength, for the rest)."
 
 // schemaMetaError explains a schema that is invalid against its meta-schema: the deepest failing
 // location in the schema, and what is wrong there in the meta-schema's terms.
@@ -283,9 +288,9 @@ func schemaMetaError(doc any, sve *jsonschema.SchemaValidationError) error {
 		loc := schemaLocFromTokens(doc, at)
 		pat, _ := got.(string)
 		if inName {
-			return schemaProblem(fmt.Sprintf("has a property name at %s that is a pattern RE2 cannot compile: it %s", loc, schemaRE2Problem(pat)), schemaFixRegex)
+			return schemaProblem(fmt.Sprintf("has a property name at %s that is a pattern the verifier cannot compile: it %s", loc, schemaRegexProblem(pat)), schemaFixRegex)
 		}
-		return schemaProblem(fmt.Sprintf("has a pattern RE2 cannot compile at %s: it %s", loc, schemaRE2Problem(pat)), schemaFixRegex)
+		return schemaProblem(fmt.Sprintf("has a pattern the verifier cannot compile at %s: it %s", loc, schemaRegexProblem(pat)), schemaFixRegex)
 	}
 	leaf := schemaDeepestLeaf(verr)
 	loc := schemaLocFromTokens(doc, leaf.InstanceLocation)
@@ -386,6 +391,34 @@ func schemaDeepestLeaf(e *jsonschema.ValidationError) *jsonschema.ValidationErro
 // schemaLocLess orders instance locations token by token.
 func schemaLocLess(a, b []string) bool { return slices.Compare(a, b) < 0 }
 
+// schemaCheckRunnablePatterns refuses a schema whose pattern or patternProperties, anywhere a
+// subschema can be, is ECMA-262 that RE2 cannot run (lookaround, backreferences, repetition
+// counts above 1000): the verifier never runs a pattern on a backtracking engine, and a pattern
+// it cannot run would check nothing. Each one is named by its location and construct.
+func schemaCheckRunnablePatterns(doc any) error {
+	var bad problems
+	schemaSubschemas(doc, func(obj map[string]any, ptr []string) {
+		if p, ok := obj["pattern"].(string); ok {
+			if t, err := ecmaTranslate(p); err == nil && t.unrunnable != "" {
+				bad.add("expected_schema", fmt.Sprintf("has a pattern RE2 cannot run at %s: it %s",
+					schemaLocFromTokens(doc, append(slices.Clip(ptr), "pattern")), t.unrunnable), schemaFixRegex)
+			}
+		}
+		if pp, ok := obj["patternProperties"].(map[string]any); ok {
+			for _, p := range slices.Sorted(maps.Keys(pp)) {
+				if t, err := ecmaTranslate(p); err == nil && t.unrunnable != "" {
+					bad.add("expected_schema", fmt.Sprintf("has a pattern RE2 cannot run at %s: it %s",
+						schemaLocFromTokens(doc, append(slices.Clip(ptr), "patternProperties")), t.unrunnable), schemaFixRegex)
+				}
+			}
+		}
+	})
+	if bad.count() > 0 {
+		return bad.err()
+	}
+	return nil
+}
+
 // schemaRE2Problem names the construct that keeps RE2 from compiling pattern, as a phrase that
 // follows "it". Only the offending construct's own few characters are ever shown.
 func schemaRE2Problem(pattern string) string {
@@ -438,12 +471,16 @@ func schemaRE2Problem(pattern string) string {
 	return "is not a valid regular expression (" + se.Code.String() + ")"
 }
 
-// schRegexSize estimates the size of the program Go's regexp compiles pattern to, in
+// schRegexSize estimates the size of the program Go's regexp compiles pattern (ECMA-262, translated to RE2) to, in
 // instructions, from its parse tree, without compiling it: compiling is what costs time and
 // memory (.{1000} is seven characters and a thousand instructions). The estimate follows
 // regexp/syntax's own size check and saturates at schRegexSizeMax.
 func schRegexSize(pattern string) (int, error) {
-	re, err := syntax.Parse(pattern, syntax.Perl)
+	t, err := ecmaTranslate(pattern)
+	if err != nil {
+		return 0, err
+	}
+	re, err := syntax.Parse(t.re2, syntax.Perl)
 	if err != nil {
 		return 0, err
 	}
