@@ -86,7 +86,7 @@ func (p *ecmaParser) countGroups() {
 				p.groups++
 			} else if strings.HasPrefix(rest, "?<") && !strings.HasPrefix(rest, "?<=") && !strings.HasPrefix(rest, "?<!") {
 				p.groups++
-				if end := strings.IndexByte(rest, '>'); end > 2 {
+				if end := ecmaGroupNameEnd(rest, 2); end > 2 {
 					if p.names == nil {
 						p.names = map[string]bool{}
 					}
@@ -199,7 +199,7 @@ func (p *ecmaParser) group() (bool, error) {
 		open, read, quantifiable = "(?:", 4, false
 		p.cannotRun("uses a negative lookbehind, which RE2 does not support")
 	case strings.HasPrefix(rest, "(?<"):
-		end := strings.IndexByte(rest, '>')
+		end := ecmaGroupNameEnd(rest, 3)
 		if end < 0 || !ecmaIsGroupName(rest[3:end]) {
 			return false, &ecmaSyntaxError{"has an invalid group name"}
 		}
@@ -224,6 +224,21 @@ func (p *ecmaParser) groupBody(quantifiable bool) (bool, error) {
 	p.pos++
 	p.out.WriteByte(')')
 	return quantifiable, nil
+}
+
+// ecmaGroupNameEnd is the index of the '>' that closes a group name starting at from, or -1.
+// It stops at the first character no name can hold, so that many unclosed "(?<" cannot make the
+// parser read the rest of the pattern once for each.
+func ecmaGroupNameEnd(s string, from int) int {
+	for i := from; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '>':
+			return i
+		case c < utf8.RuneSelf && !formatIsAlpha(c) && !formatIsDigit(c) && c != '$' && c != '_':
+			return -1
+		}
+	}
+	return -1
 }
 
 // ecmaIsGroupName is a group name: an identifier of ASCII letters, digits, '$' and '_', or any
@@ -372,7 +387,7 @@ func (p *ecmaParser) atomEscape() error {
 		return nil
 	case c == 'k':
 		rest := p.src[p.pos+2:]
-		end := strings.IndexByte(rest, '>')
+		end := ecmaGroupNameEnd(rest, 1)
 		if !strings.HasPrefix(rest, "<") || end < 0 || !p.names[rest[1:end]] {
 			return &ecmaSyntaxError{"has a named backreference to a group that does not exist"}
 		}

@@ -80,8 +80,9 @@ func schLoadSuiteFile(t testing.TB, path string) []schSuiteGroup {
 	return groups
 }
 
-// schSuiteFiles lists the suite's files of one draft: required ones and optional/format when
-// verdicts count, every optional file too for the differential check.
+// schSuiteFiles lists the suite's files of one draft: required ones, optional/format and the
+// optional ECMA-262 regex files when verdicts count, every optional file too for the differential
+// check.
 func schSuiteFiles(t testing.TB, draft string, allOptional bool) []string {
 	t.Helper()
 	var files []string
@@ -96,7 +97,7 @@ func schSuiteFiles(t testing.TB, draft string, allOptional bool) []string {
 		rel, _ := filepath.Rel(schSuiteDir, p)
 		rel = filepath.ToSlash(rel)
 		optional := strings.Contains(rel, "/optional/")
-		if optional && !allOptional && !strings.Contains(rel, "/optional/format/") {
+		if optional && !allOptional && !strings.Contains(rel, "/optional/format/") && !schSuiteRegexFile(rel) {
 			return nil
 		}
 		files = append(files, rel)
@@ -107,6 +108,13 @@ func schSuiteFiles(t testing.TB, draft string, allOptional bool) []string {
 	}
 	slices.Sort(files)
 	return files
+}
+
+// schSuiteRegexFile tells whether rel is one of the optional files on ECMA-262 regular
+// expressions (their syntax and meaning in pattern and patternProperties), whose verdicts count:
+// patterns are ECMA-262 here.
+func schSuiteRegexFile(rel string) bool {
+	return strings.HasSuffix(rel, "/optional/ecmascript-regex.json") || strings.HasSuffix(rel, "/optional/non-bmp-regex.json")
 }
 
 // schSuiteDraft is the draft a suite file's schemas default to.
