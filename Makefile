@@ -3,7 +3,7 @@
 
 GO        ?= go
 VERSION   ?= 0.1.0-dev
-LDFLAGS   := -s -w -X github.com/agent-output-verifier/verifier/pkg/verify.Version=$(VERSION)
+LDFLAGS   := -s -w -X github.com/agent-output-verifier/verifier/pkg/wire.Version=$(VERSION)
 BIN       := bin
 # FUZZTIME bounds each fuzz campaign that `make test` runs.
 FUZZTIME  ?= 8s

@@ -2,7 +2,9 @@
 // the service (SPEC §11): the OpenAPI 3.1 description, the interactive docs viewer, llms.txt and
 // llms-full.txt, and the RFC 9727 API catalog. Each is generated from the code's own sources (the
 // route table, the request and response schemas, the error codes, the live configuration) and the
-// worked examples are produced by running the engine, so no document can drift from the service.
+// worked examples are the engine's answers, generated ahead into examples.json and held to the
+// engine by a test (see examples.go), so no document can drift from the service and the function
+// that serves them does not link the engine.
 //
 // The package embeds the docs viewer's assets, so only the binaries that serve these routes import
 // it: functions/wellknown and the local server. The agent card, /health, the index and the x402
@@ -91,7 +93,7 @@ func (d *Documents) get() (*built, error) {
 }
 
 func build(svc *httpapi.Service) (*built, error) {
-	ex, err := buildExamples(svc)
+	ex, err := loadExamples(svc.BaseURL)
 	if err != nil {
 		return nil, err
 	}

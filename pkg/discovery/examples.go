@@ -1,26 +1,32 @@
 package discovery
 
 import (
-	"context"
+	"bytes"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
-	"net/http"
 	"time"
 
-	"github.com/agent-output-verifier/verifier/pkg/apperr"
-	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
-// The worked examples are real answers of this build: the service's own engine and handlers run
+// The worked examples are real answers of this code: the service's own engine and handlers ran
 // on the example requests, with a published example key, a fixed time and fixed ids, so the
 // documents are the same bytes on every run and every receipt in them verifies. A live answer to
 // the same request differs only in its id, time, key version and signature (a test checks this
 // against the running server).
+//
+// The engine does not run in the function that serves the documents: that would link the JSON
+// Schema library into it, whose package initialization was most of the function's. The answers
+// are generated ahead into examples.json (`go test ./pkg/discovery -run TestWorkedExamples
+// -update`), made at exampleBaseURL by a build of version generatedVersion; a test in `make test`
+// regenerates them with the real engine and fails when the checked-in file differs. When the
+// documents are built, each signed answer gets the deployment's base URL in its verify block and
+// this build's version, and is signed again with the example key: what the engine decided (the
+// result, the checks, the hashes) is the generated one, everything that names the deployment is
+// the live one.
 const (
 	// ExampleKeyVersion names the key that signs the worked examples. It is not a key of any
 	// deployment: its private half is derived from a public string.
@@ -35,34 +41,33 @@ const (
 // between runs.
 var exampleTime = time.Date(2026, time.January, 15, 9, 30, 0, 123456000, time.UTC)
 
-// exampleIDs are the verification ids of the examples, in the order they are made.
-var exampleIDs = []string{
-	"0b1e2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
-	"1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
-	"2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f6a",
+//go:embed examples.json
+var generatedExamplesJSON []byte
+
+// generatedExamples is examples.json: the worked examples as the engine answered them at
+// exampleBaseURL, signed answers without their attestation.
+type generatedExamples struct {
+	BaseURL  string             `json:"base_url"`
+	Version  string             `json:"verifier_version"`
+	Examples []generatedExample `json:"examples"`
 }
 
-// failRequestJSON is the README's request: an invoice whose line items do not add up to its
-// total, with the rule enforced, so the answer fails and says what to repair.
-const failRequestJSON = `{
-  "task_id": "invoice-7731-draft",
-  "agent_id": "seller-invoice-agent",
-  "expected_schema": {"type": "object", "required": ["line_items", "total"],
-                      "properties": {"line_items": {"type": "array"}, "total": {"type": "number"}}},
-  "submitted_output": {"line_items": [{"line_total": 87.0}, {"line_total": 42.5}], "total": 135.0},
-  "rules": [{"type": "sum_equals", "field": "line_items[].line_total", "equals_field": "total"}],
-  "enforce_rules": true
-}`
+// generatedExample is one worked example; Context is the attestation context it is signed under,
+// empty for an unsigned answer (an error).
+type generatedExample struct {
+	ID       string `json:"id"`
+	Title    string `json:"title"`
+	Method   string `json:"method"`
+	Path     string `json:"path"`
+	Request  string `json:"request,omitempty"`
+	Status   int    `json:"status"`
+	Context  string `json:"context,omitempty"`
+	Response string `json:"response"`
+}
 
-// invalidRequestJSON has a rule type that does not exist and a switch of the wrong type: mistakes
-// the decoder refuses rather than let them weaken a check silently, naming both fields at once.
-const invalidRequestJSON = `{
-  "task_id": "invoice-7731-draft",
-  "expected_schema": {"type": "object"},
-  "submitted_output": {"total": 135.0},
-  "rules": [{"type": "sum_equal", "field": "line_items[].line_total", "equals_field": "total"}],
-  "enforce_rules": "yes"
-}`
+// exampleBaseURL is the base URL the examples are generated at; the documents replace it with
+// the deployment's own.
+const exampleBaseURL = "https://verifier.example"
 
 // Example is one worked example: a request to a route and the service's answer.
 type Example struct {
@@ -95,72 +100,75 @@ func ExampleKey() receipt.Key {
 	return receipt.Key{Version: ExampleKeyVersion, Private: receipt.NewKeyFromSeed(seed[:])}
 }
 
-// exampleService is svc as far as answers go (engine limits, base URL, prices), signing with the
-// example key at the example time and handing out the example ids. It has no store: nothing it
-// does is recorded or counted.
-func exampleService(svc *httpapi.Service) *httpapi.Service {
-	engine := svc.Engine
-	if engine == nil {
-		engine = verify.NewEngine(verify.Limits{})
+// loadExamples makes the worked examples of a deployment at baseURL from examples.json: each
+// signed answer gets baseURL in its verify block and this build's version, and is signed with the
+// example key at the example time. It fails when the file does not hold the four examples or an
+// answer does not hold exactly one of what is replaced, so a change of the answers' shape cannot
+// leave the generated URL or version in a document unnoticed.
+func loadExamples(baseURL string) (*Examples, error) {
+	var g generatedExamples
+	if err := json.Unmarshal(generatedExamplesJSON, &g); err != nil {
+		return nil, fmt.Errorf("worked examples: %w", err)
 	}
-	next := 0
-	return &httpapi.Service{
-		Engine:  verify.NewEngine(engine.Limits()),
-		Keys:    receipt.KeyRing{Current: ExampleKey()},
-		BaseURL: svc.BaseURL,
-		Pricing: svc.Pricing,
-		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now:     func() time.Time { return exampleTime },
-		NewID: func() string {
-			id := exampleIDs[next%len(exampleIDs)]
-			next++
-			return id
-		},
+	key := ExampleKey()
+	from, to, err := verifyBlocks(g.BaseURL, baseURL)
+	if err != nil {
+		return nil, err
 	}
+	fromVersion, _ := json.Marshal(g.Version)
+	toVersion, _ := json.Marshal(wire.Version)
+	byID := map[string]Example{}
+	for _, x := range g.Examples {
+		e := Example{ID: x.ID, Title: x.Title, Method: x.Method, Path: x.Path, Status: x.Status, Response: []byte(x.Response)}
+		if x.Request != "" {
+			e.Request = []byte(x.Request)
+		}
+		if x.Context != "" {
+			body, err := replaceOnce(e.Response, from, to)
+			if err != nil {
+				return nil, fmt.Errorf("worked example %s: verify block: %w", x.ID, err)
+			}
+			if x.Context == receipt.ContextVerify {
+				if body, err = replaceOnce(body, append([]byte(`"verifier_version":`), fromVersion...), append([]byte(`"verifier_version":`), toVersion...)); err != nil {
+					return nil, fmt.Errorf("worked example %s: verifier_version: %w", x.ID, err)
+				}
+			}
+			if e.Response, err = key.Attest(x.Context, body, receipt.FormatTime(exampleTime)); err != nil {
+				return nil, fmt.Errorf("worked example %s: %w", x.ID, err)
+			}
+		}
+		byID[x.ID] = e
+	}
+	out := &Examples{Key: key.Public(), Pass: byID["pass"], Fail: byID["fail"], Invalid: byID["invalid"], Score: byID["score-no-data"]}
+	for _, e := range out.All() {
+		if e.ID == "" || e.Response == nil {
+			return nil, fmt.Errorf("worked examples: examples.json lacks one of pass, fail, invalid, score-no-data")
+		}
+	}
+	return out, nil
 }
 
-// buildExamples runs the examples through the service's own code.
-func buildExamples(svc *httpapi.Service) (*Examples, error) {
-	ex := exampleService(svc)
-	ctx := context.Background()
-	out := &Examples{Key: ExampleKey().Public()}
-
-	verification := func(id, title string, body []byte) (Example, error) {
-		v, err := ex.RunVerification(ctx, body)
+// verifyBlocks are the verify members of the example answers made at generatedAt and of those
+// of a deployment at baseURL, as the answers write them.
+func verifyBlocks(generatedAt, baseURL string) (from, to []byte, err error) {
+	member := func(base string) ([]byte, error) {
+		b, err := json.Marshal(receipt.NewVerifyInfo(base, ExampleKeyVersion))
 		if err != nil {
-			return Example{}, fmt.Errorf("worked example %s: %w", id, err)
+			return nil, fmt.Errorf("worked examples: verify block: %w", err)
 		}
-		return Example{ID: id, Title: title, Method: http.MethodPost, Path: "/verify/schema", Request: body, Status: http.StatusOK, Response: v.Body}, nil
+		return append([]byte(`"verify":`), b...), nil
 	}
-	var err error
-	if out.Pass, err = verification("pass", "A verification that passes", verify.ExampleRequestJSON()); err != nil {
-		return nil, err
+	if from, err = member(generatedAt); err != nil {
+		return nil, nil, err
 	}
-	if out.Fail, err = verification("fail", "A verification that fails, with what to repair", []byte(failRequestJSON)); err != nil {
-		return nil, err
-	}
+	to, err = member(baseURL)
+	return from, to, err
+}
 
-	_, decodeErr := ex.Decode(ctx, []byte(invalidRequestJSON))
-	e, ok := apperr.As(decodeErr)
-	if !ok {
-		return nil, fmt.Errorf("worked example invalid: the request was not refused with an error envelope: %v", decodeErr)
+// replaceOnce replaces old in b by new, which must occur exactly once.
+func replaceOnce(b, old, new []byte) ([]byte, error) {
+	if n := bytes.Count(b, old); n != 1 {
+		return nil, fmt.Errorf("%d occurrences of %s, want 1", n, old)
 	}
-	body, err := json.Marshal(e)
-	if err != nil {
-		return nil, fmt.Errorf("worked example invalid: %w", err)
-	}
-	out.Invalid = Example{ID: "invalid", Title: "An invalid request (422)", Method: http.MethodPost, Path: "/verify/schema",
-		Request: []byte(invalidRequestJSON), Status: e.Status, Response: body}
-
-	lookup, err := ex.LookupScore(ctx, ExampleAgentUnknown)
-	if err != nil {
-		return nil, fmt.Errorf("worked example score: %w", err)
-	}
-	score, err := lookup.Document()
-	if err != nil {
-		return nil, fmt.Errorf("worked example score: %w", err)
-	}
-	out.Score = Example{ID: "score-no-data", Title: "The trust score of an agent with no record", Method: http.MethodGet,
-		Path: "/score/" + ExampleAgentUnknown, Status: http.StatusOK, Response: score}
-	return out, nil
+	return bytes.Replace(b, old, new, 1), nil
 }

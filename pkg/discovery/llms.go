@@ -10,7 +10,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
@@ -45,11 +45,11 @@ func llmsText(svc *httpapi.Service, ex *Examples) []byte {
 		"receipt: SHA-256 hashes of the exact data, signed with Ed25519 over RFC 8785 canonical JSON, which anyone can verify offline.\n\n")
 	w("Base URL: %s (version %s). Sellers check before delivering and attach the receipt; buyers check before paying. Every request and answer "+
 		"is JSON. The same service is an MCP server at %s/mcp (tools verify_schema and get_verification_record). The OpenAPI document has the "+
-		"full contract of every route", base, verify.Version, base)
+		"full contract of every route", base, wire.Version, base)
 	if ex == nil {
 		w("; %s%s adds worked examples.\n\n", base, PathLLMsFull)
 	} else {
-		w("; this file adds worked examples, made by running this build.\n\n")
+		w("; this file adds worked examples, answers of this build's engine.\n\n")
 	}
 
 	w("## %s\n\n", SectionEndpoints)
@@ -179,7 +179,7 @@ func writeExamples(b *strings.Builder, svc *httpapi.Service, ex *Examples) {
 	base := svc.BaseURL
 	pub := base64.StdEncoding.EncodeToString(ex.Key.Key)
 	w("## %s\n\n", SectionExamples)
-	w("These are answers of this very build: the service's own code ran each request, signing with the documentation example key "+
+	w("These are answers of this build's engine (generated ahead with the service's own code and checked against it by a test), signed with the documentation example key "+
 		"(version %s, public key %s) at a fixed time with fixed ids, so this file is the same on every run. The example key's private half is "+
 		"derived from a published string: it proves nothing about who signed, and no deployment signs with it. Live answers to the same "+
 		"requests differ only in verification_id, verified_at, verify.key_version and attestation, and are signed with the keys of %s/.well-known/agent-card.json. "+

@@ -7,7 +7,7 @@ import (
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // OpenAPIVersion is the version of the OpenAPI specification the document follows.
@@ -301,7 +301,7 @@ func openAPIDocument(svc *httpapi.Service, ex *Examples) ([]byte, error) {
 		"openapi", OpenAPIVersion,
 		"info", obj(
 			"title", "Agent Output Verifier",
-			"version", verify.Version,
+			"version", wire.Version,
 			"summary", "Deterministic verification of AI agents' JSON output, with Ed25519-signed receipts.",
 			"description", apiDescription(svc),
 		),
@@ -341,7 +341,7 @@ func openAPIComponents(svc *httpapi.Service) (object, error) {
 		"parameters", obj(
 			"AgentId", obj("name", "agent_id", "in", "path", "required", true,
 				"description", "The agent_id the verifications named, percent-encoded (one path segment).",
-				"schema", obj("type", "string", "minLength", 1, "maxLength", verify.MaxIDLen), "example", "seller-invoice-agent"),
+				"schema", obj("type", "string", "minLength", 1, "maxLength", wire.MaxIDLen), "example", "seller-invoice-agent"),
 			"Limit", obj("name", "limit", "in", "query", "required", false, "description", "Entries per page.",
 				"schema", obj("type", "integer", "minimum", 1, "maximum", httpapi.MaxReputationPage, "default", httpapi.DefaultReputationPage)),
 			"Cursor", obj("name", "cursor", "in", "query", "required", false,
@@ -441,5 +441,5 @@ func maxBody(svc *httpapi.Service) int64 {
 	if svc.Engine != nil {
 		return svc.Engine.Limits().MaxBody
 	}
-	return verify.DefaultLimits.MaxBody
+	return wire.DefaultLimits.MaxBody
 }

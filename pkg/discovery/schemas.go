@@ -7,7 +7,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // The schemas of the OpenAPI document's components. The request and the verification answer come
@@ -195,15 +195,15 @@ func componentSchemas() (object, error) {
 	}
 
 	out := object{}
-	out.set("VerifyRequest", withDescription(verify.RequestSchema(), "A verification request (SPEC §4.1). The service enforces exactly this schema; unknown fields are refused with 422."))
-	out.set("VerifyResponse", withDescription(verify.ResponseSchema(), "A verification answer, full or compact detail, signed with the verify context."))
+	out.set("VerifyRequest", withDescription(wire.RequestSchema(), "A verification request (SPEC §4.1). The service enforces exactly this schema; unknown fields are refused with 422."))
+	out.set("VerifyResponse", withDescription(wire.ResponseSchema(), "A verification answer, full or compact detail, signed with the verify context."))
 	out.set("Error", errSchema)
 	out.set("PaymentRequired", paymentRequiredSchema(paymentCodes))
 	for _, s := range []struct{ name, doc string }{
 		{"PaymentRequirements", requirementsSchemaJSON},
 		{"FreeTrial", freeTrialSchemaJSON},
 		{"Attestation", receipt.AttestationSchemaJSON},
-		{"VerifyInfo", verify.VerifyInfoSchemaJSON},
+		{"VerifyInfo", receipt.VerifyInfoSchemaJSON},
 		{"ScoreDocument", httpapi.ScoreSchemaJSON},
 		{"ReputationDocument", reputationSchemaJSON},
 		{"Health", healthSchemaJSON},

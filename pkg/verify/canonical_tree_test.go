@@ -3,13 +3,13 @@ package verify
 import (
 	"bytes"
 	"slices"
-	"strconv"
 	"testing"
 	"unicode/utf16"
 
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // canonicalTreeSeeds are documents where RFC 8785 is easy to get wrong: number forms around the
@@ -35,23 +35,6 @@ func TestCanonicalTree(t *testing.T) {
 	checkCanonicalTree(t, seedFile(t, "invoice-draft.request.json"))
 }
 
-// A literal smallInteger lets through unparsed is exactly what parsing and writing it would give.
-func TestSmallInteger(t *testing.T) {
-	for _, lit := range []string{"0", "-0", "7", "-7", "10", "999999999999999", "-999999999999999",
-		"1000000000000000", "9007199254740993", "01", "-", "", "1.0", "1e2", "0.5", "-01", "1a"} {
-		f, err := strconv.ParseFloat(lit, 64)
-		exact := err == nil && string(appendES6Number(nil, f)) == lit
-		if got := smallInteger(lit); got && !exact {
-			t.Errorf("smallInteger(%q) = true, but its canonical form is %s", lit, appendES6Number(nil, f))
-		}
-	}
-	for _, lit := range []string{"0", "7", "-7", "999999999999999", "-123456789012345"} {
-		if !smallInteger(lit) {
-			t.Errorf("smallInteger(%q) = false", lit)
-		}
-	}
-}
-
 // FuzzCanonicalTree holds the canonical form written from a decoded tree to the general
 // canonicalizer reading the same bytes, and the UTF-16 ordering to the one of unicode/utf16.
 func FuzzCanonicalTree(f *testing.F) {
@@ -73,7 +56,7 @@ func checkCanonicalTree(t *testing.T, doc []byte) {
 	if err != nil {
 		return // beyond the decoder's limits: never hashed
 	}
-	got, gotErr := appendCanonicalTree(nil, tree)
+	got, gotErr := wire.AppendCanonicalTree(nil, tree)
 	want, wantErr := receipt.Canonicalize(doc)
 	if (gotErr != nil) != (wantErr != nil) {
 		t.Fatalf("%q: tree encoder error %v, canonicalizer error %v", doc, gotErr, wantErr)
@@ -89,8 +72,8 @@ func checkCanonicalTree(t *testing.T, doc []byte) {
 		for _, a := range keys {
 			for _, b := range keys {
 				want := slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b)))
-				if got := utf16Less(a, b); got != want {
-					t.Fatalf("utf16Less(%q, %q) = %d, want %d", a, b, got, want)
+				if got := wire.UTF16Less(a, b); got != want {
+					t.Fatalf("UTF16Less(%q, %q) = %d, want %d", a, b, got, want)
 				}
 			}
 		}

@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // errDepth, errNumberRange, errNumberSize and errSchemaSize are what the tree builder rejects
@@ -184,7 +186,7 @@ func (b *treeBuilder) value() (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if smallInteger(lit) {
+		if wire.SmallInteger(lit) {
 			return json.Number(lit), nil
 		}
 		if _, err := strconv.ParseFloat(lit, 64); err != nil {

@@ -8,7 +8,8 @@ import (
 )
 
 // The vectors the agent card publishes are the seed's, computed by this build: same requests,
-// same canonical forms, same hashes.
+// same canonical forms, same hashes; and the engine's decoder, which hashes every request with the
+// same assembly from its own trees, gets the same forms and hashes from the same requests.
 func TestRequestHashVectorsMatchSeed(t *testing.T) {
 	raw, err := os.ReadFile("../../testdata/seed/request-hash-vectors.json")
 	if err != nil {
@@ -41,6 +42,13 @@ func TestRequestHashVectorsMatchSeed(t *testing.T) {
 		}
 		if got[i].RequestHash != want[i].RequestHash {
 			t.Errorf("vector %d: request_hash %s, want %s", i, got[i].RequestHash, want[i].RequestHash)
+		}
+		req, err := DecodeRequest(want[i].Request, DefaultLimits)
+		if err != nil {
+			t.Fatalf("vector %d: %v", i, err)
+		}
+		if string(req.Canonical) != got[i].Canonical || req.Hashes.Request != got[i].RequestHash {
+			t.Errorf("vector %d: the engine hashes it as %s (%s), the published vector says %s", i, req.Hashes.Request, req.Canonical, got[i].RequestHash)
 		}
 	}
 	// Callers get a copy: changing it does not change what the next caller sees.

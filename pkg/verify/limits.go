@@ -1,27 +1,9 @@
 package verify
 
-// Limits bound what one request may ask of the engine. Each default has a reason; operators may
-// lower or raise them through configuration, never past what the engine is tested with.
-type Limits struct {
-	// MaxBody is the largest request body in bytes (413 beyond). 1 MiB keeps one verification
-	// well inside a Lambda's memory and API Gateway's payload limit.
-	MaxBody int64
-	// MaxDepth is the deepest nesting of arrays and objects anywhere in the body. Recursive
-	// walkers (validation, counting, canonicalization) stay far from stack limits.
-	MaxDepth int
-	// MaxRules and MaxBounds cap the integrity work per request.
-	MaxRules  int
-	MaxBounds int
-	// MaxPathLen caps one rule or bound path in bytes.
-	MaxPathLen int
-}
-
-// DefaultLimits are the limits of SPEC §4.1.
-var DefaultLimits = Limits{MaxBody: 1 << 20, MaxDepth: 128, MaxRules: 200, MaxBounds: 200, MaxPathLen: 512}
+// The engine's limits. The request's own (body size, depth, rules, bounds, path and id lengths)
+// are in pkg/wire/limits.go, which the routes that do not verify share.
 
 const (
-	// MaxIDLen is the longest task_id or agent_id in characters: ids are labels, not payloads.
-	MaxIDLen = 200
 	// ListCap is how many entries errors, errors_detail, flags and hints show; the rest are counted
 	// in <list>_omitted so a response stays small whatever the input. A 422 names at most as many
 	// problems, the last entry counting the rest.
@@ -32,8 +14,6 @@ const (
 	// FoundMaxChars is how much of an offending value a message shows, so that a report never
 	// becomes a copy of the caller's output.
 	FoundMaxChars = 80
-	// DefaultTolerance is the rule tolerance when none is given (and its canonical literal).
-	DefaultTolerance = "1e-9"
 	// SchemaCacheSize is how many compiled schemas the engine keeps (LRU by schema_hash).
 	SchemaCacheSize = 256
 	// SchemaCacheBytes bounds the heap the compiled schemas the engine keeps really hold, each

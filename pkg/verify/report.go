@@ -64,25 +64,6 @@ type Hint struct {
 	Found    string `json:"found"`
 }
 
-// VerifyInfo is the response's "verify" block: where to find the key and how the receipt is made.
-type VerifyInfo struct {
-	PublicKeyURL     string `json:"public_key_url"`
-	KeyVersion       string `json:"key_version"`
-	Canonicalization string `json:"canonicalization"`
-	HashAlgorithm    string `json:"hash_algorithm"`
-	Service          string `json:"service"`
-	MCP              string `json:"mcp"`
-}
-
-// NewVerifyInfo builds the verify block for a deployment at baseURL signing with keyVersion.
-func NewVerifyInfo(baseURL, keyVersion string) VerifyInfo {
-	return VerifyInfo{
-		PublicKeyURL: baseURL + "/.well-known/agent-card.json", KeyVersion: keyVersion,
-		Canonicalization: "RFC 8785 (JCS)", HashAlgorithm: "SHA-256",
-		Service: "Agent Output Verifier", MCP: baseURL + "/mcp",
-	}
-}
-
 // Report is the response of POST /verify/schema without its attestation. Field order is the
 // wire order of SPEC §4.6; the compact shape leaves the full-only fields nil.
 type Report struct {
@@ -136,36 +117,6 @@ func (r *Report) JSON() ([]byte, error) { return r.wireJSON(make([]byte, 0, 3072
 
 // Passed reports whether nothing blocked.
 func (r *Report) Passed() bool { return r.Result == "pass" }
-
-// FormatTime renders t as verified_at is written: RFC 3339 UTC with microseconds and "+00:00".
-func FormatTime(t time.Time) string {
-	t = t.UTC()
-	year, month, day := t.Date()
-	if year < 0 || year > 9999 {
-		var buf [40]byte
-		return string(t.AppendFormat(buf[:0], "2006-01-02T15:04:05.000000+00:00"))
-	}
-	// Written digit by digit: interpreting the layout was a tenth of shaping a report. The
-	// test holds this to the layout for years 0 to 9999; others take the layout.
-	hour, minute, second := t.Clock()
-	buf := [32]byte{4: '-', 7: '-', 10: 'T', 13: ':', 16: ':', 19: '.', 26: '+', 27: '0', 28: '0', 29: ':', 30: '0', 31: '0'}
-	putDigits(buf[0:4], year)
-	putDigits(buf[5:7], int(month))
-	putDigits(buf[8:10], day)
-	putDigits(buf[11:13], hour)
-	putDigits(buf[14:16], minute)
-	putDigits(buf[17:19], second)
-	putDigits(buf[20:26], t.Nanosecond()/1000)
-	return string(buf[:])
-}
-
-// putDigits writes v, zero-padded, into all of dst.
-func putDigits(dst []byte, v int) {
-	for i := len(dst) - 1; i >= 0; i-- {
-		dst[i] = byte('0' + v%10)
-		v /= 10
-	}
-}
 
 // failure sources and how each is named in errors and hints.
 const (

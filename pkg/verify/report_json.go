@@ -5,9 +5,10 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // errNotCanonical means the report holds a value this encoder does not write canonically itself
@@ -37,7 +38,7 @@ func (r *Report) canonicalJSON(dst []byte) ([]byte, error) {
 
 // bothJSON appends the wire form to wire and the canonical form to canon, as wireJSON and
 // canonicalJSON do. Both forms hold the same strings, so when writing the first found every one
-// of them plain (see plainASCII), the second writes them without looking at them again: that
+// of them plain (see wire.PlainASCII), the second writes them without looking at them again: that
 // look was a third of writing the second form. canonErr is canonicalJSON's error.
 func (r *Report) bothJSON(wire, canon []byte) (w, c []byte, err, canonErr error) {
 	cw := jsonWriter{b: wire}
@@ -65,7 +66,7 @@ func newMembers(names ...string) *members {
 		m.names[i] = `"` + n + `":`
 		m.wire[i], m.canonical[i] = uint8(i), uint8(i)
 	}
-	slices.SortFunc(m.canonical, func(a, b uint8) int { return utf16Less(names[a], names[b]) })
+	slices.SortFunc(m.canonical, func(a, b uint8) int { return wire.UTF16Less(names[a], names[b]) })
 	return m
 }
 
@@ -445,7 +446,7 @@ func (c *jsonWriter) strList(n string, list []string) {
 }
 
 func (c *jsonWriter) str(s string) {
-	if c.knownPlain || plainASCII(s) {
+	if c.knownPlain || wire.PlainASCII(s) {
 		c.b = append(c.b, '"')
 		c.b = append(c.b, s...)
 		c.b = append(c.b, '"')
@@ -456,27 +457,4 @@ func (c *jsonWriter) str(s string) {
 	if c.b, err = jsontext.AppendQuote(c.b, s); err != nil && c.err == nil {
 		c.err = errNotCanonical
 	}
-}
-
-// plainASCII tells whether s is written as is between quotes: printable ASCII without '"' or '\\',
-// which no JSON writer escapes. It looks at eight bytes at a time: a word has none of the
-// characters to escape when no byte has its high bit set, none is below 0x20, and none equals '"'
-// or '\\' (the classic tests for a zero or a small byte in a word, exact as a yes/no answer).
-func plainASCII(s string) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		quote, backslash := w^(ones*'"'), w^(ones*'\\')
-		if (w|(w-ones*0x20)|((quote-ones)&^quote)|((backslash-ones)&^backslash))&highs != 0 {
-			return false
-		}
-	}
-	for ; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -169,43 +168,6 @@ func TestRespondSignsTheCanonicalForm(t *testing.T) {
 	}
 	if signed < 40 {
 		t.Errorf("only %d receipts verified", signed)
-	}
-}
-
-// plainASCII's word-at-a-time test answers as the byte-at-a-time one does, at every position and
-// length, for the bytes around each boundary.
-func TestPlainASCII(t *testing.T) {
-	simple := func(s string) bool {
-		for i := 0; i < len(s); i++ {
-			if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
-				return false
-			}
-		}
-		return true
-	}
-	edge := []byte{0x00, 0x01, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x41, 0x5b, 0x5c, 0x5d, 0x7e, 0x7f, 0x80, 0xc3, 0xff}
-	rng := rand.New(rand.NewPCG(3, 4))
-	var plain int
-	for range 200000 {
-		b := make([]byte, rng.IntN(40))
-		for i := range b {
-			if rng.IntN(8) == 0 {
-				b[i] = edge[rng.IntN(len(edge))]
-			} else {
-				b[i] = byte(0x20 + rng.IntN(0x5f))
-			}
-		}
-		s := string(b)
-		want := simple(s)
-		if got := plainASCII(s); got != want {
-			t.Fatalf("plainASCII(%q) = %v, want %v", s, got, want)
-		}
-		if want {
-			plain++
-		}
-	}
-	if plain < 10000 {
-		t.Errorf("only %d plain strings drawn", plain)
 	}
 }
 

@@ -224,7 +224,7 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias, []byte) *Sch
 	// The schema's tree is built only when the engine's cache does not know its bytes.
 	if v := ms.raw[fieldSchema]; ms.seen[fieldSchema] {
 		if known != nil {
-			req.alias, req.aliasRaw = aliasOf(v, bytes.Equal(ms.raw[fieldStrict], litTrue)), v
+			req.alias, req.aliasRaw = aliasOf(v, string(ms.raw[fieldStrict]) == "true"), v
 			req.compiled = known(req.alias, v)
 		}
 		if req.compiled == nil {
@@ -433,24 +433,6 @@ func idField(bad *problems, name string, v any, nullable bool) (string, bool) {
 		return "", false
 	}
 	return s, true
-}
-
-// CheckAgentID is the one check of an agent_id, for the verify request and for every route and
-// tool that names an agent: valid UTF-8, 1 to MaxIDLen characters, and no control characters
-// (Unicode's Cc: NUL, line breaks, escape, DEL, C1), which a label that logs, stores and signed
-// documents carry never means and which a store could not keep faithfully. problem and fix are
-// phrased for a 422 on agent_id; problem is "" when the id is fine.
-func CheckAgentID(id string) (problem, fix string) {
-	fix = fmt.Sprintf("Send an agent_id of 1 to %d characters without control characters.", MaxIDLen)
-	switch {
-	case !utf8.ValidString(id):
-		return "is not valid UTF-8", fix
-	case id == "" || utf8.RuneCountInString(id) > MaxIDLen:
-		return fmt.Sprintf("must be 1 to %d characters long", MaxIDLen), fix
-	case strings.IndexFunc(id, unicode.IsControl) >= 0:
-		return "contains a control character", fix
-	}
-	return "", ""
 }
 
 func boolField(bad *problems, name string, v any) bool {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // canary is planted in every invalid request; no error may ever contain it.
@@ -340,8 +341,8 @@ func TestRequestSchemaAgreesWithDecoder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(requestSchemaJSON, fmt.Sprintf("at most %d subschemas", MaxSchemaNodes)) ||
-		!strings.Contains(requestSchemaJSON, fmt.Sprintf("once more per %d bytes", SchemaPointerBytes)) {
+	if !strings.Contains(string(wire.RequestSchemaJSON()), fmt.Sprintf("at most %d subschemas", MaxSchemaNodes)) ||
+		!strings.Contains(string(wire.RequestSchemaJSON()), fmt.Sprintf("once more per %d bytes", SchemaPointerBytes)) {
 		t.Error("the request schema does not give the subschema limit the decoder enforces")
 	}
 	ex, _ := json.Marshal(ExampleRequest())

@@ -1,8 +1,9 @@
-package verify
+package wire
 
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -11,12 +12,16 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// appendCanonicalTree appends the RFC 8785 form of a decoded tree (nil, bool, string,
+// errNotTree means a value is not of the types a decoded tree holds.
+var errNotTree = errors.New("canonical form: value outside a decoded JSON tree")
+
+// AppendCanonicalTree appends the RFC 8785 form of a decoded tree (nil, bool, string,
 // json.Number, []any, map[string]any): members sorted by UTF-16 code units, strings with minimal
-// escaping, numbers as ECMAScript writes the double they denote. The request's subtrees are
-// canonicalized from the trees the decoder builds anyway, instead of being parsed once more;
-// FuzzCanonicalTree holds it equal to receipt.Canonicalize on the same bytes.
-func appendCanonicalTree(dst []byte, v any) ([]byte, error) {
+// escaping, numbers as ECMAScript writes the double they denote. The engine canonicalizes the
+// request's subtrees from the trees its decoder builds anyway, instead of parsing them once more;
+// pkg/verify's FuzzCanonicalTree holds it equal to receipt.Canonicalize on the same bytes. A value
+// of another type is an error.
+func AppendCanonicalTree(dst []byte, v any) ([]byte, error) {
 	switch v := v.(type) {
 	case nil:
 		return append(dst, "null"...), nil
@@ -25,7 +30,7 @@ func appendCanonicalTree(dst []byte, v any) ([]byte, error) {
 	case string:
 		return appendQuoted(dst, v)
 	case json.Number:
-		if smallInteger(string(v)) {
+		if SmallInteger(string(v)) {
 			return append(dst, v...), nil
 		}
 		f, err := strconv.ParseFloat(string(v), 64)
@@ -40,7 +45,7 @@ func appendCanonicalTree(dst []byte, v any) ([]byte, error) {
 				dst = append(dst, ',')
 			}
 			var err error
-			if dst, err = appendCanonicalTree(dst, e); err != nil {
+			if dst, err = AppendCanonicalTree(dst, e); err != nil {
 				return dst, err
 			}
 		}
@@ -51,7 +56,7 @@ func appendCanonicalTree(dst []byte, v any) ([]byte, error) {
 		for k := range v {
 			keys = append(keys, k)
 		}
-		slices.SortFunc(keys, utf16Less)
+		slices.SortFunc(keys, UTF16Less)
 		dst = append(dst, '{')
 		for i, k := range keys {
 			if i > 0 {
@@ -62,20 +67,20 @@ func appendCanonicalTree(dst []byte, v any) ([]byte, error) {
 				return dst, err
 			}
 			dst = append(dst, ':')
-			if dst, err = appendCanonicalTree(dst, v[k]); err != nil {
+			if dst, err = AppendCanonicalTree(dst, v[k]); err != nil {
 				return dst, err
 			}
 		}
 		return append(dst, '}'), nil
 	}
-	return dst, errNotCanonical
+	return dst, errNotTree
 }
 
-// smallInteger tells whether lit is an integer literal of at most 15 digits without a leading
+// SmallInteger tells whether lit is an integer literal of at most 15 digits without a leading
 // zero, or "0". Such a number is exactly a double (below 2^53) and ECMAScript writes it back digit
 // for digit, so it is its own canonical form and within every limit of the decoder: most numbers
 // sent are such, and they skip parsing.
-func smallInteger(lit string) bool {
+func SmallInteger(lit string) bool {
 	s := lit
 	if len(s) > 0 && s[0] == '-' {
 		s = s[1:] // "-0" is not one: its canonical form is 0
@@ -84,7 +89,7 @@ func smallInteger(lit string) bool {
 		return false
 	}
 	for i := range len(s) {
-		if !isDecimalDigit(s[i]) {
+		if s[i] < '0' || s[i] > '9' {
 			return false
 		}
 	}
@@ -93,7 +98,7 @@ func smallInteger(lit string) bool {
 
 // appendQuoted appends s as a JSON string with minimal escaping (RFC 8785's).
 func appendQuoted(dst []byte, s string) ([]byte, error) {
-	if plainASCII(s) {
+	if PlainASCII(s) {
 		dst = append(dst, '"')
 		dst = append(dst, s...)
 		return append(dst, '"'), nil
@@ -119,9 +124,9 @@ func appendES6Number(dst []byte, f float64) []byte {
 	return dst
 }
 
-// utf16Less orders strings by their UTF-16 code units, as RFC 8785 sorts member names: a
+// UTF16Less orders strings by their UTF-16 code units, as RFC 8785 sorts member names: a
 // character beyond U+FFFF counts as its surrogate pair, so it sorts before U+E000..U+FFFF.
-func utf16Less(a, b string) int {
+func UTF16Less(a, b string) int {
 	for len(a) > 0 && len(b) > 0 {
 		if a[0] < utf8.RuneSelf && b[0] < utf8.RuneSelf {
 			if a[0] != b[0] {
@@ -152,4 +157,27 @@ func utf16Units(r rune) (rune, rune) {
 	}
 	r -= 0x10000
 	return 0xD800 + r>>10, 0xDC00 + r&0x3FF
+}
+
+// PlainASCII tells whether s is written as is between quotes: printable ASCII without '"' or '\\',
+// which no JSON writer escapes. It looks at eight bytes at a time: a word has none of the
+// characters to escape when no byte has its high bit set, none is below 0x20, and none equals '"'
+// or '\\' (the classic tests for a zero or a small byte in a word, exact as a yes/no answer).
+func PlainASCII(s string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		quote, backslash := w^(ones*'"'), w^(ones*'\\')
+		if (w|(w-ones*0x20)|((quote-ones)&^quote)|((backslash-ones)&^backslash))&highs != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }

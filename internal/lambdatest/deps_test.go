@@ -1,0 +1,109 @@
+package lambdatest_test
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/agent-output-verifier/verifier/internal/lambdatest"
+	"github.com/agent-output-verifier/verifier/internal/testproc"
+)
+
+const (
+	module = "github.com/agent-output-verifier/verifier/"
+	// jsonSchemaLibrary is the engine's JSON Schema library. Its package initialization was 5.6 to
+	// 6.0 ms of the 7 to 8 ms each function spent initializing packages at a cold start, and only
+	// the functions that verify need it.
+	jsonSchemaLibrary = "github.com/santhosh-tekuri/jsonschema"
+)
+
+// The leaf packages that the routes which never verify build on (the request's contract, the
+// receipts, the score formula) do not link the JSON Schema library.
+func TestLeafPackagesLinkNoJSONSchemaLibrary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("lists dependencies with the go tool")
+	}
+	root := repoRoot(t)
+	for _, pkg := range []string{"pkg/wire", "pkg/receipt", "pkg/reputation"} {
+		if chain := importChain(t, root, "./"+pkg, jsonSchemaLibrary); chain != "" {
+			t.Errorf("%s links the JSON Schema library: %s", pkg, chain)
+		}
+	}
+}
+
+// The score and wellknown functions answer without verifying anything, so they must not link the
+// JSON Schema library.
+func TestScoreAndWellknownLinkNoJSONSchemaLibrary(t *testing.T) {
+	t.Skip("not yet: functions/score and functions/wellknown -> pkg/app -> pkg/verify -> " +
+		"github.com/santhosh-tekuri/jsonschema/v6, and pkg/httpapi -> pkg/verify; unskip once the " +
+		"functions are wired through the transport-free service")
+	if testing.Short() {
+		t.Skip("lists the functions' dependencies with the go tool")
+	}
+	root := repoRoot(t)
+	deps, err := lambdatest.FunctionDeps(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, group := range []string{"score", "wellknown"} {
+		if _, ok := deps[group]; !ok {
+			t.Fatalf("no functions/%s", group)
+		}
+		for _, pkg := range deps[group] {
+			if strings.HasPrefix(pkg, jsonSchemaLibrary) {
+				t.Errorf("functions/%s links %s: %s", group, pkg, importChain(t, root, "./functions/"+group, jsonSchemaLibrary))
+				break
+			}
+		}
+	}
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := testproc.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// importChain is the shortest chain of imports from pkg (for linux, as the functions are built)
+// to a package whose path starts with target, written "a -> b -> c", or "" when there is none.
+func importChain(t *testing.T, root, pkg, target string) string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-tags", lambdatest.BuildTags, "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOOS=linux", "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pkg, err)
+	}
+	imports := map[string][]string{}
+	var start string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		imports[f[0]] = f[1:]
+		start = f[0] // go list -deps lists the package itself last
+	}
+	from := map[string]string{start: ""}
+	queue := []string{start}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if strings.HasPrefix(p, target) {
+			chain := []string{strings.TrimPrefix(p, module)}
+			for q := from[p]; q != ""; q = from[q] {
+				chain = append([]string{strings.TrimPrefix(q, module)}, chain...)
+			}
+			return strings.Join(chain, " -> ")
+		}
+		for _, q := range imports[p] {
+			if _, seen := from[q]; !seen {
+				from[q] = p
+				queue = append(queue, q)
+			}
+		}
+	}
+	return ""
+}
