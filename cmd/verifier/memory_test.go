@@ -38,7 +38,7 @@ func TestServeMemoryUnderLargeSchemas(t *testing.T) {
 		} else {
 			pats := make([]string, 1000)
 			for j := range pats {
-				pats[j] = fmt.Sprintf(`{"pattern":"^x%d.{90}$"}`, j)
+				pats[j] = fmt.Sprintf(`{"pattern":"^x%d.{80}$"}`, j)
 			}
 			schema = fmt.Sprintf(`{"allOf":[%s],"title":"t%d"}`, strings.Join(pats, ","), i)
 		}

@@ -64,7 +64,7 @@ func TestHostileInputs(t *testing.T) {
 		{"1,001 patternProperties", wrap(`{"patternProperties":{`+hostilePatternKeys(1001)+`}}`, `{}`), 422, "expected_schema"},
 		{"101 patterns of .{1000}", wrap(`{"allOf":[`+strings.Repeat(`{"pattern":".{1000}"},`, 100)+`{"pattern":".{1000}"}]}`, `"a"`), 422, "expected_schema"},
 		{"45,000 patterns of .{1000}", wrap(`{"allOf":[`+strings.TrimSuffix(strings.Repeat(`{"pattern":".{1000}"},`, 45_000), ",")+`]}`, `"a"`), 422, "expected_schema"},
-		{"1,000 patterns of 100 instructions (the caps)", wrap(`{"allOf":[`+strings.TrimSuffix(strings.Repeat(`{"pattern":".{97}"},`, 1000), ",")+`]}`, `"a"`), 0, ""},
+		{"1,000 patterns of 100 instructions (the caps)", wrap(`{"allOf":[`+strings.TrimSuffix(strings.Repeat(`{"pattern":"x{97}"},`, 1000), ",")+`]}`, `"a"`), 0, ""},
 		{"1 MiB of short unknown members", string(unknownMembers(0, "")), 422, "0"},
 		{"1 MiB of 40-character unknown members", string(unknownMembers(0, strings.Repeat("k", 34))), 422, strings.Repeat("k", 34) + "0"},
 		{"1 MiB of unknown rule fields", wrap(`{}`, `1`, `,"rules":[{"type":"unique","field":"a",`+repeatJoin(80_000, func(i int) string { return fmt.Sprintf(`"f%06d":0`, i) })+`}]`), 422, "rules[0].f000000"},
@@ -183,7 +183,7 @@ func hostilePatternKeys(n int) string {
 // charged (what they measure, see schemaCharge), so that schemas at the pattern caps cannot pile
 // up, and a schema charged more than the whole cache is used but not kept.
 func TestSchemaCacheBoundedInBytes(t *testing.T) {
-	doc := schDecode(t, []byte(`{"allOf":[`+strings.TrimSuffix(strings.Repeat(`{"pattern":".{97}"},`, 1000), ",")+`]}`))
+	doc := schDecode(t, []byte(`{"allOf":[`+strings.TrimSuffix(strings.Repeat(`{"pattern":"x{97}"},`, 1000), ",")+`]}`))
 	sch, err := CompileSchema(doc, false)
 	if err != nil {
 		t.Fatal(err)

@@ -74,10 +74,16 @@ func schemaMemoryBound(doc any) int {
 	return total
 }
 
-// schemaRegexBound bounds what a compiled pattern keeps; a pattern that does not parse keeps
-// nothing (the compiler refuses it).
+// schemaRegexBound bounds what a compiled pattern keeps: the program of its RE2 translation
+// (patterns are ECMA-262, and the translation is what compiles: \d and . become classes), as
+// schRegexSize measures it. A pattern that does not translate or parse keeps nothing (the
+// compiler refuses it).
 func schemaRegexBound(pattern string) int {
-	re, err := syntax.Parse(pattern, syntax.Perl)
+	t, err := ecmaTranslate(pattern)
+	if err != nil {
+		return 0
+	}
+	re, err := syntax.Parse(t.re2, syntax.Perl)
 	if err != nil {
 		return 0
 	}

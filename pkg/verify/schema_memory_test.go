@@ -75,7 +75,7 @@ var memShapes = []struct {
 		return fmt.Sprintf(`{"title":"t%d","pattern":"%s"}`, tag, strings.Repeat(`a{1000}`, 99))
 	}},
 	{"many-anchored-patterns", func(tag int) string {
-		return fmt.Sprintf(`{"title":"t%d","allOf":[%s]}`, tag, memRepeat(1000, func(i int) string { return fmt.Sprintf(`{"pattern":"^x%d.{90}$"}`, i) }))
+		return fmt.Sprintf(`{"title":"t%d","allOf":[%s]}`, tag, memRepeat(1000, func(i int) string { return fmt.Sprintf(`{"pattern":"^x%d.{80}$"}`, i) }))
 	}},
 	{"pattern-properties", func(tag int) string {
 		return fmt.Sprintf(`{"title":"t%d","patternProperties":{%s}}`, tag, memRepeat(1000, func(i int) string { return fmt.Sprintf(`"^p%d[a-z]{90}$":{}`, i) }))
