@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"context"
 	"encoding/base64"
 	"io"
@@ -33,7 +34,7 @@ func TestScoreAndReputationReceipts(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeStore() })
-	srv := httptest.NewServer(svc.Handler())
+	srv := httptest.NewServer(httpapi.Handler(svc))
 	t.Cleanup(srv.Close)
 
 	get := func(method, path, body string) []byte {
@@ -98,7 +99,7 @@ func TestScoreAndReputationReceipts(t *testing.T) {
 		}
 		t.Skipf("python3 with cryptography not available: %v", err)
 	}
-	pub := base64.StdEncoding.EncodeToString(svc.Keys.Current.Public().Key)
+	pub := base64.StdEncoding.EncodeToString(svc.Keys().Current.Public().Key)
 	for file, signedFor := range files {
 		path := filepath.Join(dir, file)
 		for name, ctx := range contexts {

@@ -41,7 +41,7 @@ func TestLambdaHandlerUndecodableEvents(t *testing.T) {
 		BaseURL: "http://127.0.0.1:8080",
 		Log:     slog.New(slog.NewJSONHandler(&logs, nil)),
 	}
-	handle := LambdaHandler(svc, svc.Handler())
+	handle := LambdaHandler(svc, httpapi.Handler(svc))
 	body := `{"task_id":"` + canary + `","expected_schema":{},"submitted_output":1}`
 	for name, ev := range map[string]events.APIGatewayV2HTTPRequest{
 		"invalid base64 body":      gatewayEvent("POST", "/verify/schema", "!!"+canary+"!!", true),

@@ -24,7 +24,7 @@ import (
 func exampleService() *httptest.Server {
 	key := receipt.Key{Version: "v1-example", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{42}, ed25519.SeedSize))}
 	svc := &httpapi.Service{Engine: verify.NewEngine(verify.Limits{}), Keys: receipt.KeyRing{Current: key}, BaseURL: "https://verify.example.com"}
-	return httptest.NewServer(svc.Handler())
+	return httptest.NewServer(httpapi.Handler(svc))
 }
 
 // Verifying an agent's output. The answer comes back only after its signature checked out with

@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"bytes"
 	"crypto/ed25519"
 	"io"
@@ -24,7 +25,7 @@ import (
 // fetches and lets a test rotate the signing key or freeze the card.
 type testServer struct {
 	URL string
-	svc *httpapi.Service
+	svc *service.Service
 
 	mu          sync.RWMutex // held for reading while a request is served, for writing to change svc
 	frozenCard  []byte       // when set, served instead of the live card
@@ -34,8 +35,8 @@ type testServer struct {
 func startServer(t *testing.T, env map[string]string) *testServer {
 	t.Helper()
 	s := &testServer{}
-	started := testserver.Start(t, env, func(svc *httpapi.Service) http.Handler {
-		live := svc.Handler()
+	started := testserver.Start(t, env, func(svc *service.Service) http.Handler {
+		live := httpapi.Handler(svc)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.mu.RLock()
 			defer s.mu.RUnlock()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"io"
 	"log/slog"
 	"net"
@@ -59,7 +60,7 @@ func testKey(version string, b byte) receipt.Key {
 // env is a running test deployment: the local server's handler (every route but /mcp, whose
 // package this one does not import) on a loopback listener, with a bolt store.
 type env struct {
-	svc  *httpapi.Service
+	svc  *service.Service
 	srv  *httptest.Server
 	base string
 	mu   sync.RWMutex // held for reading while a request is served, for writing to change svc
@@ -67,15 +68,15 @@ type env struct {
 
 // change runs f with no request in flight, so a test can change the service between requests
 // (the race detector does not see the ordering a loopback round trip gives).
-func (e *env) change(f func(*httpapi.Service)) {
+func (e *env) change(f func(*service.Service)) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	f(e.svc)
 }
 
-type option func(*httpapi.Service)
+type option func(*service.Service)
 
-func freeOnly(s *httpapi.Service) { s.Payer = nil }
+func freeOnly(s *service.Service) { s.Payer = nil }
 
 func newEnv(t *testing.T, opts ...option) *env {
 	t.Helper()
@@ -98,7 +99,7 @@ func newEnv(t *testing.T, opts ...option) *env {
 		Allowance:  st,
 		Reputation: st,
 		Payer:      fakePayer{},
-		Pricing:    httpapi.Pricing{FreeCallsPerDay: 7, FreeMaxBody: 12345, PriceVerify: "0.02", PriceScore: "0.01"},
+		Pricing:    service.Pricing{FreeCallsPerDay: 7, FreeMaxBody: 12345, PriceVerify: "0.02", PriceScore: "0.01"},
 		Log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 		CallerSalt: []byte("salt"),
 	}
@@ -106,7 +107,7 @@ func newEnv(t *testing.T, opts ...option) *env {
 		o(svc)
 	}
 	e := &env{svc: svc, base: base}
-	h := svc.Handler(New(svc).Mount)
+	h := httpapi.Handler(svc, New(svc).Mount)
 	e.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.mu.RLock()
 		defer e.mu.RUnlock()
