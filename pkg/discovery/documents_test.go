@@ -5,9 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/internal/testsvc"
 	"github.com/agent-output-verifier/verifier/pkg/service"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -18,7 +17,6 @@ import (
 	"github.com/agent-output-verifier/verifier/internal/lambdatest"
 	"github.com/agent-output-verifier/verifier/internal/testproc"
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
-	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
 )
 
@@ -405,7 +403,7 @@ func TestLLMsFullExamplesMatchTheRunningCode(t *testing.T) {
 
 	// Deterministic: another process (a new Documents on a new service) writes the same bytes.
 	again := newEnv(t)
-	again.change(func(s *service.Service) { s.BaseURL = e.base }) // the base URL is part of the text
+	again.change(func(d *service.Deps) { d.BaseURL = e.base }) // the base URL is part of the text
 	b2, err := New(again.svc).get()
 	if err != nil {
 		t.Fatal(err)
@@ -492,7 +490,7 @@ func TestIndexListsEveryRoute(t *testing.T) {
 // The wellknown function serves every discovery route with a bare service (as the template test
 // probes it) and builds nothing until a document is asked for.
 func TestHandlerServesTheDocuments(t *testing.T) {
-	svc := &httpapi.Service{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	svc := testsvc.New(t, service.Deps{})
 	h := Handler(svc)
 	for _, p := range []string{PathOpenAPI, PathDocs, PathLLMs, PathLLMsFull, PathAPICatalog, "/", "/health", "/.well-known/agent-card.json", "/.well-known/x402"} {
 		rec := httptest.NewRecorder()

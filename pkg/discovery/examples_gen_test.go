@@ -1,13 +1,13 @@
 package discovery
 
 import (
-	"github.com/agent-output-verifier/verifier/pkg/store/memstore"
-	"github.com/agent-output-verifier/verifier/pkg/service"
 	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/store/memstore"
 	"io"
 	"log/slog"
 	"net/http"
