@@ -147,6 +147,15 @@ func New(d Deps) (*Service, error) {
 	return &Service{d: d}, nil
 }
 
+// WithKeys is a new service like s that signs with and publishes keys (a key rotation, which a
+// deployment makes by restarting with the new ring). It shares s's store; its history writers
+// and folds are its own.
+func (s *Service) WithKeys(keys receipt.KeyRing) (*Service, error) {
+	d := s.d
+	d.Keys = keys
+	return New(d)
+}
+
 // Engine is the verification engine the service runs.
 func (s *Service) Engine() *verify.Engine { return s.d.Engine }
 
