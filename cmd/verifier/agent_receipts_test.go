@@ -1,9 +1,9 @@
 package main
 
 import (
-	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"context"
 	"encoding/base64"
+	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"io"
 	"log/slog"
 	"net/http"

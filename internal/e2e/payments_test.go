@@ -4,10 +4,10 @@
 package e2e
 
 import (
-	"github.com/agent-output-verifier/verifier/pkg/x402"
-	"github.com/agent-output-verifier/verifier/pkg/service"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/x402"
 	"net/http"
 	"strings"
 	"testing"

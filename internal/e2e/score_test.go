@@ -1,9 +1,9 @@
 package e2e
 
 import (
-	"github.com/agent-output-verifier/verifier/pkg/x402"
-	"github.com/agent-output-verifier/verifier/pkg/service"
 	"encoding/json"
+	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/x402"
 	"io"
 	"net/http"
 	"strings"

@@ -1,10 +1,10 @@
 package lambdatest_test
 
 import (
-	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"io"
 	"net/http"
 	"net/http/httptest"

@@ -1,11 +1,11 @@
 package lambdatest_test
 
 import (
-	"github.com/agent-output-verifier/verifier/pkg/service"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"io"
 	"log/slog"
 	"net"

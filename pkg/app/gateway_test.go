@@ -1,14 +1,14 @@
 package app
 
 import (
-	"github.com/agent-output-verifier/verifier/pkg/edge"
-	"github.com/agent-output-verifier/verifier/pkg/discovery"
-	"github.com/agent-output-verifier/verifier/internal/testsvc"
-	"github.com/agent-output-verifier/verifier/pkg/service"
 	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/agent-output-verifier/verifier/internal/testsvc"
+	"github.com/agent-output-verifier/verifier/pkg/discovery"
+	"github.com/agent-output-verifier/verifier/pkg/edge"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"log/slog"
 	"strings"
 	"testing"

@@ -1,10 +1,6 @@
 package client_test
 
 import (
-	"github.com/agent-output-verifier/verifier/pkg/store/memstore"
-	"github.com/agent-output-verifier/verifier/pkg/edge"
-	"github.com/agent-output-verifier/verifier/pkg/discovery"
-	"github.com/agent-output-verifier/verifier/pkg/service"
 	"bytes"
 	"context"
 	"crypto/ed25519"
@@ -12,6 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/discovery"
+	"github.com/agent-output-verifier/verifier/pkg/edge"
+	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/store/memstore"
 	"math/big"
 	"net/http"
 	"net/http/httptest"

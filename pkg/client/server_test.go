@@ -1,10 +1,10 @@
 package client_test
 
 import (
-	"github.com/agent-output-verifier/verifier/pkg/edge"
-	"github.com/agent-output-verifier/verifier/pkg/discovery"
 	"bytes"
 	"crypto/ed25519"
+	"github.com/agent-output-verifier/verifier/pkg/discovery"
+	"github.com/agent-output-verifier/verifier/pkg/edge"
 	"github.com/agent-output-verifier/verifier/pkg/service"
 	"io"
 	"net/http"

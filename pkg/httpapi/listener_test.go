@@ -1,10 +1,10 @@
 package httpapi
 
 import (
-	"github.com/agent-output-verifier/verifier/pkg/edge"
-	"github.com/agent-output-verifier/verifier/pkg/discovery"
 	"bufio"
 	"encoding/json"
+	"github.com/agent-output-verifier/verifier/pkg/discovery"
+	"github.com/agent-output-verifier/verifier/pkg/edge"
 	"io"
 	"net"
 	"net/http"

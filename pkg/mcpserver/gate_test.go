@@ -1,10 +1,10 @@
 package mcpserver
 
 import (
-	"github.com/agent-output-verifier/verifier/pkg/service"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"io"
 	"net/http"
 	"net/http/httptest"

@@ -1,15 +1,15 @@
 package mcpserver
 
 import (
-	"github.com/agent-output-verifier/verifier/internal/testclock"
-	"github.com/agent-output-verifier/verifier/internal/testsvc"
-	"github.com/agent-output-verifier/verifier/pkg/reputation"
-	"github.com/agent-output-verifier/verifier/pkg/service"
 	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/internal/testclock"
+	"github.com/agent-output-verifier/verifier/internal/testsvc"
+	"github.com/agent-output-verifier/verifier/pkg/reputation"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"io"
 	"net/http"
 	"net/http/httptest"
