@@ -1,13 +1,12 @@
 package sam
 
 import (
+	"github.com/agent-output-verifier/verifier/internal/testsvc"
 	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/agent-output-verifier/verifier/pkg/service"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -38,10 +37,10 @@ const root = "../.."
 // handlers maps each function of the template to the handler its main mounts. A function added to
 // the template fails TestRoutes until it is listed here, so no route can be deployed unchecked.
 var handlers = map[string]func(*service.Service) http.Handler{
-	"VerifyFunction":    (*service.Service).VerifyHandler,
+	"VerifyFunction":    httpapi.VerifyHandler,
 	"WellKnownFunction": discovery.Handler,
 	"McpFunction":       mcpserver.Handler,
-	"ScoreFunction":     (*service.Service).ScoreHandler,
+	"ScoreFunction":     httpapi.ScoreHandler,
 }
 
 // defaultRoute is the API Gateway route that catches every path no other route names.
@@ -359,8 +358,8 @@ func probePath(p string) string {
 	return regexp.MustCompile(`\{[^}]+\}`).ReplaceAllString(p, "probe")
 }
 
-func quietService() *service.Service {
-	return &httpapi.Service{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+func quietService(t *testing.T) *service.Service {
+	return testsvc.New(t, service.Deps{})
 }
 
 // TestRoutes checks the template against the code: every route the service lists reaches a
@@ -369,7 +368,7 @@ func quietService() *service.Service {
 func TestRoutes(t *testing.T) {
 	tmpl := load(t)
 	table := routes(t, tmpl)
-	svc := quietService()
+	svc := quietService(t)
 	for r, fn := range table {
 		mount, ok := handlers[fn]
 		if !ok {
