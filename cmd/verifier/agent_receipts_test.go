@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"github.com/agent-output-verifier/verifier/pkg/discovery"
+	"github.com/agent-output-verifier/verifier/pkg/edge"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"io"
 	"log/slog"
@@ -34,7 +36,7 @@ func TestScoreAndReputationReceipts(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeStore() })
-	srv := httptest.NewServer(httpapi.Handler(svc))
+	srv := httptest.NewServer(httpapi.Handler(svc, func(rt *edge.Router) { discovery.MountWellKnown(rt, svc) }))
 	t.Cleanup(srv.Close)
 
 	get := func(method, path, body string) []byte {
