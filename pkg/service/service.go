@@ -7,7 +7,7 @@
 // which REST (pkg/httpapi) and MCP (pkg/mcpserver) render in their own terms: neither decides
 // anything this package decides, and a decision that involves money exists here alone.
 //
-// The package imports no net/http (TestNoTransport holds it to that).
+// The package imports no net/http (TestLayering holds it to that).
 package service
 
 import (
