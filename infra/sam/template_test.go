@@ -1,11 +1,11 @@
 package sam
 
 import (
-	"github.com/agent-output-verifier/verifier/internal/testsvc"
 	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/internal/testsvc"
 	"github.com/agent-output-verifier/verifier/pkg/service"
 	"net/http"
 	"net/http/httptest"
