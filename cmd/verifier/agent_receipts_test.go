@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"github.com/agent-output-verifier/verifier/pkg/discovery"
+	"github.com/agent-output-verifier/verifier/pkg/edge"
+	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"io"
 	"log/slog"
 	"net/http"
@@ -33,7 +36,7 @@ func TestScoreAndReputationReceipts(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeStore() })
-	srv := httptest.NewServer(svc.Handler())
+	srv := httptest.NewServer(httpapi.Handler(svc, func(rt *edge.Router) { discovery.MountWellKnown(rt, svc) }))
 	t.Cleanup(srv.Close)
 
 	get := func(method, path, body string) []byte {
@@ -98,7 +101,7 @@ func TestScoreAndReputationReceipts(t *testing.T) {
 		}
 		t.Skipf("python3 with cryptography not available: %v", err)
 	}
-	pub := base64.StdEncoding.EncodeToString(svc.Keys.Current.Public().Key)
+	pub := base64.StdEncoding.EncodeToString(svc.Keys().Current.Public().Key)
 	for file, signedFor := range files {
 		path := filepath.Join(dir, file)
 		for name, ctx := range contexts {

@@ -19,17 +19,18 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/discovery"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
 // Timeouts of the local server beyond the request's own. A request may run for
-// httpapi.LongestRequest (a paid one waits for the facilitator twice), so neither the write
+// service.LongestRequest (a paid one waits for the facilitator twice), so neither the write
 // timeout, which counts from the request's headers, nor the shutdown grace may be shorter: a
 // settlement cut off is a payment charged without an answer.
 const (
-	writeTimeout  = httpapi.LongestRequest + 10*time.Second
-	shutdownGrace = httpapi.LongestRequest + 5*time.Second
+	writeTimeout  = service.LongestRequest + 10*time.Second
+	shutdownGrace = service.LongestRequest + 5*time.Second
 )
 
 // maxHeaderBytes bounds a request's header section: a payment header is the largest a request
@@ -129,12 +130,12 @@ func runServe(args []string, stdout, stderr io.Writer) (code int) {
 	defer stopRecording() // after the server stops: the queued history writes land before the store closes
 
 	srv := &http.Server{
-		Handler:           svc.Handler(mcpserver.New(svc).Mount, discovery.New(svc).Mount),
+		Handler:           httpapi.Handler(svc, mcpserver.New(svc).Mount, discovery.New(svc).Mount),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: writeTimeout, IdleTimeout: 120 * time.Second,
 		MaxHeaderBytes: maxHeaderBytes,
 	}
-	fmt.Fprintf(stdout, "serving %s on http://%s (key %s, store %s)\n", cfg.BaseURL, ln.Addr(), svc.Keys.Current.Version, cfg.Store)
+	fmt.Fprintf(stdout, "serving %s on http://%s (key %s, store %s)\n", cfg.BaseURL, ln.Addr(), svc.Keys().Current.Version, cfg.Store)
 	errc := make(chan error, 1)
 	// The server's own refusals (headers over the limit, a request it cannot parse) are answered
 	// in the error envelope, as every other answer is.

@@ -12,6 +12,8 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/internal/testclock"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"io"
 	"log/slog"
 	"net"
@@ -96,34 +98,39 @@ const (
 // deployment is a running local server (every route, /mcp included) on a loopback port.
 type deployment struct {
 	base string
-	svc  *httpapi.Service
+	svc  *service.Service
 }
 
-func start(t *testing.T, pay httpapi.Payer, calls int) *deployment {
+func start(t *testing.T, pay service.Payer, calls int) *deployment {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "v.db"))
+	// The service and its store read one test clock.
+	clock := testclock.New(testclock.Epochs()[0])
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "v.db"), bolt.WithClock(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	d := &deployment{base: "http://" + ln.Addr().String()}
-	d.svc = &httpapi.Service{
+	svc, err := service.New(service.Deps{
 		Engine:     verify.NewEngine(verify.Limits{MaxBody: maxBody}),
 		Keys:       receipt.KeyRing{Current: receipt.Key{Version: "openapi-test", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))}},
 		BaseURL:    d.base,
 		Store:      st,
-		Allowance:  st,
-		Reputation: st,
 		Payer:      pay,
-		Pricing:    httpapi.Pricing{FreeCallsPerDay: calls, FreeMaxBody: freeMaxBody, PriceVerify: "0.02", PriceScore: "0.01"},
+		Pricing:    service.Pricing{FreeCallsPerDay: calls, FreeMaxBody: freeMaxBody, PriceVerify: "0.02", PriceScore: "0.01"},
 		Log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Now:        clock.Now,
 		CallerSalt: []byte("salt"),
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(d.svc.Handler(mcpserver.New(d.svc).Mount, discovery.New(d.svc).Mount))
+	d.svc = svc
+	srv := httptest.NewUnstartedServer(httpapi.Handler(d.svc, mcpserver.New(d.svc).Mount, discovery.New(d.svc).Mount))
 	srv.Listener.Close()
 	srv.Listener = ln
 	srv.Start()

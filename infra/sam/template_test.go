@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
+	"github.com/agent-output-verifier/verifier/internal/testsvc"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -36,11 +36,11 @@ const root = "../.."
 
 // handlers maps each function of the template to the handler its main mounts. A function added to
 // the template fails TestRoutes until it is listed here, so no route can be deployed unchecked.
-var handlers = map[string]func(*httpapi.Service) http.Handler{
-	"VerifyFunction":    (*httpapi.Service).VerifyHandler,
+var handlers = map[string]func(*service.Service) http.Handler{
+	"VerifyFunction":    httpapi.VerifyHandler,
 	"WellKnownFunction": discovery.Handler,
 	"McpFunction":       mcpserver.Handler,
-	"ScoreFunction":     (*httpapi.Service).ScoreHandler,
+	"ScoreFunction":     httpapi.ScoreHandler,
 }
 
 // defaultRoute is the API Gateway route that catches every path no other route names.
@@ -358,8 +358,8 @@ func probePath(p string) string {
 	return regexp.MustCompile(`\{[^}]+\}`).ReplaceAllString(p, "probe")
 }
 
-func quietService() *httpapi.Service {
-	return &httpapi.Service{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+func quietService(t *testing.T) *service.Service {
+	return testsvc.New(t, service.Deps{})
 }
 
 // TestRoutes checks the template against the code: every route the service lists reaches a
@@ -368,7 +368,7 @@ func quietService() *httpapi.Service {
 func TestRoutes(t *testing.T) {
 	tmpl := load(t)
 	table := routes(t, tmpl)
-	svc := quietService()
+	svc := quietService(t)
 	for r, fn := range table {
 		mount, ok := handlers[fn]
 		if !ok {
@@ -391,13 +391,13 @@ func TestRoutes(t *testing.T) {
 	if _, ok := table[route{"ANY", defaultRoute}]; !ok {
 		t.Errorf("no $default route: unknown paths would get API Gateway's body instead of the JSON 404")
 	}
-	for _, want := range httpapi.Routes() {
+	for _, want := range discovery.Routes() {
 		fn, ok := table[route{"ANY", want.Path}]
 		if !ok {
 			fn, ok = table[route{strings.ToUpper(want.Method), want.Path}]
 		}
 		if !ok {
-			t.Errorf("%s %s (httpapi.Routes) has no route in template.yaml", want.Method, want.Path)
+			t.Errorf("%s %s (discovery.Routes) has no route in template.yaml", want.Method, want.Path)
 			continue
 		}
 		if mount := handlers[fn]; mount == nil || !serves(mount(svc), probePath(want.Path)) {

@@ -6,6 +6,8 @@ package e2e
 import (
 	"encoding/base64"
 	"encoding/json"
+	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/x402"
 	"net/http"
 	"strings"
 	"testing"
@@ -20,7 +22,7 @@ import (
 
 // startServer runs the local server with MCP mounted, as `verifier serve` does.
 func startServer(t *testing.T, env map[string]string) *testserver.Server {
-	return testserver.Start(t, env, func(svc *httpapi.Service) http.Handler { return svc.Handler(mcpserver.New(svc).Mount) })
+	return testserver.Start(t, env, func(svc *service.Service) http.Handler { return httpapi.Handler(svc, mcpserver.New(svc).Mount) })
 }
 
 const price = 20000 // $0.02 in USDC atomic units
@@ -53,7 +55,7 @@ func TestPaidVerificationOnLocalChain(t *testing.T) {
 	ledger.Moved(t, price)
 
 	// The same payment again is refused before any work, and nothing moves.
-	resp, m := post(t, srv.URL+"/verify/schema", body, httpapi.HeaderPaymentSignature, res.PaymentSignature)
+	resp, m := post(t, srv.URL+"/verify/schema", body, x402.HeaderPaymentSignature, res.PaymentSignature)
 	if resp.StatusCode != 402 || m["code"] != "payment_replayed" || m["result"] != nil {
 		t.Fatalf("replay: %d %v", resp.StatusCode, m)
 	}
@@ -64,7 +66,7 @@ func TestPaidVerificationOnLocalChain(t *testing.T) {
 	// authorization, so the replay is neither delivered nor charged. A second server with a fresh
 	// store stands for the restarted one.
 	forgetful := startServer(t, paidOnly(chain.Facilitator, "X402_PAY_TO_EVM", chain.Payee, x402test.Network))
-	resp, m = post(t, forgetful.URL+"/verify/schema", body, httpapi.HeaderPaymentSignature, res.PaymentSignature)
+	resp, m = post(t, forgetful.URL+"/verify/schema", body, x402.HeaderPaymentSignature, res.PaymentSignature)
 	if resp.StatusCode != 402 || m["result"] != nil || m["charged"] != false ||
 		(m["code"] != "payment_verification_failed" && m["code"] != "payment_settlement_failed") {
 		t.Fatalf("replay to a store without the reservation: %d %v", resp.StatusCode, m)
@@ -84,13 +86,13 @@ func TestPaidVerificationOnLocalChain(t *testing.T) {
 
 	// A 422 request with a valid payment attached is neither verified nor settled.
 	probe, _ := post(t, srv.URL+"/verify/schema", nil)
-	prJSON, err := base64.StdEncoding.DecodeString(probe.Header.Get(httpapi.HeaderPaymentRequired))
+	prJSON, err := base64.StdEncoding.DecodeString(probe.Header.Get(x402.HeaderPaymentRequired))
 	if probe.StatusCode != 402 || err != nil {
 		t.Fatalf("probe: %d %v", probe.StatusCode, err)
 	}
 	signed := chain.SignPayment(t, prJSON)
 	resp, m = post(t, srv.URL+"/verify/schema", []byte(`{"task_id":"bad","expected_schema":{},"submitted_output":1,"rules":[{"type":"nope","field":"a"}]}`),
-		httpapi.HeaderPaymentSignature, signed.PaymentSignature)
+		x402.HeaderPaymentSignature, signed.PaymentSignature)
 	if resp.StatusCode != 422 || m["charged"] != false {
 		t.Fatalf("422 with payment: %d %v", resp.StatusCode, m)
 	}

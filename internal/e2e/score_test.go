@@ -2,13 +2,14 @@ package e2e
 
 import (
 	"encoding/json"
+	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/x402"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/agent-output-verifier/verifier/infra/x402/x402test"
-	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
 
@@ -24,7 +25,7 @@ func TestPaidScoreOnLocalChain(t *testing.T) {
 		"X402_PAY_TO_EVM":      chain.Payee,
 		"X402_NETWORKS":        x402test.Network,
 	})
-	keys := srv.Svc.Keys.PublicKeys()
+	keys := srv.Svc.Keys().PublicKeys()
 
 	// Free verifications (within the allowance) give seller-score a record; test- ids get none.
 	for _, agent := range []string{"seller-score", "seller-score", "test-seller-score"} {
@@ -67,14 +68,14 @@ func TestPaidScoreOnLocalChain(t *testing.T) {
 	if receipt.VerifyAttestation([]byte(res.Body), receipt.ContextReputation, keys) == nil {
 		t.Fatal("the paid score verifies under the reputation context")
 	}
-	var doc httpapi.ScoreDocumentBody
+	var doc service.ScoreDocumentBody
 	if err := json.Unmarshal([]byte(res.Body), &doc); err != nil || doc.AgentID != "seller-score" || doc.Score == nil || doc.Verifications.Total != 2 {
 		t.Fatalf("score document: %v %s", err, res.Body)
 	}
 
 	// The same payment again is refused before any work, and nothing moves.
 	req, _ := http.NewRequest("GET", srv.URL+"/score/seller-score", nil)
-	req.Header.Set(httpapi.HeaderPaymentSignature, res.PaymentSignature)
+	req.Header.Set(x402.HeaderPaymentSignature, res.PaymentSignature)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

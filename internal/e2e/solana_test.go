@@ -8,7 +8,6 @@ import (
 
 	"github.com/agent-output-verifier/verifier/infra/mcp/mcptest"
 	"github.com/agent-output-verifier/verifier/infra/x402/x402test"
-	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
@@ -51,7 +50,7 @@ func TestPaidVerificationOnLocalSolana(t *testing.T) {
 	ledger.Moved(t, price)
 
 	// The same payment again: refused before any work, nothing moves.
-	resp, m := post(t, srv.URL+"/verify/schema", body, httpapi.HeaderPaymentSignature, res.PaymentSignature)
+	resp, m := post(t, srv.URL+"/verify/schema", body, x402.HeaderPaymentSignature, res.PaymentSignature)
 	if resp.StatusCode != 402 || m["code"] != "payment_replayed" || m["result"] != nil {
 		t.Fatalf("replay: %d %v", resp.StatusCode, m)
 	}
@@ -60,7 +59,7 @@ func TestPaidVerificationOnLocalSolana(t *testing.T) {
 	// transaction sent again with its signature and the first run's status, and what refuses the
 	// replay is the facilitator's memory of what it settled.
 	forgetful := startServer(t, paidOnly(sol.Facilitator, "X402_PAY_TO_SOLANA", sol.Payee, x402test.SolanaNetwork))
-	resp, m = post(t, forgetful.URL+"/verify/schema", body, httpapi.HeaderPaymentSignature, res.PaymentSignature)
+	resp, m = post(t, forgetful.URL+"/verify/schema", body, x402.HeaderPaymentSignature, res.PaymentSignature)
 	if resp.StatusCode != 402 || m["result"] != nil || m["charged"] != false || m["code"] != "payment_settlement_failed" ||
 		!strings.Contains(fmt.Sprint(m["error"]), "duplicate_settlement") {
 		t.Fatalf("replay to a store without the reservation: %d %v", resp.StatusCode, m)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -51,7 +52,7 @@ func TestMCPClientAgainstLambdaAndLocal(t *testing.T) {
 	t.Cleanup(gateway.Close)
 
 	svc := localService(ctx, t, tmp, keyFile)
-	local := httptest.NewServer(svc.Handler(mcpserver.New(svc).Mount))
+	local := httptest.NewServer(httpapi.Handler(svc, mcpserver.New(svc).Mount))
 	t.Cleanup(local.Close)
 
 	example, _ := json.Marshal(verify.ExampleRequest())
@@ -135,7 +136,7 @@ func TestMCPClientAgainstLambdaAndLocal(t *testing.T) {
 	}
 	var ft map[string]any
 	json.Unmarshal(lam.Results[3].Result.Meta["free_trial"], &ft)
-	if ft["url"] != baseURL+"/mcp" || ft["remaining_calls_today"] != float64(svc.Pricing.FreeCallsPerDay-2) {
+	if ft["url"] != baseURL+"/mcp" || ft["remaining_calls_today"] != float64(svc.Pricing().FreeCallsPerDay-2) {
 		t.Errorf("the probe's free_trial %v: the Lambda counted the two free calls of this client", ft)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"io"
 	"log/slog"
 	"net"
@@ -317,7 +318,7 @@ func TestLambdaMatchesLocal(t *testing.T) {
 		}
 	}
 	svc := localService(ctx, t, tmp, keyFile)
-	local := svc.Handler(mcpserver.New(svc).Mount, discovery.New(svc).Mount)
+	local := httpapi.Handler(svc, mcpserver.New(svc).Mount, discovery.New(svc).Mount)
 
 	// The emulator serves one invocation at a time, so the cases run in order.
 	for _, c := range cases {
@@ -394,7 +395,7 @@ func startFunction(ctx context.Context, t *testing.T, rie, root, fn, tmp, keyFil
 
 // localService builds the local server's service with the same key, over a data directory of its
 // own, until the test ends.
-func localService(ctx context.Context, t *testing.T, tmp, keyFile string) *httpapi.Service {
+func localService(ctx context.Context, t *testing.T, tmp, keyFile string) *service.Service {
 	t.Helper()
 	vars := lambdatest.BoltVars(filepath.Join(tmp, "local-data"), keyFile, baseURL)
 	cfg, err := config.Load(func(k string) string { return vars[k] })

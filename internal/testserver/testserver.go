@@ -14,19 +14,23 @@ import (
 
 	"github.com/agent-output-verifier/verifier/pkg/app"
 	"github.com/agent-output-verifier/verifier/pkg/config"
+	"github.com/agent-output-verifier/verifier/pkg/discovery"
+	"github.com/agent-output-verifier/verifier/pkg/edge"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 )
 
 // Server is a running local server.
 type Server struct {
 	URL string
-	Svc *httpapi.Service
+	Svc *service.Service
 }
 
 // Start serves the service on 127.0.0.1 until the test ends. env is completed with the base URL
 // and a fresh data directory. handler, when given, chooses what to serve (for extra mounts such as
-// MCP, or a wrapper that counts requests); by default every REST route.
-func Start(t testing.TB, env map[string]string, handler func(*httpapi.Service) http.Handler) *Server {
+// MCP, or a wrapper that counts requests); by default every REST route, with the index, /health,
+// the agent card and the x402 manifest.
+func Start(t testing.TB, env map[string]string, handler func(*service.Service) http.Handler) *Server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -48,7 +52,7 @@ func Start(t testing.TB, env map[string]string, handler func(*httpapi.Service) h
 		ln.Close()
 		t.Fatal(err)
 	}
-	var h http.Handler = svc.Handler()
+	var h http.Handler = httpapi.Handler(svc, func(rt *edge.Router) { discovery.MountWellKnown(rt, svc) })
 	if handler != nil {
 		h = handler(svc)
 	}

@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/agent-output-verifier/verifier/pkg/config"
-	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/keys"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/store/bolt"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
@@ -57,18 +57,15 @@ type Options struct {
 // as it loses those queued for the writers.
 const historyLinger = 100 * time.Millisecond
 
-// Store is the store as the service uses it.
+// Store is the store as the service uses it, and its Close.
 type Store interface {
-	httpapi.Recorder
-	httpapi.Pinger
-	httpapi.Allowance
-	httpapi.ReputationReader
+	service.Store
 	Close() error
 }
 
 // Build makes the service. The returned close function releases the store. A key source that
 // cannot be read is an error: a half-started service is never returned.
-func Build(ctx context.Context, cfg config.Config, opt Options) (*httpapi.Service, func() error, error) {
+func Build(ctx context.Context, cfg config.Config, opt Options) (*service.Service, func() error, error) {
 	log := opt.Log
 	if log == nil {
 		log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -122,7 +119,7 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*httpapi.Servic
 			return nil, nil, fmt.Errorf("open store: %w", err)
 		}
 	}
-	var payer httpapi.Payer
+	var payer service.Payer
 	if !cfg.X402.FreeOnly() {
 		p, err := x402.New(cfg.X402, x402.NewFacilitator(cfg.X402), log, x402.WithClock(now))
 		if err != nil {
@@ -131,20 +128,22 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*httpapi.Servic
 		}
 		payer = p
 	}
-	svc := &httpapi.Service{
-		Engine:     verify.NewEngine(verify.Limits{MaxBody: cfg.MaxBody}),
-		Keys:       ring,
-		BaseURL:    cfg.BaseURL,
-		Store:      st,
-		Allowance:  st,
-		Reputation: st,
-		Payer:      payer,
-		Pricing: httpapi.Pricing{FreeCallsPerDay: cfg.FreeCallsPerDay, FreeMaxBody: cfg.FreeMaxBody,
+	svc, err := service.New(service.Deps{
+		Engine:  verify.NewEngine(verify.Limits{MaxBody: cfg.MaxBody}),
+		Keys:    ring,
+		BaseURL: cfg.BaseURL,
+		Store:   st,
+		Payer:   payer,
+		Pricing: service.Pricing{FreeCallsPerDay: cfg.FreeCallsPerDay, FreeMaxBody: cfg.FreeMaxBody,
 			PriceVerify: cfg.PriceVerify, PriceScore: cfg.PriceScore},
 		Log:              log,
 		Now:              now,
 		TrustedProxyHops: cfg.TrustedProxyHops,
 		CallerSalt:       callerSalt(key),
+	})
+	if err != nil {
+		st.Close()
+		return nil, nil, err
 	}
 	return svc, st.Close, nil
 }

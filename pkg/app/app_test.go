@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"io"
 	"log/slog"
 	"net/http"
@@ -95,7 +96,7 @@ func TestNamedKeyFileNeverGenerated(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeFn()
-	if !svc.Keys.Current.Private.Equal(k.Private) {
+	if !svc.Keys().Current.Private.Equal(k.Private) {
 		t.Error("the named key file's key is not the one in use")
 	}
 }
@@ -132,10 +133,10 @@ func TestDevKeyCreatedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer close2()
-	if !svc1.Keys.Current.Private.Equal(svc2.Keys.Current.Private) {
+	if !svc1.Keys().Current.Private.Equal(svc2.Keys().Current.Private) {
 		t.Fatal("a second start made a new key instead of reusing the file")
 	}
-	if svc2.Payer != nil {
+	if !svc2.FreeOnly() {
 		t.Error("a deployment without a payee must run free-only")
 	}
 }
@@ -167,7 +168,7 @@ func TestDynamoWiringFromEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeFn()
-	srv := httptest.NewServer(svc.Handler())
+	srv := httptest.NewServer(httpapi.Handler(svc))
 	defer srv.Close()
 	resp, err := http.Post(srv.URL+"/verify/schema", "application/json",
 		strings.NewReader(`{"task_id":"t","agent_id":"dyn-agent","expected_schema":{"type":"number"},"submitted_output":3}`))
@@ -268,7 +269,7 @@ func TestOneClockAtEveryEpoch(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer closeFn()
-				srv := httptest.NewServer(svc.Handler())
+				srv := httptest.NewServer(httpapi.Handler(svc))
 				defer srv.Close()
 				post := func() *http.Response {
 					t.Helper()

@@ -12,7 +12,8 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
-	"github.com/agent-output-verifier/verifier/pkg/httpapi"
+	"github.com/agent-output-verifier/verifier/pkg/edge"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 )
 
 // LambdaHandler serves h to API Gateway HTTP API events (payload format 2.0). An event that does
@@ -20,13 +21,11 @@ import (
 // valid path, a method that is not an HTTP token) is answered with a 400 in the error envelope,
 // as the local server answers a request it cannot parse: never a function error (API Gateway's
 // bare 500), and without the event's path or body in the log.
-func LambdaHandler(svc *httpapi.Service, h http.Handler) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+func LambdaHandler(svc *service.Service, h http.Handler) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		req, problem := eventRequest(ctx, ev)
 		if problem != "" {
-			if svc.Log != nil {
-				svc.Log.Warn("API Gateway event could not be decoded", "problem", problem)
-			}
+			svc.Log().Warn("API Gateway event could not be decoded", "problem", problem)
 			return errorResponse(svc, ev, apperr.New(apperr.InvalidRequest,
 				"The request could not be read: its "+problem+". Nothing was charged."))
 		}
@@ -42,14 +41,14 @@ func LambdaHandler(svc *httpapi.Service, h http.Handler) func(context.Context, e
 
 // errorResponse is err in the envelope as an API Gateway response; a status of 400 for what the
 // table calls a 422, since no request was read.
-func errorResponse(svc *httpapi.Service, ev events.APIGatewayV2HTTPRequest, err error) (events.APIGatewayV2HTTPResponse, error) {
+func errorResponse(svc *service.Service, ev events.APIGatewayV2HTTPRequest, err error) (events.APIGatewayV2HTTPResponse, error) {
 	if e, ok := apperr.As(err); ok && e.Code == apperr.InvalidRequest {
 		e.Status = http.StatusBadRequest
 	}
 	req, _ := http.NewRequest(http.MethodGet, "/", nil)
 	req.RemoteAddr = ev.RequestContext.HTTP.SourceIP
 	w := core.NewProxyResponseWriterV2()
-	svc.WriteError(w, req, err)
+	edge.Fail(w, req, svc, err)
 	return w.GetProxyResponse()
 }
 

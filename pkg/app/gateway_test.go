@@ -3,9 +3,12 @@ package app
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/agent-output-verifier/verifier/internal/testsvc"
+	"github.com/agent-output-verifier/verifier/pkg/discovery"
+	"github.com/agent-output-verifier/verifier/pkg/edge"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"log/slog"
 	"strings"
 	"testing"
@@ -13,8 +16,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
-	"github.com/agent-output-verifier/verifier/pkg/receipt"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
 )
 
 // canary marks the caller's input in the events: it must reach neither the answer nor the log.
@@ -35,13 +36,8 @@ func gatewayEvent(method, rawPath, body string, b64 bool) events.APIGatewayV2HTT
 // answer nor the log quotes it; a good event is served.
 func TestLambdaHandlerUndecodableEvents(t *testing.T) {
 	var logs bytes.Buffer
-	svc := &httpapi.Service{
-		Engine:  verify.NewEngine(verify.Limits{}),
-		Keys:    receipt.KeyRing{Current: receipt.Key{Version: "test-v1", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32))}},
-		BaseURL: "http://127.0.0.1:8080",
-		Log:     slog.New(slog.NewJSONHandler(&logs, nil)),
-	}
-	handle := LambdaHandler(svc, svc.Handler())
+	svc := testsvc.New(t, service.Deps{Log: slog.New(slog.NewJSONHandler(&logs, nil))})
+	handle := LambdaHandler(svc, httpapi.Handler(svc, func(rt *edge.Router) { discovery.MountWellKnown(rt, svc) }))
 	body := `{"task_id":"` + canary + `","expected_schema":{},"submitted_output":1}`
 	for name, ev := range map[string]events.APIGatewayV2HTTPRequest{
 		"invalid base64 body":      gatewayEvent("POST", "/verify/schema", "!!"+canary+"!!", true),

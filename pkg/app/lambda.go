@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/agent-output-verifier/verifier/pkg/config"
-	"github.com/agent-output-verifier/verifier/pkg/httpapi"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 )
 
 // Garbage collector settings of a function, each unless the environment sets its own.
@@ -32,7 +32,7 @@ const (
 
 // StartLambda is the whole of a function's main: read the configuration, build the service with
 // the AWS key sources and store, and serve the handler mount picks (HTTP API payload v2).
-func StartLambda(mount func(*httpapi.Service) http.Handler) {
+func StartLambda(mount func(*service.Service) http.Handler) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(lambdaGCPercent)
 	}

@@ -8,6 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/discovery"
+	"github.com/agent-output-verifier/verifier/pkg/edge"
+	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/store/memstore"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -23,8 +27,15 @@ import (
 // real caller points the client at a deployment instead.
 func exampleService() *httptest.Server {
 	key := receipt.Key{Version: "v1-example", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{42}, ed25519.SeedSize))}
-	svc := &httpapi.Service{Engine: verify.NewEngine(verify.Limits{}), Keys: receipt.KeyRing{Current: key}, BaseURL: "https://verify.example.com"}
-	return httptest.NewServer(svc.Handler())
+	now := func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }
+	svc, err := service.New(service.Deps{
+		Engine: verify.NewEngine(verify.Limits{}), Keys: receipt.KeyRing{Current: key}, BaseURL: "https://verify.example.com",
+		Store: memstore.New(now), Now: now, Pricing: service.Pricing{FreeCallsPerDay: 100, FreeMaxBody: 64 << 10},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return httptest.NewServer(httpapi.Handler(svc, func(rt *edge.Router) { discovery.MountWellKnown(rt, svc) }))
 }
 
 // Verifying an agent's output. The answer comes back only after its signature checked out with

@@ -3,6 +3,9 @@ package client_test
 import (
 	"bytes"
 	"crypto/ed25519"
+	"github.com/agent-output-verifier/verifier/pkg/discovery"
+	"github.com/agent-output-verifier/verifier/pkg/edge"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,8 +27,9 @@ import (
 // fetches and lets a test rotate the signing key or freeze the card.
 type testServer struct {
 	URL string
-	svc *httpapi.Service
+	svc *service.Service
 
+	live        http.Handler // svc's routes
 	mu          sync.RWMutex // held for reading while a request is served, for writing to change svc
 	frozenCard  []byte       // when set, served instead of the live card
 	cardFetches atomic.Int32
@@ -34,8 +38,8 @@ type testServer struct {
 func startServer(t *testing.T, env map[string]string) *testServer {
 	t.Helper()
 	s := &testServer{}
-	started := testserver.Start(t, env, func(svc *httpapi.Service) http.Handler {
-		live := svc.Handler()
+	started := testserver.Start(t, env, func(svc *service.Service) http.Handler {
+		s.live = serverHandler(svc)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.mu.RLock()
 			defer s.mu.RUnlock()
@@ -47,7 +51,7 @@ func startServer(t *testing.T, env map[string]string) *testServer {
 					return
 				}
 			}
-			live.ServeHTTP(w, r)
+			s.live.ServeHTTP(w, r)
 		})
 	})
 	s.URL, s.svc = started.URL, started.Svc
@@ -59,11 +63,21 @@ func (s *testServer) rotate(t *testing.T, v string, seed byte) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old := s.svc.Keys
-	s.svc.Keys = receipt.KeyRing{
+	old := s.svc.Keys()
+	svc, err := s.svc.WithKeys(receipt.KeyRing{
 		Current:  receipt.Key{Version: v, Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{seed}, ed25519.SeedSize))},
 		Previous: old.PublicKeys(),
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	s.svc, s.live = svc, serverHandler(svc)
+}
+
+// serverHandler is every REST route of svc with the index, /health, the agent card and the x402
+// manifest, as the local server serves them.
+func serverHandler(svc *service.Service) http.Handler {
+	return httpapi.Handler(svc, func(rt *edge.Router) { discovery.MountWellKnown(rt, svc) })
 }
 
 // freezeCard serves the card as it is now from here on, whatever the keys become.

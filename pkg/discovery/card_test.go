@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
 
@@ -117,7 +117,7 @@ func TestAgentCardAttestationExtension(t *testing.T) {
 
 	// Every key of the ring, current and earlier, in the published form.
 	keys, _ := params["publicKeys"].([]any)
-	want := e.svc.Keys.PublicKeys()
+	want := e.svc.Keys().PublicKeys()
 	if len(keys) != len(want) {
 		t.Fatalf("%d public keys, want %d", len(keys), len(want))
 	}
@@ -189,10 +189,10 @@ func TestAgentCardKeysVerifyFreshReceipt(t *testing.T) {
 	}
 
 	// After a rotation the card lists the new key and still the old one.
-	e.change(func(s *httpapi.Service) {
-		old := s.Keys
-		s.Keys.Current = testKey("v-next", 3)
-		s.Keys.Previous = old.PublicKeys()
+	e.change(func(d *service.Deps) {
+		old := d.Keys
+		d.Keys.Current = testKey("v-next", 3)
+		d.Keys.Previous = old.PublicKeys()
 	})
 	_, card = e.get(t, "/.well-known/agent-card.json")
 	if keys, err = receipt.CardKeys(card); err != nil {
@@ -258,7 +258,7 @@ func TestAgentCardCaching(t *testing.T) {
 		t.Errorf("a stale ETag got %d", resp.StatusCode)
 	}
 	// A rotation changes the bytes and so the ETag.
-	e.change(func(s *httpapi.Service) { s.Keys.Previous = nil })
+	e.change(func(d *service.Deps) { d.Keys.Previous = nil })
 	if r3, _ := e.get(t, "/.well-known/agent-card.json", "If-None-Match", etag); r3.StatusCode != 200 || r3.Header.Get("ETag") == etag {
 		t.Errorf("after a key change: %d %q", r3.StatusCode, r3.Header.Get("ETag"))
 	}

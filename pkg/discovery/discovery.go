@@ -8,15 +8,17 @@
 //
 // The package embeds the docs viewer's assets, so only the binaries that serve these routes import
 // it: functions/wellknown and the local server. The agent card, /health, the index and the x402
-// manifest stay in pkg/httpapi, since every server that signs must publish its keys.
+// manifest are here too (MountWellKnown), so that every discovery document is in one place; the
+// package reads the service (pkg/service) and shares the HTTP edge (pkg/edge) with REST and MCP,
+// and imports neither transport.
 package discovery
 
 import (
-	"log/slog"
 	"net/http"
 	"sync"
 
-	"github.com/agent-output-verifier/verifier/pkg/httpapi"
+	"github.com/agent-output-verifier/verifier/pkg/edge"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 )
 
 // Route paths of the documents this package serves.
@@ -38,7 +40,7 @@ const (
 // code and the configuration, so each is built once, on first use (never at cold start: a Lambda
 // that answers /health should not pay for running the worked examples).
 type Documents struct {
-	svc *httpapi.Service
+	svc *service.Service
 
 	once  sync.Once
 	built *built
@@ -56,10 +58,12 @@ type built struct {
 }
 
 // New returns the documents of svc. Nothing is built until a document is first asked for.
-func New(svc *httpapi.Service) *Documents { return &Documents{svc: svc} }
+func New(svc *service.Service) *Documents { return &Documents{svc: svc} }
 
-// Mount adds the document routes to rt.
-func (d *Documents) Mount(rt *httpapi.Router) {
+// Mount adds every discovery route to rt: the index, /health, the agent card and the x402
+// manifest (MountWellKnown), and the documents.
+func (d *Documents) Mount(rt *edge.Router) {
+	MountWellKnown(rt, d.svc)
 	rt.Handle(http.MethodGet, PathOpenAPI, d.handleOpenAPI)
 	rt.Handle(http.MethodGet, PathDocs, d.handleDocs)
 	rt.Handle(http.MethodGet, PathLLMs, d.handleLLMs)
@@ -67,11 +71,9 @@ func (d *Documents) Mount(rt *httpapi.Router) {
 	rt.Handle(http.MethodGet, PathAPICatalog, d.handleAPICatalog)
 }
 
-// Handler serves the wellknown function's routes: the index, /health, the agent card and the
-// x402 manifest from pkg/httpapi, and this package's documents.
-func Handler(svc *httpapi.Service) http.Handler {
-	rt := httpapi.NewRouter(svc)
-	svc.MountWellKnown(rt)
+// Handler serves the wellknown function's routes: every route Mount adds.
+func Handler(svc *service.Service) http.Handler {
+	rt := edge.NewRouter(svc)
 	New(svc).Mount(rt)
 	return rt
 }
@@ -82,18 +84,14 @@ func (d *Documents) get() (*built, error) {
 	d.once.Do(func() {
 		d.built, d.err = build(d.svc)
 		if d.err != nil {
-			log := d.svc.Log
-			if log == nil {
-				log = slog.Default()
-			}
-			log.Error("discovery documents could not be built", "err", d.err.Error())
+			d.svc.Log().Error("discovery documents could not be built", "err", d.err.Error())
 		}
 	})
 	return d.built, d.err
 }
 
-func build(svc *httpapi.Service) (*built, error) {
-	ex, err := loadExamples(svc.BaseURL)
+func build(svc *service.Service) (*built, error) {
+	ex, err := loadExamples(svc.BaseURL())
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +101,7 @@ func build(svc *httpapi.Service) (*built, error) {
 	}
 	b.llms = llmsText(svc, nil)
 	b.llmsFull = llmsText(svc, ex)
-	if b.catalog, err = apiCatalog(svc.BaseURL); err != nil {
+	if b.catalog, err = apiCatalog(svc.BaseURL()); err != nil {
 		return nil, err
 	}
 	b.docsPage = docsPage()
@@ -114,10 +112,10 @@ func build(svc *httpapi.Service) (*built, error) {
 func (d *Documents) serve(w http.ResponseWriter, r *http.Request, contentType string, pick func(*built) []byte) {
 	b, err := d.get()
 	if err != nil {
-		d.svc.WriteError(w, r, err)
+		edge.Fail(w, r, d.svc, err)
 		return
 	}
-	httpapi.WriteDocument(w, r, contentType, documentMaxAge, pick(b))
+	edge.WriteDocument(w, r, contentType, documentMaxAge, pick(b))
 }
 
 func (d *Documents) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
@@ -146,6 +144,6 @@ func (d *Documents) handleDocs(w http.ResponseWriter, r *http.Request) {
 // handleAPICatalog serves the RFC 9727 catalog. Every answer, HEAD included, carries the Link
 // header that names the catalog (RFC 9727 §2).
 func (d *Documents) handleAPICatalog(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Link", "<"+d.svc.BaseURL+PathAPICatalog+`>; rel="api-catalog"`)
+	w.Header().Set("Link", "<"+d.svc.BaseURL()+PathAPICatalog+`>; rel="api-catalog"`)
 	d.serve(w, r, linksetMediaType, func(b *built) []byte { return b.catalog })
 }

@@ -5,8 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
+	"github.com/agent-output-verifier/verifier/internal/testsvc"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -17,7 +17,6 @@ import (
 	"github.com/agent-output-verifier/verifier/internal/lambdatest"
 	"github.com/agent-output-verifier/verifier/internal/testproc"
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
-	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
 )
 
@@ -74,7 +73,7 @@ func openAPI(t *testing.T, e *env) map[string]any {
 	return decodeJSON(t, body)
 }
 
-// The document describes exactly the routes of httpapi.Routes() (and the catalog's HEAD), in
+// The document describes exactly the routes of Routes() (and the catalog's HEAD), in
 // their order, from the code's own sources.
 func TestOpenAPICoversEveryRoute(t *testing.T) {
 	e := newEnv(t)
@@ -98,7 +97,7 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 			ids[id] = true
 		}
 	}
-	for _, r := range httpapi.Routes() {
+	for _, r := range Routes() {
 		want = append(want, r.Method+" "+r.Path)
 	}
 	want = append(want, "HEAD "+PathAPICatalog)
@@ -246,7 +245,7 @@ func TestLLMsText(t *testing.T) {
 				}
 			}
 		}
-		for _, r := range httpapi.Routes() {
+		for _, r := range Routes() {
 			if !strings.Contains(body2[SectionEndpoints], "["+r.Method+" "+r.Path+"]") {
 				t.Errorf("%s Endpoints lacks %s %s", path, r.Method, r.Path)
 			}
@@ -404,7 +403,7 @@ func TestLLMsFullExamplesMatchTheRunningCode(t *testing.T) {
 
 	// Deterministic: another process (a new Documents on a new service) writes the same bytes.
 	again := newEnv(t)
-	again.change(func(s *httpapi.Service) { s.BaseURL = e.base }) // the base URL is part of the text
+	again.change(func(d *service.Deps) { d.BaseURL = e.base }) // the base URL is part of the text
 	b2, err := New(again.svc).get()
 	if err != nil {
 		t.Fatal(err)
@@ -454,11 +453,11 @@ func TestDocsPageIsSelfContained(t *testing.T) {
 func TestIndexListsEveryRoute(t *testing.T) {
 	e := newEnv(t)
 	_, body := e.get(t, "/", "Accept", "application/json")
-	var idx httpapi.Index
+	var idx Index
 	if err := json.Unmarshal(body, &idx); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(idx.Routes, httpapi.Routes()) {
+	if !slices.Equal(idx.Routes, Routes()) {
 		t.Errorf("index routes %v", idx.Routes)
 	}
 	for name, u := range idx.Documents {
@@ -470,13 +469,13 @@ func TestIndexListsEveryRoute(t *testing.T) {
 	if resp.Header.Get("Vary") != "Accept" {
 		t.Errorf("Vary %q", resp.Header.Get("Vary"))
 	}
-	for _, r := range httpapi.Routes() {
+	for _, r := range Routes() {
 		if !strings.Contains(string(html), "<code>"+r.Path+"</code>") {
 			t.Errorf("the HTML index lacks %s", r.Path)
 		}
 	}
 	// Every route the index lists is served by the local server's handler.
-	for _, r := range httpapi.Routes() {
+	for _, r := range Routes() {
 		if r.Path == "/mcp" {
 			continue // mounted by pkg/mcpserver, which this package does not import
 		}
@@ -491,7 +490,7 @@ func TestIndexListsEveryRoute(t *testing.T) {
 // The wellknown function serves every discovery route with a bare service (as the template test
 // probes it) and builds nothing until a document is asked for.
 func TestHandlerServesTheDocuments(t *testing.T) {
-	svc := &httpapi.Service{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	svc := testsvc.New(t, service.Deps{})
 	h := Handler(svc)
 	for _, p := range []string{PathOpenAPI, PathDocs, PathLLMs, PathLLMsFull, PathAPICatalog, "/", "/health", "/.well-known/agent-card.json", "/.well-known/x402"} {
 		rec := httptest.NewRecorder()

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/store/memstore"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,7 +16,6 @@ import (
 	"time"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
-	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
 	"github.com/agent-output-verifier/verifier/pkg/wire"
@@ -54,26 +55,32 @@ const invalidRequestJSON = `{
 
 // exampleService is the service that makes the worked examples: the default engine, at
 // exampleBaseURL, signing with the example key at the example time and handing out the example
-// ids. It has no store: nothing it does is recorded or counted, and the score is no_data.
-func exampleService() *httpapi.Service {
+// ids. Its store is its own, empty and in memory: nothing it does is recorded or counted
+// elsewhere, and the score is no_data.
+func exampleService() (*service.Service, error) {
 	next := 0
-	return &httpapi.Service{
+	now := func() time.Time { return exampleTime }
+	return service.New(service.Deps{
 		Engine:  verify.NewEngine(verify.Limits{}),
 		Keys:    receipt.KeyRing{Current: ExampleKey()},
 		BaseURL: exampleBaseURL,
+		Store:   memstore.New(now),
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now:     func() time.Time { return exampleTime },
+		Now:     now,
 		NewID: func() string {
 			id := exampleIDs[next%len(exampleIDs)]
 			next++
 			return id
 		},
-	}
+	})
 }
 
 // buildExamples runs the examples through the service's own code.
 func buildExamples() (*Examples, error) {
-	ex := exampleService()
+	ex, err := exampleService()
+	if err != nil {
+		return nil, fmt.Errorf("worked examples: %w", err)
+	}
 	ctx := context.Background()
 	out := &Examples{Key: ExampleKey().Public()}
 
@@ -84,7 +91,6 @@ func buildExamples() (*Examples, error) {
 		}
 		return Example{ID: id, Title: title, Method: http.MethodPost, Path: "/verify/schema", Request: body, Status: http.StatusOK, Response: v.Body}, nil
 	}
-	var err error
 	if out.Pass, err = verification("pass", "A verification that passes", wire.ExampleRequestJSON()); err != nil {
 		return nil, err
 	}

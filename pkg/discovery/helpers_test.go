@@ -5,8 +5,9 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
-	"io"
-	"log/slog"
+	"github.com/agent-output-verifier/verifier/internal/testclock"
+	"github.com/agent-output-verifier/verifier/internal/testsvc"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,7 +20,6 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/store/bolt"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
@@ -59,23 +59,34 @@ func testKey(version string, b byte) receipt.Key {
 // env is a running test deployment: the local server's handler (every route but /mcp, whose
 // package this one does not import) on a loopback listener, with a bolt store.
 type env struct {
-	svc  *httpapi.Service
+	t    *testing.T
+	svc  *service.Service
+	deps service.Deps // what svc was built from
+	h    http.Handler
 	srv  *httptest.Server
 	base string
 	mu   sync.RWMutex // held for reading while a request is served, for writing to change svc
 }
 
-// change runs f with no request in flight, so a test can change the service between requests
-// (the race detector does not see the ordering a loopback round trip gives).
-func (e *env) change(f func(*httpapi.Service)) {
+// change rebuilds the service from its dependencies as f leaves them, with no request in flight,
+// so a test can change the deployment between requests (the race detector does not see the
+// ordering a loopback round trip gives).
+func (e *env) change(f func(*service.Deps)) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	f(e.svc)
+	f(&e.deps)
+	e.build()
 }
 
-type option func(*httpapi.Service)
+// build makes the service and the local server's handler (every route but /mcp) from e.deps.
+func (e *env) build() {
+	e.svc = testsvc.New(e.t, e.deps)
+	e.h = httpapi.Handler(e.svc, New(e.svc).Mount)
+}
 
-func freeOnly(s *httpapi.Service) { s.Payer = nil }
+type option func(*service.Deps)
+
+func freeOnly(d *service.Deps) { d.Payer = nil }
 
 func newEnv(t *testing.T, opts ...option) *env {
 	t.Helper()
@@ -84,33 +95,31 @@ func newEnv(t *testing.T, opts ...option) *env {
 		t.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "v.db"))
+	// The service and its store read one test clock.
+	clock := testclock.New(testclock.Epochs()[0])
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "v.db"), bolt.WithClock(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	previous := testKey("v-previous", 2)
-	svc := &httpapi.Service{
-		Engine:     verify.NewEngine(verify.Limits{}),
+	e := &env{t: t, base: base, deps: service.Deps{
 		Keys:       receipt.KeyRing{Current: testKey("v-current", 1), Previous: []receipt.PublicKey{previous.Public()}},
 		BaseURL:    base,
 		Store:      st,
-		Allowance:  st,
-		Reputation: st,
 		Payer:      fakePayer{},
-		Pricing:    httpapi.Pricing{FreeCallsPerDay: 7, FreeMaxBody: 12345, PriceVerify: "0.02", PriceScore: "0.01"},
-		Log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Pricing:    service.Pricing{FreeCallsPerDay: 7, FreeMaxBody: 12345, PriceVerify: "0.02", PriceScore: "0.01"},
+		Now:        clock.Now,
 		CallerSalt: []byte("salt"),
-	}
+	}}
 	for _, o := range opts {
-		o(svc)
+		o(&e.deps)
 	}
-	e := &env{svc: svc, base: base}
-	h := svc.Handler(New(svc).Mount)
+	e.build()
 	e.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.mu.RLock()
 		defer e.mu.RUnlock()
-		h.ServeHTTP(w, r)
+		e.h.ServeHTTP(w, r)
 	}))
 	e.srv.Listener.Close()
 	e.srv.Listener = ln

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
-	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
@@ -28,14 +28,14 @@ const (
 )
 
 // operationAnchor links a route's operation in the docs viewer, whose anchors are operation ids.
-func operationAnchor(svc *httpapi.Service, method, path string) string {
-	return svc.BaseURL + PathDocs + "#" + operationIDOf(method, path)
+func operationAnchor(svc *service.Service, method, path string) string {
+	return svc.BaseURL() + PathDocs + "#" + operationIDOf(method, path)
 }
 
 // llmsText is /llms.txt, or /llms-full.txt when ex is not nil (the same sections plus the worked
 // examples).
-func llmsText(svc *httpapi.Service, ex *Examples) []byte {
-	base := svc.BaseURL
+func llmsText(svc *service.Service, ex *Examples) []byte {
+	base := svc.BaseURL()
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 
@@ -53,7 +53,7 @@ func llmsText(svc *httpapi.Service, ex *Examples) []byte {
 	}
 
 	w("## %s\n\n", SectionEndpoints)
-	for _, r := range httpapi.Routes() {
+	for _, r := range Routes() {
 		link := operationAnchor(svc, r.Method, r.Path)
 		if r.Method == "GET" && !strings.Contains(r.Path, "{") {
 			link = base + r.Path
@@ -65,9 +65,9 @@ func llmsText(svc *httpapi.Service, ex *Examples) []byte {
 	verifyDocs := operationAnchor(svc, "POST", "/verify/schema")
 	w("## %s\n\n", SectionFreeAllowance)
 	w("- [Free verifications](%s/.well-known/x402): %d per client (its IP address; an IPv6 address by its /64) per UTC day, shared by POST /verify/schema, "+
-		"POST /verify/deliverable and the MCP tool verify_schema; they reset at 00:00 UTC.\n", base, svc.Pricing.FreeCallsPerDay)
+		"POST /verify/deliverable and the MCP tool verify_schema; they reset at 00:00 UTC.\n", base, svc.Pricing().FreeCallsPerDay)
 	w("- [Body size](%s): bodies up to %d bytes are free; larger ones must be paid (402), and bodies over %d bytes are refused (413 payload_too_large).\n",
-		verifyDocs, svc.Pricing.FreeMaxBody, maxBody(svc))
+		verifyDocs, svc.Pricing().FreeMaxBody, maxBody(svc))
 	w("- [Allowance headers](%s): free answers carry Free-Allowance-Remaining, Free-Allowance-Limit and Free-Allowance-Resets (the next UTC midnight, RFC 3339).\n", verifyDocs)
 	w("- [What is not counted](%s): invalid requests (422) consume nothing; an empty body is the x402 discovery probe and answers 402 without consuming anything. "+
 		"GET /score has no free allowance; GET /reputation is always free.\n", verifyDocs)
@@ -75,14 +75,14 @@ func llmsText(svc *httpapi.Service, ex *Examples) []byte {
 
 	w("## %s\n\n", SectionPricing)
 	w("- [x402 manifest](%s/.well-known/x402): the live prices, networks, assets and payees, built from the same table as the 402 answers.\n", base)
-	if svc.Payer == nil {
+	if svc.FreeOnly() {
 		w("- [Free-only deployment](%s): this deployment takes no payments. Past the free allowance, verifications are refused with 429 "+
 			"free_trial_exhausted (retryable at the next UTC midnight); trust scores are free.\n", verifyDocs)
 	} else {
 		w("- [Verification](%s): $%s per call past the free allowance (POST /verify/schema, POST /verify/deliverable, MCP verify_schema). "+
-			"A fail verdict is a complete answer and is charged like pass; errors are never charged.\n", verifyDocs, svc.Pricing.PriceVerify)
+			"A fail verdict is a complete answer and is charged like pass; errors are never charged.\n", verifyDocs, svc.Pricing().PriceVerify)
 		w("- [Trust score](%s): $%s per GET /score/{agent_id} (MCP get_verification_record) when the agent has a score; the signed no_data answer is free.\n",
-			operationAnchor(svc, "GET", "/score/{agent_id}"), svc.Pricing.PriceScore)
+			operationAnchor(svc, "GET", "/score/{agent_id}"), svc.Pricing().PriceScore)
 		for _, n := range networks(svc) {
 			w("- [Network %s](%s/.well-known/x402): USDC %s, paid to %s.\n", n.id, base, n.asset, n.payTo)
 		}
@@ -151,8 +151,8 @@ func llmsText(svc *httpapi.Service, ex *Examples) []byte {
 type network struct{ id, asset, payTo string }
 
 // networks lists the configured networks without asking the facilitator.
-func networks(svc *httpapi.Service) []network {
-	pc, ok := svc.Payer.(interface{ Config() x402.Config })
+func networks(svc *service.Service) []network {
+	pc, ok := svc.Payer().(interface{ Config() x402.Config })
 	if !ok {
 		return nil
 	}
@@ -174,9 +174,9 @@ func networks(svc *httpapi.Service) []network {
 const ExampleFence = "json file="
 
 // writeExamples writes the worked examples section of llms-full.txt.
-func writeExamples(b *strings.Builder, svc *httpapi.Service, ex *Examples) {
+func writeExamples(b *strings.Builder, svc *service.Service, ex *Examples) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
-	base := svc.BaseURL
+	base := svc.BaseURL()
 	pub := base64.StdEncoding.EncodeToString(ex.Key.Key)
 	w("## %s\n\n", SectionExamples)
 	w("These are answers of this build's engine (generated ahead with the service's own code and checked against it by a test), signed with the documentation example key "+

@@ -6,14 +6,15 @@ import (
 	"strings"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
-	"github.com/agent-output-verifier/verifier/pkg/httpapi"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/wire"
+	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
 // OpenAPIVersion is the version of the OpenAPI specification the document follows.
 const OpenAPIVersion = "3.1.1"
 
-// operation describes one route in the OpenAPI document beyond what httpapi.Routes() says.
+// operation describes one route in the OpenAPI document beyond what Routes() says.
 type operation struct {
 	tags        []string
 	description string
@@ -72,8 +73,8 @@ func example(summary string, raw []byte) object {
 	return obj("summary", summary, "value", json.RawMessage(raw))
 }
 
-// operations maps "METHOD path" of every route in httpapi.Routes() to its description.
-func operations(svc *httpapi.Service, ex *Examples) map[string]operation {
+// operations maps "METHOD path" of every route in Routes() to its description.
+func operations(svc *service.Service, ex *Examples) map[string]operation {
 	verifyOp := func(extra string) operation {
 		return operation{
 			tags: []string{"verification"},
@@ -253,12 +254,12 @@ func documentOp(description, mediaType string, schema object) operation {
 	}
 }
 
-// openAPIDocument is /openapi.json: every route of httpapi.Routes(), in that order.
-func openAPIDocument(svc *httpapi.Service, ex *Examples) ([]byte, error) {
+// openAPIDocument is /openapi.json: every route of Routes(), in that order.
+func openAPIDocument(svc *service.Service, ex *Examples) ([]byte, error) {
 	ops := operations(svc, ex)
 	paths := object{}
 	seen := map[string]bool{}
-	for _, r := range httpapi.Routes() {
+	for _, r := range Routes() {
 		key := r.Method + " " + r.Path
 		op, ok := ops[key]
 		id, named := operationIDs[key]
@@ -290,7 +291,7 @@ func openAPIDocument(svc *httpapi.Service, ex *Examples) ([]byte, error) {
 	}
 	for key := range ops {
 		if !seen[key] {
-			return nil, fmt.Errorf("openapi: operation %s is not a route of httpapi.Routes()", key)
+			return nil, fmt.Errorf("openapi: operation %s is not a route of Routes()", key)
 		}
 	}
 	components, err := openAPIComponents(svc)
@@ -306,7 +307,7 @@ func openAPIDocument(svc *httpapi.Service, ex *Examples) ([]byte, error) {
 			"description", apiDescription(svc),
 		),
 		"jsonSchemaDialect", "https://spec.openapis.org/oas/3.1/dialect/base",
-		"servers", []any{obj("url", svc.BaseURL, "description", "This deployment")},
+		"servers", []any{obj("url", svc.BaseURL(), "description", "This deployment")},
 		"tags", []any{
 			obj("name", "verification", "description", "Verify an agent's output; signed receipts."),
 			obj("name", "reputation", "description", "Agents' verification records and trust scores."),
@@ -322,7 +323,7 @@ func openAPIDocument(svc *httpapi.Service, ex *Examples) ([]byte, error) {
 }
 
 // openAPIComponents are the schemas, parameters, headers and shared responses.
-func openAPIComponents(svc *httpapi.Service) (object, error) {
+func openAPIComponents(svc *service.Service) (object, error) {
 	schemas, err := componentSchemas()
 	if err != nil {
 		return nil, err
@@ -343,10 +344,10 @@ func openAPIComponents(svc *httpapi.Service) (object, error) {
 				"description", "The agent_id the verifications named, percent-encoded (one path segment).",
 				"schema", obj("type", "string", "minLength", 1, "maxLength", wire.MaxIDLen), "example", "seller-invoice-agent"),
 			"Limit", obj("name", "limit", "in", "query", "required", false, "description", "Entries per page.",
-				"schema", obj("type", "integer", "minimum", 1, "maximum", httpapi.MaxReputationPage, "default", httpapi.DefaultReputationPage)),
+				"schema", obj("type", "integer", "minimum", 1, "maximum", service.MaxReputationPage, "default", service.DefaultReputationPage)),
 			"Cursor", obj("name", "cursor", "in", "query", "required", false,
 				"description", "The next_cursor of the previous page, unchanged; leave it out for the newest page.", "schema", obj("type", "string")),
-			"PaymentSignature", obj("name", httpapi.HeaderPaymentSignature, "in", "header", "required", false,
+			"PaymentSignature", obj("name", x402.HeaderPaymentSignature, "in", "header", "required", false,
 				"description", "x402 v2: standard base64 of the PaymentPayload that pays one of the 402 answer's accepts.", "schema", obj("type", "string")),
 			"IfNoneMatch", obj("name", "If-None-Match", "in", "header", "required", false,
 				"description", "The ETag of a copy you hold: 304 when it is still current.", "schema", obj("type", "string")),
@@ -381,7 +382,7 @@ func openAPIComponents(svc *httpapi.Service) (object, error) {
 }
 
 // apiDescription is info.description: what the service is, how it is paid, and every error code.
-func apiDescription(svc *httpapi.Service) string {
+func apiDescription(svc *service.Service) string {
 	var b strings.Builder
 	b.WriteString("An independent, deterministic checker for structured output produced by AI agents. Send the agent's JSON, a JSON Schema and " +
 		"optional business rules; the answer is pass or fail with per-check ratios, repair hints and a receipt signed with Ed25519 over RFC 8785 " +
@@ -412,34 +413,31 @@ func retryableText(c apperr.Code) string {
 }
 
 // freeAllowanceText states the live free allowance.
-func freeAllowanceText(svc *httpapi.Service) string {
+func freeAllowanceText(svc *service.Service) string {
 	return fmt.Sprintf("Each client (IP address; an IPv6 address by its /64) gets %d free verifications per UTC day, shared by POST /verify/schema, POST /verify/deliverable "+
 		"and the MCP tool verify_schema; bodies over %d bytes are not free, and bodies over %d bytes are refused (413). "+
 		"Free answers carry Free-Allowance-Remaining, -Limit and -Resets; invalid requests (422) consume nothing.",
-		svc.Pricing.FreeCallsPerDay, svc.Pricing.FreeMaxBody, maxBody(svc))
+		svc.Pricing().FreeCallsPerDay, svc.Pricing().FreeMaxBody, maxBody(svc))
 }
 
 // paymentsText states how the deployment is paid.
-func paymentsText(svc *httpapi.Service) string {
-	if svc.Payer == nil {
+func paymentsText(svc *service.Service) string {
+	if svc.FreeOnly() {
 		return "This deployment takes no payments: past the free allowance, verifications are refused with 429 free_trial_exhausted until the next UTC midnight, and trust scores are free."
 	}
 	return fmt.Sprintf("Past the allowance a verification costs $%s and a trust score $%s, paid with x402 v2 (USDC): the 402 answer's PAYMENT-REQUIRED "+
 		"header lists what to pay; send the request again with PAYMENT-SIGNATURE, and the settlement comes back in PAYMENT-RESPONSE. "+
-		"Networks, assets and payees: /.well-known/x402.", svc.Pricing.PriceVerify, svc.Pricing.PriceScore)
+		"Networks, assets and payees: /.well-known/x402.", svc.Pricing().PriceVerify, svc.Pricing().PriceScore)
 }
 
-func scorePriceText(svc *httpapi.Service) string {
-	if svc.Payer == nil {
+func scorePriceText(svc *service.Service) string {
+	if svc.FreeOnly() {
 		return "This deployment takes no payments, so every score is free."
 	}
-	return fmt.Sprintf("A score that exists costs $%s through x402 (no free allowance).", svc.Pricing.PriceScore)
+	return fmt.Sprintf("A score that exists costs $%s through x402 (no free allowance).", svc.Pricing().PriceScore)
 }
 
 // maxBody is the absolute body limit in force.
-func maxBody(svc *httpapi.Service) int64 {
-	if svc.Engine != nil {
-		return svc.Engine.Limits().MaxBody
-	}
-	return wire.DefaultLimits.MaxBody
+func maxBody(svc *service.Service) int64 {
+	return svc.Engine().Limits().MaxBody
 }

@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
-	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
@@ -204,7 +204,7 @@ func componentSchemas() (object, error) {
 		{"FreeTrial", freeTrialSchemaJSON},
 		{"Attestation", receipt.AttestationSchemaJSON},
 		{"VerifyInfo", receipt.VerifyInfoSchemaJSON},
-		{"ScoreDocument", httpapi.ScoreSchemaJSON},
+		{"ScoreDocument", service.ScoreSchemaJSON},
 		{"ReputationDocument", reputationSchemaJSON},
 		{"Health", healthSchemaJSON},
 		{"AgentCard", agentCardSchemaJSON},

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"net/http"
 	"testing"
 )
@@ -18,13 +19,13 @@ func TestAllowanceFollowsClientIdentity(t *testing.T) {
 	}{
 		{"2001:db8::/64", []string{"2001:db8::1", "2001:DB8::1", "2001:db8:0:0::1", "[2001:db8::ffff]:443", "2001:db8::abcd:1"}},
 		{"9.9.9.5", []string{"9.9.9.5", "::ffff:9.9.9.5", "9.9.9.5:1234", "[::ffff:909:905]:80", " 9.9.9.5 "}},
-		{UnknownClient, []string{"not-an-ip", "unknown", "009.009.009.005", "9.9.2309", "::"}},
+		{service.UnknownClient, []string{"not-an-ip", "unknown", "009.009.009.005", "9.9.2309", "::"}},
 	}
 	for _, g := range groups {
 		t.Run(g.identity, func(t *testing.T) {
 			const limit = 3
 			e := newPayEnv(t, openBolt, limit, nil)
-			e.svc.TrustedProxyHops = 1
+			e.rebuild(t, func(d *service.Deps) { d.TrustedProxyHops = 1 })
 			for i, xff := range g.spell {
 				body := fmt.Sprintf(`{"task_id":"t%d","agent_id":"seller-id","expected_schema":{},"submitted_output":1}`, i)
 				resp, m := post(t, e.srv.URL+"/verify/schema", body, "X-Forwarded-For", xff)

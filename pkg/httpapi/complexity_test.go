@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/x402"
 	"strings"
 	"testing"
 
@@ -49,13 +50,13 @@ func TestSchemaTooComplexIsNotChargedOrRecorded(t *testing.T) {
 	}
 	// The paid path: refused, the payment released unsettled and good for the next request.
 	sig := paymentHeader(t, testRequirement, 1)
-	resp, m := post(t, e.srv.URL+"/verify/deliverable", tooComplexBody(agent), HeaderPaymentSignature, sig)
+	resp, m := post(t, e.srv.URL+"/verify/deliverable", tooComplexBody(agent), x402.HeaderPaymentSignature, sig)
 	check("paid call", resp.StatusCode, m)
-	if payer.settles.Load() != 0 || resp.Header.Get(HeaderPaymentResponse) != "" {
-		t.Fatalf("paid call: %d settlements, PAYMENT-RESPONSE %q", payer.settles.Load(), resp.Header.Get(HeaderPaymentResponse))
+	if payer.settles.Load() != 0 || resp.Header.Get(x402.HeaderPaymentResponse) != "" {
+		t.Fatalf("paid call: %d settlements, PAYMENT-RESPONSE %q", payer.settles.Load(), resp.Header.Get(x402.HeaderPaymentResponse))
 	}
 	ok := strings.Replace(okBody, "seller-9", agent, 1)
-	if resp, m := post(t, e.srv.URL+"/verify/schema", ok, HeaderPaymentSignature, sig); resp.StatusCode != 200 || m["result"] != "pass" || payer.settles.Load() != 1 {
+	if resp, m := post(t, e.srv.URL+"/verify/schema", ok, x402.HeaderPaymentSignature, sig); resp.StatusCode != 200 || m["result"] != "pass" || payer.settles.Load() != 1 {
 		t.Fatalf("the same payment afterwards: %d %v", resp.StatusCode, m)
 	}
 	// Both free calls are still there.

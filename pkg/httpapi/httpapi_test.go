@@ -3,9 +3,12 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/discovery"
+	"github.com/agent-output-verifier/verifier/pkg/edge"
+	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/store/memstore"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -14,18 +17,58 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/agent-output-verifier/verifier/internal/testclock"
 	"github.com/agent-output-verifier/verifier/internal/testhttp"
+	"github.com/agent-output-verifier/verifier/internal/testsvc"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/reputation"
 	"github.com/agent-output-verifier/verifier/pkg/store"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
 )
 
-// memRecorder keeps recorded verifications in memory.
+// memRecorder keeps recorded verifications in a list, and can be made to fail its writes and
+// probes; the rest of the store is an in-memory store's.
 type memRecorder struct {
 	mu   sync.Mutex
 	recs []store.Verification
 	fail error
+
+	once sync.Once
+	mem  *memstore.Store
+}
+
+func (m *memRecorder) store() *memstore.Store {
+	m.once.Do(func() { m.mem = memstore.New(testclock.New(testclock.Epochs()[0]).Now) })
+	return m.mem
+}
+
+func (m *memRecorder) ConsumeAllowance(ctx context.Context, client, day string, limit int, expires time.Time) (bool, int, error) {
+	return m.store().ConsumeAllowance(ctx, client, day, limit, expires)
+}
+
+func (m *memRecorder) AllowanceUsed(ctx context.Context, client, day string) (int, error) {
+	return m.store().AllowanceUsed(ctx, client, day)
+}
+
+func (m *memRecorder) ReservePayment(ctx context.Context, id string, expires time.Time) error {
+	return m.store().ReservePayment(ctx, id, expires)
+}
+
+func (m *memRecorder) ReleasePayment(ctx context.Context, id string) error {
+	return m.store().ReleasePayment(ctx, id)
+}
+
+func (m *memRecorder) PaymentReserved(ctx context.Context, id string) (bool, error) {
+	return m.store().PaymentReserved(ctx, id)
+}
+
+func (m *memRecorder) History(ctx context.Context, agentID string, limit int, cursor string) ([]store.Verification, string, error) {
+	return m.store().History(ctx, agentID, limit, cursor)
+}
+
+func (m *memRecorder) AgentAggregate(ctx context.Context, agentID string) (reputation.Aggregate, bool, error) {
+	return m.store().AgentAggregate(ctx, agentID)
 }
 
 func (m *memRecorder) RecordVerification(_ context.Context, v store.Verification) error {
@@ -38,23 +81,32 @@ func (m *memRecorder) RecordVerification(_ context.Context, v store.Verification
 	return nil
 }
 
-func (m *memRecorder) Ping(context.Context) error { return m.fail }
+func (m *memRecorder) Ping(context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.fail
+}
 
-func newTestService(t *testing.T, rec *memRecorder, logs io.Writer) (*Service, *httptest.Server) {
+func newTestService(t *testing.T, rec *memRecorder, logs io.Writer) (*service.Service, *httptest.Server) {
 	t.Helper()
 	if logs == nil {
 		logs = io.Discard
 	}
-	svc := &Service{
-		Engine:  verify.NewEngine(verify.Limits{}),
-		Keys:    receipt.KeyRing{Current: receipt.Key{Version: "test-v1", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32))}},
-		BaseURL: "http://127.0.0.1:8080",
-		Log:     slog.New(slog.NewJSONHandler(logs, nil)),
+	return newTestServiceWith(t, rec, logs, nil)
+}
+
+// newTestServiceWith is newTestService with NewID as given (nil: random ids).
+func newTestServiceWith(t *testing.T, rec *memRecorder, logs io.Writer, newID func() string) (*service.Service, *httptest.Server) {
+	t.Helper()
+	if logs == nil {
+		logs = io.Discard
 	}
+	d := service.Deps{Log: slog.New(slog.NewJSONHandler(logs, nil)), NewID: newID}
 	if rec != nil {
-		svc.Store = rec
+		d.Store = rec
 	}
-	srv := httptest.NewServer(svc.Handler())
+	svc := testsvc.New(t, d)
+	srv := httptest.NewServer(Handler(svc, func(rt *edge.Router) { discovery.MountWellKnown(rt, svc) }))
 	t.Cleanup(srv.Close)
 	return svc, srv
 }
@@ -69,15 +121,14 @@ func seed(t *testing.T, name string) []byte {
 }
 
 func TestVerifyRoutesAreIdentical(t *testing.T) {
-	svc, srv := newTestService(t, nil, nil)
-	svc.NewID = func() string { return "11111111-1111-4111-8111-111111111111" }
+	svc, srv := newTestServiceWith(t, nil, nil, func() string { return "11111111-1111-4111-8111-111111111111" })
 	var bodies [][]byte
 	for _, p := range VerifyPaths {
 		resp, b := testhttp.Do(t, "POST", srv.URL+p, seed(t, "invoice-draft.request.json"))
 		if resp.StatusCode != 200 {
 			t.Fatalf("%s: status %d: %s", p, resp.StatusCode, b)
 		}
-		if err := receipt.VerifyReceipt(b, svc.Keys.PublicKeys(), seed(t, "invoice-draft.request.json")); err != nil {
+		if err := receipt.VerifyReceipt(b, svc.Keys().PublicKeys(), seed(t, "invoice-draft.request.json")); err != nil {
 			t.Fatalf("%s: receipt: %v", p, err)
 		}
 		var m map[string]any
@@ -178,7 +229,7 @@ type writerFunc func([]byte) (int, error)
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // TestClientIdentity runs testdata/client_identity.json: every way of writing one address is one
-// identity, an IPv6 /64 is one client, and what is not an address is UnknownClient.
+// identity, an IPv6 /64 is one client, and what is not an address is service.UnknownClient.
 func TestClientIdentity(t *testing.T) {
 	var file struct {
 		Cases []struct {
@@ -203,13 +254,13 @@ func TestClientIdentity(t *testing.T) {
 		for _, v := range c.XFF {
 			r.Header.Add("X-Forwarded-For", v)
 		}
-		if got := ClientIdentity(r, c.Hops); got != c.Want {
-			t.Errorf("%s: ClientIdentity(%q, xff %q, hops %d) = %q, want %q", c.Name, c.Remote, c.XFF, c.Hops, got, c.Want)
+		if got := edge.ClientIdentity(r, c.Hops); got != c.Want {
+			t.Errorf("%s: edge.ClientIdentity(%q, xff %q, hops %d) = %q, want %q", c.Name, c.Remote, c.XFF, c.Hops, got, c.Want)
 		}
 	}
 }
 
-// FuzzClientIdentity: any peer and forwarded text gives UnknownClient or an identity that is
+// FuzzClientIdentity: any peer and forwarded text gives service.UnknownClient or an identity that is
 // its own canonical form (an IPv4 address, or an IPv6 /64 prefix), so no two spellings of one
 // client can be two identities.
 func FuzzClientIdentity(f *testing.F) {
@@ -220,25 +271,26 @@ func FuzzClientIdentity(f *testing.F) {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.RemoteAddr = remote
 		r.Header.Set("X-Forwarded-For", xff)
-		got := ClientIdentity(r, hops%4)
-		if got == UnknownClient {
+		got := edge.ClientIdentity(r, hops%4)
+		if got == service.UnknownClient {
 			return
 		}
 		if p, err := netip.ParsePrefix(got); err == nil {
-			if p.Addr().Is4() || p.Bits() != IPv6ClientPrefixBits || p.Masked() != p || p.String() != got {
+			if p.Addr().Is4() || p.Bits() != service.IPv6ClientPrefixBits || p.Masked() != p || p.String() != got {
 				t.Fatalf("identity %q is not a canonical IPv6 /64", got)
 			}
 			return
 		}
 		a, err := netip.ParseAddr(got)
 		if err != nil || !a.Is4() || a.String() != got {
-			t.Fatalf("identity %q is neither an IPv4 address, an IPv6 /64 nor %q", got, UnknownClient)
+			t.Fatalf("identity %q is neither an IPv4 address, an IPv6 /64 nor %q", got, service.UnknownClient)
 		}
 	})
 }
 
 func TestHealthIndexAndCard(t *testing.T) {
-	svc, srv := newTestService(t, &memRecorder{}, nil)
+	rec := &memRecorder{}
+	svc, srv := newTestService(t, rec, nil)
 	resp, b := testhttp.Do(t, "GET", srv.URL+"/health", nil)
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `"key_version":"test-v1"`) {
 		t.Errorf("health: %d %s", resp.StatusCode, b)
@@ -254,12 +306,14 @@ func TestHealthIndexAndCard(t *testing.T) {
 	for _, p := range []string{"/.well-known/agent-card.json", "/.well-known/agent.json"} {
 		resp, b = testhttp.Do(t, "GET", srv.URL+p, nil)
 		keys, err := receipt.CardKeys(b)
-		if resp.StatusCode != 200 || err != nil || len(keys) != 1 || !keys[0].Key.Equal(svc.Keys.Current.Public().Key) {
+		if resp.StatusCode != 200 || err != nil || len(keys) != 1 || !keys[0].Key.Equal(svc.Keys().Current.Public().Key) {
 			t.Errorf("%s: %d %v %s", p, resp.StatusCode, err, b)
 		}
 	}
 	// A failing store probe degrades health without leaking the cause.
-	svc.Store = &memRecorder{fail: io.ErrUnexpectedEOF}
+	rec.mu.Lock()
+	rec.fail = io.ErrUnexpectedEOF
+	rec.mu.Unlock()
 	resp, b = testhttp.Do(t, "GET", srv.URL+"/health", nil)
 	if resp.StatusCode != 503 || strings.Contains(string(b), "EOF") {
 		t.Errorf("degraded health: %d %s", resp.StatusCode, b)

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"bufio"
 	"encoding/json"
+	"github.com/agent-output-verifier/verifier/pkg/discovery"
+	"github.com/agent-output-verifier/verifier/pkg/edge"
 	"io"
 	"net"
 	"net/http"
@@ -55,9 +57,9 @@ func rawExchange(t *testing.T, addr, raw string) (*http.Response, []byte, time.D
 // once in the §7 envelope, never as text/plain and never quoting the request.
 func TestServerRefusalsInEnvelope(t *testing.T) {
 	svc, _ := newTestService(t, nil, nil)
-	addr := serveRaw(t, svc.Handler())
+	addr := serveRaw(t, Handler(svc, func(rt *edge.Router) { discovery.MountWellKnown(rt, svc) }))
 	const canary = "CANARY7731"
-	limit := svc.Engine.Limits().MaxBody
+	limit := svc.Engine().Limits().MaxBody
 	cases := []struct {
 		name   string
 		raw    string

@@ -3,10 +3,11 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/internal/testsvc"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"io"
 	"log/slog"
 	"net/http"
@@ -21,7 +22,6 @@ import (
 	"github.com/agent-output-verifier/verifier/internal/testclock"
 	"github.com/agent-output-verifier/verifier/internal/testhttp"
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
-	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/bolt"
 	"github.com/agent-output-verifier/verifier/pkg/store/dynamo"
@@ -73,7 +73,8 @@ func paymentHeader(t *testing.T, req x402.Requirements, n int) string {
 }
 
 type payEnv struct {
-	svc   *Service
+	svc   *service.Service
+	deps  service.Deps // what svc was built from
 	srv   *httptest.Server
 	st    store.Store
 	payer *fakePayer
@@ -97,25 +98,31 @@ func newPayEnvAt(t testing.TB, at time.Time, open opener, limit int, payer *fake
 	e := &payEnv{payer: payer, clock: testclock.New(at)}
 	e.st = open(t, e.clock.Now)
 	st := e.st
-	e.svc = &Service{
-		Engine:    verify.NewEngine(verify.Limits{}),
-		Keys:      receipt.KeyRing{Current: receipt.Key{Version: "test-v1", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32))}},
-		BaseURL:   "http://127.0.0.1:8080",
-		Log:       slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Store:     st,
-		Allowance: st,
-		Pricing:   Pricing{FreeCallsPerDay: limit, FreeMaxBody: 64 << 10, PriceVerify: "0.02", PriceScore: "0.01"},
-		Now:       e.clock.Now,
+	e.deps = testsvc.Complete(service.Deps{
+		Store:   st,
+		Pricing: service.Pricing{FreeCallsPerDay: limit, FreeMaxBody: 64 << 10, PriceVerify: "0.02", PriceScore: "0.01"},
+		Now:     e.clock.Now,
+		Log:     slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		// A hundred concurrent callers under the race detector can keep a test store busy for
 		// seconds; the default timeout is tested on its own.
 		StoreTimeout: 30 * time.Second,
-	}
+	})
 	if payer != nil {
-		e.svc.Payer = payer
+		e.deps.Payer = payer
 	}
-	e.srv = httptest.NewServer(e.svc.Handler())
+	e.svc = testsvc.New(t, e.deps)
+	e.srv = httptest.NewServer(Handler(e.svc))
 	t.Cleanup(e.srv.Close)
 	return e
+}
+
+// rebuild builds the environment's service again from its dependencies as change leaves them,
+// and serves it at the same URL.
+func (e *payEnv) rebuild(t testing.TB, change func(*service.Deps)) {
+	t.Helper()
+	change(&e.deps)
+	e.svc = testsvc.New(t, e.deps)
+	e.srv.Config.Handler = Handler(e.svc)
 }
 
 func openBolt(t testing.TB, now func() time.Time) store.Store {
@@ -171,7 +178,7 @@ func TestAllowanceUnderConcurrency(t *testing.T) {
 						switch {
 						case resp.StatusCode == 200:
 							ok.Add(1)
-						case resp.StatusCode == 402 && m["code"] == "free_trial_exhausted" && resp.Header.Get(HeaderPaymentRequired) != "":
+						case resp.StatusCode == 402 && m["code"] == "free_trial_exhausted" && resp.Header.Get(x402.HeaderPaymentRequired) != "":
 							paid.Add(1)
 						default:
 							t.Logf("unexpected answer %d %v", resp.StatusCode, m)
@@ -209,13 +216,13 @@ func testAllowanceEdges(t *testing.T, at time.Time) {
 			t.Fatalf("invalid request: %d", resp.StatusCode)
 		}
 	}
-	today, _ := day(e.svc.now())
+	today := e.clock.Now().UTC().Format(time.DateOnly)
 	if n, _ := e.st.AllowanceUsed(context.Background(), e.svc.CallerID("127.0.0.1"), today); n != 0 {
 		t.Fatalf("422s consumed %d calls", n)
 	}
 	// The empty-body probe answers 402 with a header the codec decodes.
 	resp, m := post(t, e.srv.URL+"/verify/schema", "")
-	pr, err := x402.DecodePaymentRequired(resp.Header.Get(HeaderPaymentRequired))
+	pr, err := x402.DecodePaymentRequired(resp.Header.Get(x402.HeaderPaymentRequired))
 	if resp.StatusCode != 402 || err != nil || len(pr.Accepts) != 1 || pr.Accepts[0].Amount != "20000" || pr.Resource.URL != "http://127.0.0.1:8080/verify/schema" {
 		t.Fatalf("probe: %d %v %+v", resp.StatusCode, err, pr)
 	}
@@ -256,11 +263,11 @@ func testAllowanceEdges(t *testing.T, at time.Time) {
 func TestBazaarExtensionsEncodedOnce(t *testing.T) {
 	e := newPayEnv(t, openBolt, 0, &fakePayer{})
 	ctx := context.Background()
-	verifyPR, err := e.svc.paymentRequired(ctx, "/verify/schema", "m")
+	verifyPR, err := e.svc.PaymentRequiredFor(ctx, e.svc.BaseURL()+"/verify/schema", service.VerifyDescription, e.svc.Pricing().PriceVerify, "m", verifyExtensions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	scorePR, err := e.svc.ScorePaymentRequired(ctx, "seller-9", "m")
+	scorePR, err := e.svc.PaymentRequiredFor(ctx, e.svc.BaseURL()+"/score/seller-9", service.ScoreDescription, e.svc.Pricing().PriceScore, "m", scoreExtensions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +295,7 @@ func TestBazaarExtensionsEncodedOnce(t *testing.T) {
 
 // BenchmarkPaymentRequired is one whole 402 answer of POST /verify/schema past the allowance.
 func BenchmarkPaymentRequired(b *testing.B) {
-	h := newPayEnv(b, openBolt, 0, &fakePayer{}).svc.Handler()
+	h := Handler(newPayEnv(b, openBolt, 0, &fakePayer{}).svc)
 	b.ReportAllocs()
 	for b.Loop() {
 		w := httptest.NewRecorder()
@@ -343,7 +350,7 @@ func (slowAllowance) ConsumeAllowance(ctx context.Context, _, _ string, _ int, _
 
 func TestSlowAllowanceStoreIsRetryable(t *testing.T) {
 	e := newPayEnv(t, func(t testing.TB, now func() time.Time) store.Store { return slowAllowance{openBolt(t, now)} }, 5, &fakePayer{})
-	e.svc.StoreTimeout = 0 // the default
+	e.rebuild(t, func(d *service.Deps) { d.StoreTimeout = 0 }) // the default
 	resp, m := post(t, e.srv.URL+"/verify/schema", okBody)
 	if resp.StatusCode != 503 || m["retryable"] != true || m["code"] != "service_unavailable" {
 		t.Fatalf("slow store: %d %v", resp.StatusCode, m)
@@ -355,19 +362,19 @@ func TestPaidPath(t *testing.T) {
 	e := newPayEnv(t, openBolt, 0, payer)
 	sig := paymentHeader(t, testRequirement, 1)
 
-	resp, m := post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, sig)
-	sr, err := x402.DecodeSettleResponse(resp.Header.Get(HeaderPaymentResponse))
+	resp, m := post(t, e.srv.URL+"/verify/schema", okBody, x402.HeaderPaymentSignature, sig)
+	sr, err := x402.DecodeSettleResponse(resp.Header.Get(x402.HeaderPaymentResponse))
 	if resp.StatusCode != 200 || m["result"] != "pass" || err != nil || !sr.Success || sr.Transaction != "0xtx" {
 		t.Fatalf("paid: %d %v %+v %v", resp.StatusCode, m, sr, err)
 	}
 	// The same payment again is refused before the facilitator, the work or settlement.
-	resp, m = post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, sig)
+	resp, m = post(t, e.srv.URL+"/verify/schema", okBody, x402.HeaderPaymentSignature, sig)
 	if resp.StatusCode != 402 || m["code"] != "payment_replayed" || payer.settles.Load() != 1 || payer.verifies.Load() != 1 {
 		t.Fatalf("replay: %d %v verifies %d settles %d", resp.StatusCode, m, payer.verifies.Load(), payer.settles.Load())
 	}
 	// A 422 with a valid payment attached is neither verified nor settled.
 	before := payer.verifies.Load()
-	if resp, _ := post(t, e.srv.URL+"/verify/schema", `{"task_id":"x"}`, HeaderPaymentSignature, paymentHeader(t, testRequirement, 2)); resp.StatusCode != 422 || payer.verifies.Load() != before {
+	if resp, _ := post(t, e.srv.URL+"/verify/schema", `{"task_id":"x"}`, x402.HeaderPaymentSignature, paymentHeader(t, testRequirement, 2)); resp.StatusCode != 422 || payer.verifies.Load() != before {
 		t.Fatalf("422 with payment: %d, verifies %d→%d", resp.StatusCode, before, payer.verifies.Load())
 	}
 	// Mismatched requirements never reach the facilitator.
@@ -377,25 +384,25 @@ func TestPaidPath(t *testing.T) {
 	} {
 		req := testRequirement
 		mutate(&req)
-		resp, m := post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, paymentHeader(t, req, 3))
+		resp, m := post(t, e.srv.URL+"/verify/schema", okBody, x402.HeaderPaymentSignature, paymentHeader(t, req, 3))
 		if resp.StatusCode != 402 || m["code"] != "payment_requirements_mismatch" || payer.verifies.Load() != before {
 			t.Errorf("wrong %s: %d %v", name, resp.StatusCode, m)
 		}
 	}
-	if resp, m := post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, "%%%not-base64"); resp.StatusCode != 402 || m["code"] != "payment_invalid" {
+	if resp, m := post(t, e.srv.URL+"/verify/schema", okBody, x402.HeaderPaymentSignature, "%%%not-base64"); resp.StatusCode != 402 || m["code"] != "payment_invalid" {
 		t.Errorf("undecodable: %d %v", resp.StatusCode, m)
 	}
 	// Facilitator down: 503, nothing settled.
 	payer.verifyErr = x402.ErrFacilitatorUnavailable
 	settles := payer.settles.Load()
-	resp, m = post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, paymentHeader(t, testRequirement, 4))
+	resp, m = post(t, e.srv.URL+"/verify/schema", okBody, x402.HeaderPaymentSignature, paymentHeader(t, testRequirement, 4))
 	if resp.StatusCode != 503 || m["code"] != "facilitator_unavailable" || payer.settles.Load() != settles {
 		t.Errorf("facilitator down: %d %v", resp.StatusCode, m)
 	}
 	payer.verifyErr = nil
 	// Verification refused.
 	payer.valid = false
-	if resp, m := post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, paymentHeader(t, testRequirement, 5)); resp.StatusCode != 402 || m["code"] != "payment_verification_failed" {
+	if resp, m := post(t, e.srv.URL+"/verify/schema", okBody, x402.HeaderPaymentSignature, paymentHeader(t, testRequirement, 5)); resp.StatusCode != 402 || m["code"] != "payment_verification_failed" {
 		t.Errorf("invalid payment: %d %v", resp.StatusCode, m)
 	}
 	payer.valid = true
@@ -403,19 +410,19 @@ func TestPaidPath(t *testing.T) {
 	// The settlement may have gone through, so the answer says the payment may have been charged
 	// and is not retryable (a client would pay again), and the payment stays spent.
 	payer.settleErr = x402.ErrFacilitatorUnavailable
-	resp, m = post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, paymentHeader(t, testRequirement, 7))
-	if resp.StatusCode != 503 || m["code"] != "facilitator_unavailable" || m["result"] != nil || resp.Header.Get(HeaderPaymentResponse) != "" ||
+	resp, m = post(t, e.srv.URL+"/verify/schema", okBody, x402.HeaderPaymentSignature, paymentHeader(t, testRequirement, 7))
+	if resp.StatusCode != 503 || m["code"] != "facilitator_unavailable" || m["result"] != nil || resp.Header.Get(x402.HeaderPaymentResponse) != "" ||
 		m["retryable"] != false || m["charged"] != true || resp.Header.Get("Retry-After") != "" {
 		t.Errorf("settle unreachable: %d %v", resp.StatusCode, m)
 	}
 	payer.settleErr = nil
-	if resp, m := post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, paymentHeader(t, testRequirement, 7)); resp.StatusCode != 402 || m["code"] != "payment_replayed" {
+	if resp, m := post(t, e.srv.URL+"/verify/schema", okBody, x402.HeaderPaymentSignature, paymentHeader(t, testRequirement, 7)); resp.StatusCode != 402 || m["code"] != "payment_replayed" {
 		t.Errorf("the payment whose settlement went unanswered, sent again: %d %v", resp.StatusCode, m)
 	}
 	// Settlement fails: 402 with PAYMENT-RESPONSE success:false and no result.
 	payer.settleOK = false
-	resp, m = post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, paymentHeader(t, testRequirement, 6))
-	sr, _ = x402.DecodeSettleResponse(resp.Header.Get(HeaderPaymentResponse))
+	resp, m = post(t, e.srv.URL+"/verify/schema", okBody, x402.HeaderPaymentSignature, paymentHeader(t, testRequirement, 6))
+	sr, _ = x402.DecodeSettleResponse(resp.Header.Get(x402.HeaderPaymentResponse))
 	if resp.StatusCode != 402 || m["code"] != "payment_settlement_failed" || m["result"] != nil || sr.Success {
 		t.Errorf("settle failed: %d %v %+v", resp.StatusCode, m, sr)
 	}
@@ -439,7 +446,7 @@ func (d *deadlinePayer) Settle(ctx context.Context, p x402.PaymentPayload, r x40
 func TestPaymentNotSettledIsReleased(t *testing.T) {
 	payer := &deadlinePayer{fakePayer: &fakePayer{valid: true, settleOK: true}}
 	e := newPayEnv(t, openBolt, 0, nil)
-	e.svc.Payer = payer
+	e.rebuild(t, func(d *service.Deps) { d.Payer = payer })
 	payment := func(n int) x402.PaymentPayload {
 		p, err := x402.DecodePaymentSignature(paymentHeader(t, testRequirement, n))
 		if err != nil {
@@ -460,32 +467,32 @@ func TestPaymentNotSettledIsReleased(t *testing.T) {
 	}
 
 	// Too little time left: a retryable error, nothing settled, the payment released.
-	short, cancel := context.WithTimeout(ctx, afterSettle+minSettleTime-time.Second)
+	short, cancel := context.WithTimeout(ctx, service.AfterSettle+service.MinSettleTime-time.Second)
 	defer cancel()
 	_, _, err := e.svc.Charge(short, payment(2), "0.02", works)
 	if ae, ok := apperr.As(err); !ok || ae.Code != apperr.FacilitatorDown || !ae.Retryable || ae.Charged || payer.settles.Load() != 1 {
 		t.Fatalf("too little time: %v, settles %d", err, payer.settles.Load())
 	}
-	// With time enough, settlement ends at the deadline less afterSettle.
-	deadline := time.Now().Add(afterSettle + minSettleTime + 2*time.Second)
+	// With time enough, settlement ends at the deadline less service.AfterSettle.
+	deadline := time.Now().Add(service.AfterSettle + service.MinSettleTime + 2*time.Second)
 	enough, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	if sr, fail, err := e.svc.Charge(enough, payment(2), "0.02", works); err != nil || fail != nil || sr == nil {
 		t.Fatalf("the same payment with time enough: %v %v %v", sr, fail, err)
 	}
-	if want := deadline.Add(-afterSettle); !payer.settleBy.Equal(want) {
-		t.Errorf("settlement deadline %v, want the request's less %v (%v)", payer.settleBy, afterSettle, want)
+	if want := deadline.Add(-service.AfterSettle); !payer.settleBy.Equal(want) {
+		t.Errorf("settlement deadline %v, want the request's less %v (%v)", payer.settleBy, service.AfterSettle, want)
 	}
 	// The work's own deadline leaves settlement its time.
 	var workBy time.Time
 	if _, _, err := e.svc.Charge(enough, payment(4), "0.02", func(ctx context.Context) error { workBy, _ = ctx.Deadline(); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if want := deadline.Add(-afterSettle - minSettleTime); !workBy.Equal(want) {
+	if want := deadline.Add(-service.AfterSettle - service.MinSettleTime); !workBy.Equal(want) {
 		t.Errorf("work deadline %v, want %v", workBy, want)
 	}
-	// Without a deadline (the local server), settlement has settleTimeout.
-	if sr, _, err := e.svc.Charge(ctx, payment(5), "0.02", works); err != nil || sr == nil || time.Until(payer.settleBy) > settleTimeout || time.Until(payer.settleBy) < settleTimeout-time.Minute {
-		t.Errorf("no deadline: %v, settlement deadline in %v, want about %v", err, time.Until(payer.settleBy), settleTimeout)
+	// Without a deadline (the local server), settlement has service.SettleTimeout.
+	if sr, _, err := e.svc.Charge(ctx, payment(5), "0.02", works); err != nil || sr == nil || time.Until(payer.settleBy) > service.SettleTimeout || time.Until(payer.settleBy) < service.SettleTimeout-time.Minute {
+		t.Errorf("no deadline: %v, settlement deadline in %v, want about %v", err, time.Until(payer.settleBy), service.SettleTimeout)
 	}
 }

@@ -1,13 +1,11 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
+	"github.com/agent-output-verifier/verifier/internal/testsvc"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -16,10 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/store/dynamo"
 	"github.com/agent-output-verifier/verifier/pkg/store/dynamo/dynalitetest"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
 )
 
 // Sizes of TestLambdaPathRecording, those of the review that found records lost: 8 function
@@ -43,28 +39,22 @@ func TestLambdaPathRecording(t *testing.T) {
 	}
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	instances := make([]*Service, lambdaInstances)
+	instances := make([]*service.Service, lambdaInstances)
 	for i := range instances {
 		st := dynamo.New(client, table, dynamo.WithClock(clock))
-		instances[i] = &Service{
-			Engine:    verify.NewEngine(verify.Limits{}),
-			Keys:      receipt.KeyRing{Current: receipt.Key{Version: "test-v1", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32))}},
-			BaseURL:   "http://127.0.0.1:8080",
-			Log:       slog.New(slog.NewJSONHandler(io.Discard, nil)),
-			Store:     st,
-			Allowance: st,
-			// Reputation reads go through the same store, as on Lambda.
-			Reputation: st,
-			Pricing:    Pricing{FreeCallsPerDay: 1 << 20, FreeMaxBody: 64 << 10, PriceVerify: "0.02", PriceScore: "0.01"},
-			Now:        clock,
-		}
+		// Reputation reads go through the same store, as on Lambda.
+		instances[i] = testsvc.New(t, service.Deps{
+			Store:   st,
+			Pricing: service.Pricing{FreeCallsPerDay: 1 << 20, FreeMaxBody: 64 << 10, PriceVerify: "0.02", PriceScore: "0.01"},
+			Now:     clock,
+		})
 	}
 	run := func(agent string) []time.Duration {
 		var mu sync.Mutex
 		var took []time.Duration
 		var wg sync.WaitGroup
 		for i, svc := range instances {
-			h := svc.Handler()
+			h := Handler(svc)
 			wg.Go(func() {
 				for r := range lambdaRequests {
 					body := fmt.Sprintf(`{"task_id":"t-%d-%d","agent_id":%q,"expected_schema":{"type":"number"},"submitted_output":%d}`, i, r, agent, r)
@@ -90,13 +80,13 @@ func TestLambdaPathRecording(t *testing.T) {
 	unrecorded := run("test-agent-latency")
 	recorded := run("seller-lambda")
 	for _, svc := range instances {
-		svc.folding.wg.Wait()
+		svc.WaitForFolds()
 	}
 
 	const want = lambdaInstances * lambdaRequests
-	reader := instances[0].Handler()
+	reader := Handler(instances[0])
 	var ids []string
-	var totals Totals
+	var totals service.Totals
 	for cursor := ""; ; {
 		url := "/reputation/seller-lambda?limit=100"
 		if cursor != "" {
@@ -108,9 +98,9 @@ func TestLambdaPathRecording(t *testing.T) {
 			t.Fatalf("GET %s: %d %s", url, w.Code, w.Body)
 		}
 		var doc struct {
-			Totals     Totals         `json:"totals"`
-			History    []HistoryEntry `json:"history"`
-			NextCursor *string        `json:"next_cursor"`
+			Totals     service.Totals         `json:"totals"`
+			History    []service.HistoryEntry `json:"history"`
+			NextCursor *string                `json:"next_cursor"`
 		}
 		if err := json.Unmarshal(w.Body.Bytes(), &doc); err != nil {
 			t.Fatal(err)

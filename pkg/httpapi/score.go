@@ -1,258 +1,39 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
-	"github.com/agent-output-verifier/verifier/pkg/receipt"
-	"github.com/agent-output-verifier/verifier/pkg/reputation"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/edge"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
-// scoreDescription describes GET /score in payment requirements and the x402 manifest.
-const scoreDescription = "Signed trust score of an AI agent from its verification record (SPEC §9)."
-
 // MountScore adds GET /score/{agent_id} to rt.
-func (s *Service) MountScore(rt *Router) {
-	rt.Handle(http.MethodGet, scorePrefix, s.handleScore)
-}
-
-// ScoreHandler serves the score function's routes.
-func (s *Service) ScoreHandler() http.Handler {
-	rt := NewRouter(s)
-	s.MountScore(rt)
-	return rt
-}
-
-// ScoreCounts are an agent's verification counts over all time.
-type ScoreCounts struct {
-	Total  int64 `json:"total"`
-	Passed int64 `json:"passed"`
-	Failed int64 `json:"failed"`
-	Paid   int64 `json:"paid"`
-}
-
-// WindowCounts are an agent's verifications of the last 30 UTC days.
-type WindowCounts struct {
-	Total  int64 `json:"total"`
-	Passed int64 `json:"passed"`
-	Failed int64 `json:"failed"`
-}
-
-// ScoreSchemaJSON is the JSON Schema of the score document with its attestation (GET
-// /score/{agent_id}, and the MCP tool get_verification_record's answer): the one description the
-// OpenAPI document and the tool's output schema share. Like the verification answer's
-// (pkg/verify), it uses only keywords that draft-07 and 2020-12 validators read alike.
-const ScoreSchemaJSON = `{
-  "type": "object",
-  "description": "An agent's trust score, signed with the trust-score context. score, the rates and the times are null, with reason no_data, for unknown and test- agents.",
-  "required": ["agent_id", "score", "confidence", "verifications", "last_30_days", "pass_rate", "mean_overall_ratio",
-    "first_seen", "last_seen", "distinct_tasks", "distinct_callers", "method", "computed_at", "verify", "attestation"],
-  "properties": {
-    "agent_id": {"type": "string"},
-    "score": {"type": ["number", "null"], "minimum": 0, "maximum": 100, "description": "100 x the lower bound of the 95% Wilson interval of the weighted pass rate (recent and paid verifications weigh more)."},
-    "reason": {"type": "string", "enum": ["no_data", "insufficient_data"], "description": "Why score is null: nothing recorded (or a test- id), or too little weight left to score."},
-    "confidence": {"type": "string", "enum": ["low", "medium", "high"], "description": "By effective verifications: low below 10, medium below 100, high from 100."},
-    "verifications": {"type": "object", "required": ["total", "passed", "failed", "paid"], "properties": {
-      "total": {"type": "integer"}, "passed": {"type": "integer"}, "failed": {"type": "integer"}, "paid": {"type": "integer"}}},
-    "last_30_days": {"type": "object", "required": ["total", "passed", "failed"], "properties": {
-      "total": {"type": "integer"}, "passed": {"type": "integer"}, "failed": {"type": "integer"}}},
-    "pass_rate": {"type": ["number", "null"]},
-    "mean_overall_ratio": {"type": ["number", "null"]},
-    "first_seen": {"type": ["string", "null"]},
-    "last_seen": {"type": ["string", "null"]},
-    "distinct_tasks": {"type": "integer"},
-    "distinct_callers": {"type": "integer"},
-    "method": {"type": "string", "description": "Versioned name of the score formula."},
-    "computed_at": {"type": "string"},
-    "verify": ` + verify.VerifyInfoSchemaJSON + `,
-    "attestation": ` + receipt.AttestationSchemaJSON + `
-  }
-}`
-
-// ScoreDocumentBody is GET /score/{agent_id} without its attestation, in wire order (SPEC §9).
-// Score is null exactly when Reason is set ("no_data": nothing recorded, or a test- id); the rates
-// and times are null then too.
-type ScoreDocumentBody struct {
-	AgentID          string            `json:"agent_id"`
-	Score            *float64          `json:"score"`
-	Reason           string            `json:"reason,omitempty"`
-	Confidence       string            `json:"confidence"`
-	Verifications    ScoreCounts       `json:"verifications"`
-	Last30Days       WindowCounts      `json:"last_30_days"`
-	PassRate         *float64          `json:"pass_rate"`
-	MeanOverallRatio *float64          `json:"mean_overall_ratio"`
-	FirstSeen        *string           `json:"first_seen"`
-	LastSeen         *string           `json:"last_seen"`
-	DistinctTasks    int64             `json:"distinct_tasks"`
-	DistinctCallers  int64             `json:"distinct_callers"`
-	Method           string            `json:"method"`
-	ComputedAt       string            `json:"computed_at"`
-	Verify           verify.VerifyInfo `json:"verify"`
-}
-
-// agentRecord is one read of an agent's aggregate: found is false for unknown and test- ids.
-type agentRecord struct {
-	agentID string
-	agg     reputation.Aggregate
-	found   bool
-}
-
-// lookupAgent reads the agent's aggregate with one read (none for test- ids). A store failure is a
-// retryable 503 that charges nothing.
-func (s *Service) lookupAgent(ctx context.Context, agentID string) (agentRecord, error) {
-	if err := CheckAgentID(agentID); err != nil {
-		return agentRecord{}, err
-	}
-	rec := agentRecord{agentID: agentID}
-	if isTestAgent(agentID) || s.Reputation == nil {
-		return rec, nil
-	}
-	agg, found, err := s.Reputation.AgentAggregate(ctx, agentID)
-	if err != nil {
-		s.log().Error("read aggregate failed", "err", err.Error())
-		return agentRecord{}, reputationUnavailable()
-	}
-	rec.agg, rec.found = agg, found && agg.Verifications > 0
-	return rec, nil
-}
-
-// ScoreLookup is one read of an agent's aggregate: whether its score is paid for and, from that
-// same read, its signed document. GET /score and the MCP tool get_verification_record price and
-// answer from one lookup, so a verification recorded in between can neither make a paid score
-// free nor change what was priced.
-type ScoreLookup struct {
-	svc *Service
-	rec agentRecord
-}
-
-// LookupScore reads agentID's aggregate once (not at all for test- ids). An invalid id is a 422
-// naming agent_id, a store failure a retryable 503.
-func (s *Service) LookupScore(ctx context.Context, agentID string) (ScoreLookup, error) {
-	rec, err := s.lookupAgent(ctx, agentID)
-	if err != nil {
-		return ScoreLookup{}, err
-	}
-	return ScoreLookup{svc: s, rec: rec}, nil
-}
-
-// Priced tells whether the score must be paid for: the agent has a score and the deployment takes
-// payments (SPEC §8.6: without a payee, /score is free). Unknown agents and test- ids are free (a
-// signed no_data answer).
-func (l ScoreLookup) Priced() bool { return l.rec.found && l.svc.Payer != nil }
-
-// Document is the signed GET /score/{agent_id} document, computed now from the lookup's read and
-// signed with the trust-score context. It does no payment accounting: callers charge first when
-// Priced says so.
-func (l ScoreLookup) Document() ([]byte, error) { return l.svc.scoreDocument(l.rec) }
-
-// scoreDocument builds and signs the score of rec as of now.
-func (s *Service) scoreDocument(rec agentRecord) ([]byte, error) {
-	now := s.now()
-	a := rec.agg
-	if !rec.found {
-		a = reputation.Aggregate{}
-	}
-	sc := a.ScoreAt(now)
-	last, lastPassed := a.LastDays(now)
-	doc := ScoreDocumentBody{
-		AgentID: rec.agentID, Score: sc.Value, Reason: sc.Reason, Confidence: sc.Confidence,
-		Verifications:   ScoreCounts{Total: a.Verifications, Passed: a.Passed, Failed: a.Failed, Paid: a.Paid},
-		Last30Days:      WindowCounts{Total: last, Passed: lastPassed, Failed: last - lastPassed},
-		DistinctTasks:   a.Tasks.Estimate(),
-		DistinctCallers: a.Callers.Estimate(),
-		Method:          reputation.Method,
-		ComputedAt:      verify.FormatTime(now),
-		Verify:          verify.NewVerifyInfo(s.BaseURL, s.Keys.Current.Version),
-	}
-	if a.Verifications > 0 {
-		pass, mean := a.PassRate(), a.MeanOverallRatio()
-		doc.PassRate, doc.MeanOverallRatio = &pass, &mean
-		doc.FirstSeen, doc.LastSeen = formatTime(a.FirstSeen), formatTime(a.LastSeen)
-	}
-	body, err := jsonMarshal(doc)
-	if err != nil {
-		return nil, err
-	}
-	// The attestation's timestamp is computed_at, as a verification's is its verified_at.
-	return s.Keys.Current.Attest(receipt.ContextScore, body, doc.ComputedAt)
-}
-
-// ScorePaymentRequired is the x402 PaymentRequired of GET /score/{agent_id}: PriceScore, resource
-// <base>/score/<agent_id>, from the one price table behind every 402 answer.
-func (s *Service) ScorePaymentRequired(ctx context.Context, agentID, message string) (x402.PaymentRequired, error) {
-	return s.PaymentRequiredFor(ctx, s.BaseURL+scorePrefix+url.PathEscape(agentID), scoreDescription, s.Pricing.PriceScore, message,
-		map[string]any{"bazaar": scoreBazaar()})
-}
-
-// writeScorePaymentRequired answers 402 for a score lookup: the PAYMENT-REQUIRED header and a body
-// that repeats it with a machine code. There is no free allowance to report: /score has none.
-func (s *Service) writeScorePaymentRequired(w http.ResponseWriter, r *http.Request, agentID string, code apperr.Code, message string, settlement *x402.SettleResponse) {
-	pr, err := s.ScorePaymentRequired(r.Context(), agentID, message)
-	if err != nil {
-		s.WriteError(w, r, err)
-		return
-	}
-	s.writePayment(w, r, pr, code, nil, settlement)
+func MountScore(rt *edge.Router, svc *service.Service) {
+	rt.Handle(http.MethodGet, scorePrefix, api{svc}.handleScore)
 }
 
 // handleScore is GET /score/{agent_id}: a free signed no_data answer for unknown and test- ids
 // (and every answer of a deployment without a payee); otherwise PriceScore through x402, with no
 // free allowance. Nothing is settled unless the signed score was built.
-func (s *Service) handleScore(w http.ResponseWriter, r *http.Request) {
+func (a api) handleScore(w http.ResponseWriter, r *http.Request) {
 	id, err := agentIDFromPath(r, scorePrefix)
 	if err != nil {
-		s.WriteError(w, r, err)
+		a.fail(w, r, err)
 		return
 	}
-	header := r.Header.Get(HeaderPaymentSignature)
+	header := r.Header.Get(x402.HeaderPaymentSignature)
 	if r.Method == http.MethodHead && header != "" {
 		// HEAD answers no document, so there is nothing to pay for.
-		s.WriteError(w, r, apperr.Field(HeaderPaymentSignature, "is not taken with HEAD, which answers no document", "Send the payment with GET."))
+		a.fail(w, r, apperr.Field(x402.HeaderPaymentSignature, "is not taken with HEAD, which answers no document", "Send the payment with GET."))
 		return
 	}
-	lookup, err := s.LookupScore(r.Context(), id)
-	if err != nil {
-		s.WriteError(w, r, err)
-		return
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	if !lookup.Priced() {
-		body, err := lookup.Document()
-		if err != nil {
-			s.WriteError(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, body)
-		return
-	}
-	if header == "" {
-		s.writeScorePaymentRequired(w, r, id, apperr.PaymentRequired, "This agent has a trust score; pay with x402 to read it.", nil)
-		return
-	}
-	payload, err := x402.DecodePaymentSignature(header)
-	if err != nil {
-		s.writeScorePaymentRequired(w, r, id, apperr.PaymentInvalid, "The PAYMENT-SIGNATURE header could not be decoded as an x402 v2 payment. Nothing was charged.", nil)
-		return
-	}
-	var body []byte
-	sr, fail, err := s.Charge(r.Context(), payload, s.Pricing.PriceScore, func(context.Context) (err error) {
-		body, err = lookup.Document()
-		return err
+	o := a.svc.Score(r.Context(), service.ScoreCall{
+		AgentID: id, Payment: payment(r),
+		Resource: a.svc.BaseURL() + scorePrefix + url.PathEscape(id), Description: service.ScoreDescription,
+		Extensions: scoreExtensions(), Words: restWords, Route: r.URL.Path,
 	})
-	switch {
-	case err != nil:
-		s.WriteError(w, r, err)
-		return
-	case fail != nil:
-		s.writeScorePaymentRequired(w, r, id, fail.Code, fail.Message, fail.Settlement)
-		return
-	}
-	if h, err := x402.EncodeHeader(sr); err == nil {
-		w.Header().Set(HeaderPaymentResponse, h)
-	}
-	writeJSON(w, http.StatusOK, body)
+	a.render(w, r, o, false)
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"slices"
 	"strings"
 	"testing"
@@ -52,9 +53,9 @@ func decode(t *testing.T, b []byte) map[string]any {
 }
 
 // checkSigned verifies b under want and makes sure no other context accepts it.
-func checkSigned(t *testing.T, svc *Service, b []byte, want string) {
+func checkSigned(t *testing.T, svc *service.Service, b []byte, want string) {
 	t.Helper()
-	keys := []receipt.PublicKey{svc.Keys.Current.Public()}
+	keys := []receipt.PublicKey{svc.Keys().Current.Public()}
 	if err := receipt.VerifyAttestation(b, want, keys); err != nil {
 		t.Errorf("does not verify under %s: %v", want, err)
 	}
@@ -85,7 +86,6 @@ var scoreKeys = []string{"agent_id", "score", "confidence", "verifications", "la
 func TestScoreRoute(t *testing.T) {
 	payer := &fakePayer{valid: true, settleOK: true}
 	e := newPayEnv(t, openBolt, 0, payer)
-	e.svc.Reputation = e.st
 	now := e.clock.Now()
 	recordN(t, e.st, "seller-s", 10, true, true, now)
 
@@ -105,7 +105,7 @@ func TestScoreRoute(t *testing.T) {
 
 	// A known id costs PriceScore: 402 first, with the score's own resource URL.
 	resp, b := testhttp.Do(t, "GET", e.srv.URL+"/score/seller-s", nil)
-	pr, err := x402.DecodePaymentRequired(resp.Header.Get(HeaderPaymentRequired))
+	pr, err := x402.DecodePaymentRequired(resp.Header.Get(x402.HeaderPaymentRequired))
 	m := decode(t, b)
 	if resp.StatusCode != 402 || err != nil || m["code"] != "payment_required" || m["charged"] != false || m["score"] != nil {
 		t.Fatalf("unpaid: %d %v %s", resp.StatusCode, err, b)
@@ -118,8 +118,8 @@ func TestScoreRoute(t *testing.T) {
 	}
 
 	sig := paymentHeader(t, testRequirement, 41)
-	resp, b = testhttp.Do(t, "GET", e.srv.URL+"/score/seller-s", nil, HeaderPaymentSignature, sig)
-	sr, err := x402.DecodeSettleResponse(resp.Header.Get(HeaderPaymentResponse))
+	resp, b = testhttp.Do(t, "GET", e.srv.URL+"/score/seller-s", nil, x402.HeaderPaymentSignature, sig)
+	sr, err := x402.DecodeSettleResponse(resp.Header.Get(x402.HeaderPaymentResponse))
 	if resp.StatusCode != 200 || err != nil || !sr.Success {
 		t.Fatalf("paid: %d %v %s", resp.StatusCode, err, b)
 	}
@@ -127,7 +127,7 @@ func TestScoreRoute(t *testing.T) {
 		t.Errorf("members %v, want %v", got, scoreKeys)
 	}
 	checkSigned(t, e.svc, b, receipt.ContextScore)
-	var doc ScoreDocumentBody
+	var doc service.ScoreDocumentBody
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestScoreRoute(t *testing.T) {
 	if doc.Score == nil || *doc.Score != 72.2 || doc.Confidence != "medium" || doc.Method != reputation.Method {
 		t.Errorf("score %v %s %s, want 72.2 medium %s", doc.Score, doc.Confidence, doc.Method, reputation.Method)
 	}
-	if doc.Verifications != (ScoreCounts{10, 10, 0, 10}) || doc.Last30Days != (WindowCounts{10, 10, 0}) ||
+	if doc.Verifications != (service.ScoreCounts{Total: 10, Passed: 10, Failed: 0, Paid: 10}) || doc.Last30Days != (service.WindowCounts{Total: 10, Passed: 10, Failed: 0}) ||
 		*doc.PassRate != 1 || *doc.MeanOverallRatio != 1 || doc.DistinctTasks != 3 || doc.DistinctCallers != 2 {
 		t.Errorf("document %+v", doc)
 	}
@@ -147,39 +147,39 @@ func TestScoreRoute(t *testing.T) {
 	}
 
 	// The same payment again is refused before the facilitator; nothing settles twice.
-	resp, b = testhttp.Do(t, "GET", e.srv.URL+"/score/seller-s", nil, HeaderPaymentSignature, sig)
+	resp, b = testhttp.Do(t, "GET", e.srv.URL+"/score/seller-s", nil, x402.HeaderPaymentSignature, sig)
 	if m := decode(t, b); resp.StatusCode != 402 || m["code"] != "payment_replayed" || payer.settles.Load() != 1 {
 		t.Fatalf("replay: %d %s", resp.StatusCode, b)
 	}
-	if resp, b := testhttp.Do(t, "GET", e.srv.URL+"/score/seller-s", nil, HeaderPaymentSignature, "%%%"); resp.StatusCode != 402 || decode(t, b)["code"] != "payment_invalid" {
+	if resp, b := testhttp.Do(t, "GET", e.srv.URL+"/score/seller-s", nil, x402.HeaderPaymentSignature, "%%%"); resp.StatusCode != 402 || decode(t, b)["code"] != "payment_invalid" {
 		t.Errorf("undecodable payment: %d %s", resp.StatusCode, b)
 	}
 	// A failed settlement delivers no score.
 	payer.settleOK = false
-	resp, b = testhttp.Do(t, "GET", e.srv.URL+"/score/seller-s", nil, HeaderPaymentSignature, paymentHeader(t, testRequirement, 42))
+	resp, b = testhttp.Do(t, "GET", e.srv.URL+"/score/seller-s", nil, x402.HeaderPaymentSignature, paymentHeader(t, testRequirement, 42))
 	if m := decode(t, b); resp.StatusCode != 402 || m["code"] != "payment_settlement_failed" || m["score"] != nil {
 		t.Errorf("settlement failed: %d %s", resp.StatusCode, b)
 	}
 	// A payment for an unknown agent is not taken: the no_data answer is free.
 	payer.settleOK = true
 	settles := payer.settles.Load()
-	if resp, b := testhttp.Do(t, "GET", e.srv.URL+"/score/seller-unknown", nil, HeaderPaymentSignature, paymentHeader(t, testRequirement, 43)); resp.StatusCode != 200 || payer.settles.Load() != settles {
+	if resp, b := testhttp.Do(t, "GET", e.srv.URL+"/score/seller-unknown", nil, x402.HeaderPaymentSignature, paymentHeader(t, testRequirement, 43)); resp.StatusCode != 200 || payer.settles.Load() != settles {
 		t.Errorf("paid lookup of an unknown agent: %d %s, settles %d→%d", resp.StatusCode, b, settles, payer.settles.Load())
 	}
 
 	// HEAD answers no document, so a payment sent with it is refused and never verified or
 	// settled; without one it answers the 402's headers.
 	verifies, settles := payer.verifies.Load(), payer.settles.Load()
-	resp, _ = testhttp.Do(t, "HEAD", e.srv.URL+"/score/seller-s", nil, HeaderPaymentSignature, paymentHeader(t, testRequirement, 44))
+	resp, _ = testhttp.Do(t, "HEAD", e.srv.URL+"/score/seller-s", nil, x402.HeaderPaymentSignature, paymentHeader(t, testRequirement, 44))
 	if resp.StatusCode != 422 || payer.verifies.Load() != verifies || payer.settles.Load() != settles {
 		t.Errorf("HEAD with a payment: %d, verifies %d→%d, settles %d→%d", resp.StatusCode, verifies, payer.verifies.Load(), settles, payer.settles.Load())
 	}
-	if resp, _ := testhttp.Do(t, "HEAD", e.srv.URL+"/score/seller-s", nil); resp.StatusCode != 402 || resp.Header.Get(HeaderPaymentRequired) == "" {
-		t.Errorf("HEAD without a payment: %d, PAYMENT-REQUIRED %q", resp.StatusCode, resp.Header.Get(HeaderPaymentRequired))
+	if resp, _ := testhttp.Do(t, "HEAD", e.srv.URL+"/score/seller-s", nil); resp.StatusCode != 402 || resp.Header.Get(x402.HeaderPaymentRequired) == "" {
+		t.Errorf("HEAD without a payment: %d, PAYMENT-REQUIRED %q", resp.StatusCode, resp.Header.Get(x402.HeaderPaymentRequired))
 	}
 
 	// Without a payee the score is free (SPEC §8.6).
-	e.svc.Payer = nil
+	e.rebuild(t, func(d *service.Deps) { d.Payer = nil })
 	if resp, b := testhttp.Do(t, "GET", e.srv.URL+"/score/seller-s", nil); resp.StatusCode != 200 || decode(t, b)["score"] != 72.2 {
 		t.Errorf("free-only deployment: %d %s", resp.StatusCode, b)
 	}
@@ -188,7 +188,6 @@ func TestScoreRoute(t *testing.T) {
 // TestScoreAPIForMCP checks LookupScore, which the MCP tool get_verification_record is built on.
 func TestScoreAPIForMCP(t *testing.T) {
 	e := newPayEnv(t, openBolt, 0, &fakePayer{valid: true, settleOK: true})
-	e.svc.Reputation = e.st
 	ctx := context.Background()
 	recordN(t, e.st, "seller-m", 3, false, false, e.clock.Now())
 	for id, want := range map[string]bool{"seller-m": true, "seller-unknown": false, "test-seller-m": false} {
@@ -220,7 +219,7 @@ func TestScoreAPIForMCP(t *testing.T) {
 		t.Errorf("document %s", doc)
 	}
 	// Over HTTP the same lookup answers the same document (but for the time it was computed at).
-	e.svc.Payer = nil
+	e.rebuild(t, func(d *service.Deps) { d.Payer = nil })
 	_, b := testhttp.Do(t, "GET", e.srv.URL+"/score/seller-m", nil)
 	if !bytes.Equal(stripSignature(t, b), stripSignature(t, doc)) {
 		t.Errorf("HTTP and LookupScore differ:\n%s\n%s", b, doc)
@@ -240,7 +239,7 @@ func TestScoreAPIForMCP(t *testing.T) {
 		t.Errorf("a 200-character id: %v", err)
 	}
 
-	e.svc.Reputation = failingReputation{}
+	e.rebuild(t, func(d *service.Deps) { d.Store = failingReputation{e.st} })
 	if _, err := e.svc.LookupScore(ctx, "seller-m"); err == nil {
 		t.Error("store down: no error")
 	} else if ae, ok := apperr.As(err); !ok || ae.Status != 503 || !ae.Retryable {
@@ -258,7 +257,8 @@ func stripSignature(t *testing.T, b []byte) []byte {
 	return out
 }
 
-type failingReputation struct{}
+// failingReputation is a store whose reputation reads fail.
+type failingReputation struct{ store.Store }
 
 func (failingReputation) History(context.Context, string, int, string) ([]store.Verification, string, error) {
 	return nil, "", errors.New("store down")
@@ -273,7 +273,6 @@ var reputationKeys = []string{"agent_id", "totals", "first_seen", "last_seen", "
 func TestReputationRoute(t *testing.T) {
 	payer := &fakePayer{valid: true, settleOK: true}
 	e := newPayEnv(t, openBolt, 5, payer)
-	e.svc.Reputation = e.st
 	body := func(agent, task, output string) string {
 		return `{"task_id":"` + task + `","agent_id":"` + agent + `","expected_schema":{"type":"number"},"submitted_output":` + output + `}`
 	}
@@ -296,7 +295,7 @@ func TestReputationRoute(t *testing.T) {
 		e.clock.Set(at)
 		var hdr []string
 		if st.pay > 0 {
-			hdr = []string{HeaderPaymentSignature, paymentHeader(t, testRequirement, 100+st.pay)}
+			hdr = []string{x402.HeaderPaymentSignature, paymentHeader(t, testRequirement, 100+st.pay)}
 		}
 		payer.settleOK = st.ok
 		if resp, m := post(t, e.srv.URL+"/verify/schema", st.body, hdr...); (resp.StatusCode == 200) != st.ok {
@@ -312,11 +311,11 @@ func TestReputationRoute(t *testing.T) {
 		t.Errorf("members %v, want %v", got, reputationKeys)
 	}
 	checkSigned(t, e.svc, b, receipt.ContextReputation)
-	var doc ReputationDocument
+	var doc service.ReputationDocument
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc.Totals != (Totals{Verifications: 4, Passed: 3, Failed: 1, Paid: 1}) || doc.Reason != "" {
+	if doc.Totals != (service.Totals{Verifications: 4, Passed: 3, Failed: 1, Paid: 1}) || doc.Reason != "" {
 		t.Errorf("totals %+v reason %q, want 4 verifications, 3 passed, 1 failed, 1 paid", doc.Totals, doc.Reason)
 	}
 	if *doc.FirstSeen != "2026-11-30T12:00:00.000000+00:00" || *doc.LastSeen != "2026-11-30T12:00:03.000000+00:00" {
@@ -338,7 +337,7 @@ func TestReputationRoute(t *testing.T) {
 		t.Errorf("the history shows caller ids: %s", b)
 	}
 	resp, b = testhttp.Do(t, "GET", e.srv.URL+"/reputation/seller-r?limit=3&cursor="+*doc.NextCursor, nil)
-	var page2 ReputationDocument
+	var page2 service.ReputationDocument
 	if json.Unmarshal(b, &page2); resp.StatusCode != 200 || len(page2.History) != 1 || page2.NextCursor != nil || page2.History[0].TaskID != "job-1" {
 		t.Errorf("second page: %d %s", resp.StatusCode, b)
 	}
@@ -369,7 +368,6 @@ func TestReputationRoute(t *testing.T) {
 
 func TestAgentRoutesRefuseBadInput(t *testing.T) {
 	e := newPayEnv(t, openBolt, 5, nil)
-	e.svc.Reputation = e.st
 	long := strings.Repeat("a", 201)
 	cases := []struct {
 		path  string
@@ -411,7 +409,7 @@ func TestAgentRoutesRefuseBadInput(t *testing.T) {
 		}
 	}
 	// The store down: a retryable 503, never a 200 without data.
-	e.svc.Reputation = failingReputation{}
+	e.rebuild(t, func(d *service.Deps) { d.Store = failingReputation{e.st} })
 	for _, p := range []string{"/score/seller", "/reputation/seller"} {
 		if resp, b := testhttp.Do(t, "GET", e.srv.URL+p, nil); resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
 			t.Errorf("%s with the store down: %d %s", p, resp.StatusCode, b)
@@ -424,14 +422,14 @@ func TestAgentRoutesRefuseBadInput(t *testing.T) {
 func TestPaidVerificationRecordedAfterSettlement(t *testing.T) {
 	payer := &fakePayer{valid: true, settleOK: false}
 	e := newPayEnv(t, openBolt, 0, payer)
-	if resp, _ := post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, paymentHeader(t, testRequirement, 7)); resp.StatusCode != 402 {
+	if resp, _ := post(t, e.srv.URL+"/verify/schema", okBody, x402.HeaderPaymentSignature, paymentHeader(t, testRequirement, 7)); resp.StatusCode != 402 {
 		t.Fatalf("failed settlement: %d", resp.StatusCode)
 	}
 	if page, _, _ := e.st.History(context.Background(), "seller-9", 10, ""); len(page) != 0 {
 		t.Fatalf("a verification whose settlement failed was recorded: %+v", page)
 	}
 	payer.settleOK = true
-	if resp, _ := post(t, e.srv.URL+"/verify/schema", okBody, HeaderPaymentSignature, paymentHeader(t, testRequirement, 8)); resp.StatusCode != 200 {
+	if resp, _ := post(t, e.srv.URL+"/verify/schema", okBody, x402.HeaderPaymentSignature, paymentHeader(t, testRequirement, 8)); resp.StatusCode != 200 {
 		t.Fatalf("settled: %d", resp.StatusCode)
 	}
 	page, _, _ := e.st.History(context.Background(), "seller-9", 10, "")
@@ -449,11 +447,10 @@ func TestPaidVerificationRecordedAfterSettlement(t *testing.T) {
 func TestScoreRequirementsHeader(t *testing.T) {
 	var asked []string
 	e := newPayEnv(t, openBolt, 0, nil)
-	e.svc.Payer = priceRecorder{fakePayer: &fakePayer{}, asked: &asked}
-	e.svc.Reputation = e.st
+	e.rebuild(t, func(d *service.Deps) { d.Payer = priceRecorder{fakePayer: &fakePayer{}, asked: &asked} })
 	recordN(t, e.st, "seller-p", 1, true, false, e.clock.Now())
 	resp, _ := testhttp.Do(t, "GET", e.srv.URL+"/score/seller-p", nil)
-	raw, err := base64.StdEncoding.DecodeString(resp.Header.Get(HeaderPaymentRequired))
+	raw, err := base64.StdEncoding.DecodeString(resp.Header.Get(x402.HeaderPaymentRequired))
 	if resp.StatusCode != 402 || err != nil || !json.Valid(raw) {
 		t.Fatalf("402: %d %v", resp.StatusCode, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
 )
 
@@ -91,7 +91,7 @@ func TestOrigin(t *testing.T) {
 	}
 
 	// A public deployment (no listener address: API Gateway) takes its own origin only.
-	pub := newEnv(t, func(s *httpapi.Service) { s.BaseURL = "https://verifier.example.com" })
+	pub := newEnv(t, func(d *service.Deps) { d.BaseURL = "https://verifier.example.com" })
 	h := New(pub.svc)
 	for origin, want := range map[string]int{
 		"":                                 200,

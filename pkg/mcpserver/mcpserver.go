@@ -1,12 +1,15 @@
 // Package mcpserver serves the verifier as an MCP server (SPEC §10): Streamable HTTP at /mcp with
 // the official Go SDK, stateless and answering plain JSON, so that every request stands alone on
-// Lambda. Its tools, verify_schema and get_verification_record, run on the same httpapi.Service
-// as the REST routes: the same checks and signed answers, the same free allowance per client IP,
-// the same x402 payments (over the MCP transport of §8.4) and the same history.
+// Lambda. Its tools, verify_schema and get_verification_record, call the same operations of
+// pkg/service as the REST routes (Verify and Score): the same admission, checks and signed
+// answers, the same free allowance per client IP, the same x402 payments (over the MCP transport
+// of §8.4) and the same history. The tools only translate a call to the service and render its
+// outcome as a tool result; the package imports no other transport (the router and error envelope
+// are pkg/edge's).
 //
 // The package is the only one that imports the MCP SDK; the local server mounts it through
-// httpapi.Service.Handler's extra mounts and functions/mcp serves it alone, so the other Lambda
-// binaries never link the SDK.
+// httpapi.Handler's extra mounts and functions/mcp serves it alone, so the other Lambda binaries
+// never link the SDK.
 package mcpserver
 
 import (
@@ -22,7 +25,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
-	"github.com/agent-output-verifier/verifier/pkg/httpapi"
+	"github.com/agent-output-verifier/verifier/pkg/edge"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
@@ -35,20 +39,10 @@ const Path = "/mcp"
 // most x402.MaxHeaderBytes.
 const rpcOverhead = x402.MaxHeaderBytes + 16<<10
 
-// Scores is the part of the service get_verification_record needs: one lookup of an agent's
-// score, which says whether it is paid for (it is free while there is no data) and gives the
-// signed /score document.
-type Scores interface {
-	LookupScore(ctx context.Context, agentID string) (httpapi.ScoreLookup, error)
-}
-
-var _ Scores = (*httpapi.Service)(nil)
-
 // Server is the MCP endpoint over one Service. Build it once per process; it is safe for
 // concurrent use.
 type Server struct {
-	svc    *httpapi.Service
-	scores Scores
+	svc *service.Service
 	// jsonHandler answers with application/json (every client that accepts it); sseHandler
 	// answers with a one-event text/event-stream, for clients that accept nothing else. Both are
 	// set before ready is closed.
@@ -69,17 +63,13 @@ type Server struct {
 // for: registering the tools decodes their schemas (tens of KB of JSON) only to check them, about
 // 1.5 ms of a Lambda function's cold start that can overlap the runtime's fetching of the first
 // event instead of preceding it.
-func New(svc *httpapi.Service) *Server {
-	s := &Server{svc: svc, scores: svc, ready: make(chan struct{})}
-	if u, err := url.Parse(svc.BaseURL); err == nil {
+func New(svc *service.Service) *Server {
+	s := &Server{svc: svc, ready: make(chan struct{})}
+	if u, err := url.Parse(svc.BaseURL()); err == nil {
 		s.publicHost = strings.ToLower(u.Hostname())
 	}
-	s.publicOrigin, _ = originOf(svc.BaseURL)
-	maxBody := int64(verify.DefaultLimits.MaxBody)
-	if svc.Engine != nil {
-		maxBody = svc.Engine.Limits().MaxBody
-	}
-	s.maxMessage = maxBody + rpcOverhead
+	s.publicOrigin, _ = originOf(svc.BaseURL())
+	s.maxMessage = svc.Engine().Limits().MaxBody + rpcOverhead
 	go func() {
 		defer close(s.ready)
 		s.build()
@@ -94,7 +84,7 @@ func (s *Server) build() {
 		Title:   "Agent Output Verifier",
 		Version: verify.Version,
 	}, &mcp.ServerOptions{
-		Instructions: instructions(s.svc.Payer == nil),
+		Instructions: instructions(s.svc.FreeOnly()),
 		// The SDK's log lines may quote protocol messages, and callers' data never goes to the
 		// log; the router logs one line per request.
 		Logger: slog.New(slog.DiscardHandler),
@@ -137,17 +127,17 @@ func instructions(freeOnly bool) string {
 
 // Mount adds POST /mcp to rt. The router answers other methods with 405 and Allow (the stateless
 // transport has no GET stream and no session to DELETE) and CORS preflights.
-func (s *Server) Mount(rt *httpapi.Router) { rt.Handle(http.MethodPost, Path, s.ServeHTTP) }
+func (s *Server) Mount(rt *edge.Router) { rt.Handle(http.MethodPost, Path, s.ServeHTTP) }
 
 // Handler serves /mcp alone, in the router that answers every other path and method in the error
 // envelope: functions/mcp's handler.
-func Handler(svc *httpapi.Service) http.Handler {
-	rt := httpapi.NewRouter(svc)
+func Handler(svc *service.Service) http.Handler {
+	rt := edge.NewRouter(svc)
 	New(svc).Mount(rt)
 	return rt
 }
 
-// callerKey is the context key of the caller's identity (httpapi.ClientIdentity), which the
+// callerKey is the context key of the caller's identity (edge.ClientIdentity), which the
 // tools need for the free allowance and history and which the SDK does not pass on.
 type callerKey struct{}
 
@@ -156,7 +146,7 @@ func caller(ctx context.Context) string {
 	if c, ok := ctx.Value(callerKey{}).(string); ok {
 		return c
 	}
-	return httpapi.UnknownClient
+	return service.UnknownClient
 }
 
 // ServeHTTP is POST /mcp: it checks the Host and the Origin, reads the message within its limit,
@@ -166,21 +156,21 @@ func caller(ctx context.Context) string {
 // envelope.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.hostAllowed(r) {
-		s.svc.WriteError(w, r, apperr.New(apperr.Forbidden,
+		edge.Fail(w, r, s.svc, apperr.New(apperr.Forbidden,
 			"This MCP endpoint answers on a loopback connection only for a loopback Host or the configured public host (DNS rebinding protection)."))
 		return
 	}
 	if !s.originAllowed(r) {
-		s.svc.WriteError(w, r, apperr.New(apperr.Forbidden,
+		edge.Fail(w, r, s.svc, apperr.New(apperr.Forbidden,
 			"This MCP endpoint does not accept requests from this Origin (DNS rebinding protection): a browser page may call it only from this deployment's own origin; clients outside a browser send no Origin."))
 		return
 	}
 	// The message is read here, within its limit, so that a message over it is the 413 that
 	// names the limit and a call the SDK cannot dispatch gets JSON-RPC's error rather than an
 	// HTTP refusal.
-	body, err := httpapi.ReadBody(r, s.maxMessage)
+	body, err := edge.ReadBody(r, s.maxMessage)
 	if err != nil {
-		s.svc.WriteError(w, r, err)
+		edge.Fail(w, r, s.svc, err)
 		return
 	}
 	jsonOK, sseOK := accepts(r.Header.Values("Accept"))
@@ -193,7 +183,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The client is the request's, on Lambda too: the adapter puts API Gateway's sourceIp in
 	// RemoteAddr, and the SDK runs the tool with a context derived from this request's.
-	ctx := context.WithValue(r.Context(), callerKey{}, httpapi.ClientIdentity(r, s.svc.TrustedProxyHops))
+	ctx := context.WithValue(r.Context(), callerKey{}, edge.ClientIdentity(r, s.svc.TrustedProxyHops()))
 	r = r.Clone(ctx)
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	<-s.ready
@@ -266,7 +256,7 @@ func isLoopback(addr string) bool {
 // pass through untouched.
 type envelopeWriter struct {
 	http.ResponseWriter
-	svc      *httpapi.Service
+	svc      *service.Service
 	limit    int64 // the message limit a 413 names
 	r        *http.Request
 	replaced bool
@@ -279,10 +269,10 @@ func (w *envelopeWriter) WriteHeader(code int) {
 	}
 	w.replaced = true
 	if code >= 500 {
-		logger(w.svc).Error("mcp transport failed", "route", Path, "status", code)
+		w.svc.Log().Error("mcp transport failed", "route", Path, "status", code)
 	}
 	w.Header().Del("X-Content-Type-Options")
-	w.svc.WriteError(w.ResponseWriter, w.r, transportError(code, w.limit))
+	edge.WriteError(w.ResponseWriter, transportError(code, w.limit))
 }
 
 func (w *envelopeWriter) Write(b []byte) (int, error) {
@@ -294,14 +284,6 @@ func (w *envelopeWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets the SDK flush an event stream through the wrapper.
 func (w *envelopeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// logger is the service's logger, or the default one for hand-built services without one.
-func logger(svc *httpapi.Service) *slog.Logger {
-	if svc.Log != nil {
-		return svc.Log
-	}
-	return slog.Default()
-}
 
 // transportError is the envelope for an HTTP status the SDK's transport answered with; limit is
 // the message limit a 413 names.

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/internal/testclock"
+	"github.com/agent-output-verifier/verifier/internal/testsvc"
+	"github.com/agent-output-verifier/verifier/pkg/reputation"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -75,41 +77,39 @@ func payment(amount string, nonce int) map[string]any {
 
 // env is a service with the MCP server mounted beside the REST routes, on a loopback listener.
 type env struct {
-	svc   *httpapi.Service
+	svc   *service.Service
 	st    *bolt.Store
 	url   string
 	payer *fakePayer
 }
 
-type option func(*httpapi.Service)
+type option func(*service.Deps)
 
-func withPayer(p *fakePayer) option { return func(s *httpapi.Service) { s.Payer = p } }
-func withLimit(n int) option        { return func(s *httpapi.Service) { s.Pricing.FreeCallsPerDay = n } }
+func withPayer(p *fakePayer) option { return func(d *service.Deps) { d.Payer = p } }
+func withLimit(n int) option        { return func(d *service.Deps) { d.Pricing.FreeCallsPerDay = n } }
 
 func newEnv(t testing.TB, opts ...option) *env {
 	t.Helper()
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "v.db"))
+	// The service and its store read one test clock.
+	clock := testclock.New(testclock.Epochs()[0])
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "v.db"), bolt.WithClock(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	svc := &httpapi.Service{
-		Engine:     verify.NewEngine(verify.Limits{}),
-		Keys:       receipt.KeyRing{Current: receipt.Key{Version: "test-v1", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32))}},
-		BaseURL:    "http://127.0.0.1:8080",
-		Log:        slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Store:      st,
-		Allowance:  st,
-		Reputation: st,
-		Pricing:    httpapi.Pricing{FreeCallsPerDay: 1000, FreeMaxBody: 64 << 10, PriceVerify: "0.02", PriceScore: "0.01"},
+	d := service.Deps{
+		Now:     clock.Now,
+		Store:   st,
+		Pricing: service.Pricing{FreeCallsPerDay: 1000, FreeMaxBody: 64 << 10, PriceVerify: "0.02", PriceScore: "0.01"},
 	}
 	for _, o := range opts {
-		o(svc)
+		o(&d)
 	}
-	srv := httptest.NewServer(svc.Handler(New(svc).Mount))
+	svc := testsvc.New(t, d)
+	srv := httptest.NewServer(httpapi.Handler(svc, New(svc).Mount))
 	t.Cleanup(srv.Close)
 	e := &env{svc: svc, st: st, url: srv.URL}
-	e.payer, _ = svc.Payer.(*fakePayer)
+	e.payer, _ = svc.Payer().(*fakePayer)
 	return e
 }
 
@@ -322,7 +322,7 @@ func TestVerifyMatchesREST(t *testing.T) {
 			if r.IsError {
 				return
 			}
-			if err := receipt.VerifyReceipt(r.StructuredContent, []receipt.PublicKey{e.svc.Keys.Current.Public()}, body); err != nil {
+			if err := receipt.VerifyReceipt(r.StructuredContent, []receipt.PublicKey{e.svc.Keys().Current.Public()}, body); err != nil {
 				t.Errorf("the MCP answer's receipt does not verify: %v", err)
 			}
 		})
@@ -499,7 +499,7 @@ func TestVerificationRecord(t *testing.T) {
 		if got, want := stable(t, r.StructuredContent), stable(t, rest); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: MCP and REST differ:\nMCP  %s\nREST %s", id, r.StructuredContent, rest)
 		}
-		if err := receipt.VerifyAttestation(r.StructuredContent, receipt.ContextScore, []receipt.PublicKey{e.svc.Keys.Current.Public()}); err != nil {
+		if err := receipt.VerifyAttestation(r.StructuredContent, receipt.ContextScore, []receipt.PublicKey{e.svc.Keys().Current.Public()}); err != nil {
 			t.Errorf("%s: the score does not verify: %v", id, err)
 		}
 	}
@@ -657,7 +657,7 @@ func TestTransport(t *testing.T) {
 // A reverse proxy in front of a loopback-bound server sends the public host: that one is allowed,
 // any other is not.
 func TestPublicHostBehindProxy(t *testing.T) {
-	e := newEnv(t, func(s *httpapi.Service) { s.BaseURL = "https://verifier.example.com" })
+	e := newEnv(t, func(d *service.Deps) { d.BaseURL = "https://verifier.example.com" })
 	list := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	for host, want := range map[string]int{"verifier.example.com": 200, "Verifier.Example.com:443": 200, "localhost:9": 200, "[::1]:9": 200, "other.example.com": 403} {
 		req, _ := http.NewRequest(http.MethodPost, e.url+Path, bytes.NewReader(list))
@@ -687,7 +687,7 @@ func TestPublicHostBehindProxy(t *testing.T) {
 // The free allowance follows the client address of the HTTP request, X-Forwarded-For only as far
 // as proxies are trusted, exactly as on the REST routes.
 func TestAllowanceIsPerClient(t *testing.T) {
-	e := newEnv(t, withLimit(1), withPayer(&fakePayer{}), func(s *httpapi.Service) { s.TrustedProxyHops = 1 })
+	e := newEnv(t, withLimit(1), withPayer(&fakePayer{}), func(d *service.Deps) { d.TrustedProxyHops = 1 })
 	body, _ := json.Marshal(verify.ExampleRequest())
 	for _, ip := range []string{"198.51.100.1", "198.51.100.2"} {
 		if r := e.call(t, ToolVerify, body, nil, "X-Forwarded-For", ip); r.IsError {
@@ -705,9 +705,9 @@ func TestAllowanceIsPerClient(t *testing.T) {
 // Arguments past the absolute limit are refused with the 413 envelope, past the free limit they
 // need a payment, as REST bodies do.
 func TestArgumentLimits(t *testing.T) {
-	e := newEnv(t, withPayer(&fakePayer{}), func(s *httpapi.Service) {
-		s.Engine = verify.NewEngine(verify.Limits{MaxBody: 4096})
-		s.Pricing.FreeMaxBody = 1024
+	e := newEnv(t, withPayer(&fakePayer{}), func(d *service.Deps) {
+		d.Engine = verify.NewEngine(verify.Limits{MaxBody: 4096})
+		d.Pricing.FreeMaxBody = 1024
 	})
 	pad := func(n int) []byte {
 		return []byte(`{"task_id":"t","expected_schema":{},"submitted_output":"` + strings.Repeat("x", n) + `"}`)
@@ -736,18 +736,18 @@ func TestHandlerServesOnlyMCP(t *testing.T) {
 	}
 }
 
-type panickingScores struct{}
+// panickingStore is a store whose aggregate reads panic.
+type panickingStore struct{ service.Store }
 
-func (panickingScores) LookupScore(context.Context, string) (httpapi.ScoreLookup, error) {
+func (panickingStore) AgentAggregate(context.Context, string) (reputation.Aggregate, bool, error) {
 	panic("boom")
 }
 
 // A panic in a tool (which the SDK runs outside the router's recovery) is the generic internal
 // error result, and the server stays up.
 func TestToolPanicIsAnInternalError(t *testing.T) {
-	e := newEnv(t)
+	e := newEnv(t, func(d *service.Deps) { d.Store = panickingStore{d.Store} })
 	s := New(e.svc)
-	s.scores = panickingScores{}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	e.url = srv.URL

@@ -10,6 +10,14 @@ import (
 	"strings"
 )
 
+// The payment header names of x402 over HTTP (SPEC §8). Go canonicalizes header keys, so reading
+// is case-insensitive.
+const (
+	HeaderPaymentRequired  = "PAYMENT-REQUIRED"
+	HeaderPaymentSignature = "PAYMENT-SIGNATURE"
+	HeaderPaymentResponse  = "PAYMENT-RESPONSE"
+)
+
 // ErrMalformedHeader is wrapped by every header decoding error, so that a caller can answer
 // payment_invalid without looking at the details (which name no secret and echo no input).
 var ErrMalformedHeader = errors.New("malformed x402 header")

@@ -1,14 +1,21 @@
-package httpapi
+// Package edge is the HTTP edge every HTTP transport of the service is mounted on: the router that
+// answers unknown paths and methods in the §7 error envelope, the envelope writer, the reading of
+// a request body within its limit, discovery documents with their ETag, and the client identity
+// read from a request. REST (pkg/httpapi), MCP (pkg/mcpserver) and the discovery documents
+// (pkg/discovery) share it, so none of them imports another.
+package edge
 
 import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 )
 
 // route is one path with a handler per method. A path ending in "/" matches by prefix (for
@@ -21,12 +28,13 @@ type route struct {
 // Router maps paths and methods to handlers and answers everything else in the error envelope:
 // 404 for unknown paths, 405 with Allow for known paths and other methods.
 type Router struct {
-	svc    *Service
+	svc    *service.Service
 	routes []route
 }
 
-// NewRouter starts an empty router for svc's error writer and logger.
-func NewRouter(svc *Service) *Router { return &Router{svc: svc} }
+// NewRouter starts an empty router that logs with svc's logger and makes its errors safe with
+// svc.PublicError.
+func NewRouter(svc *service.Service) *Router { return &Router{svc: svc} }
 
 // Handle registers h for method on path.
 func (rt *Router) Handle(method, path string, h http.HandlerFunc) {
@@ -56,10 +64,10 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w, status: 200}
 	defer func() {
 		if p := recover(); p != nil {
-			rt.svc.log().Error("panic", "route", rt.routeLabel(r.URL.Path), "panic", slog.AnyValue(p).String())
-			rt.svc.WriteError(sw, r, errPanic)
+			rt.svc.Log().Error("panic", "route", rt.routeLabel(r.URL.Path), "panic", slog.AnyValue(p).String())
+			Fail(sw, r, rt.svc, service.ErrPanic)
 		}
-		rt.svc.log().Info("request", "method", methodLabel(r.Method), "route", rt.routeLabel(r.URL.Path),
+		rt.svc.Log().Info("request", "method", methodLabel(r.Method), "route", rt.routeLabel(r.URL.Path),
 			"status", sw.status, "duration_ms", float64(time.Since(start).Microseconds())/1000)
 	}()
 	rt.serve(sw, r)
@@ -79,7 +87,7 @@ func (rt *Router) serve(w http.ResponseWriter, r *http.Request) {
 	h.Set("Access-Control-Expose-Headers", corsExpose)
 	ro := rt.match(r.URL.Path)
 	if ro == nil {
-		rt.svc.WriteError(w, r, apperr.New(apperr.NotFound, "No route matches this path. GET / lists every route."))
+		Fail(w, r, rt.svc, apperr.New(apperr.NotFound, "No route matches this path. GET / lists every route."))
 		return
 	}
 	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
@@ -105,7 +113,7 @@ func (rt *Router) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		slices.Sort(allow)
 		h.Set("Allow", strings.Join(allow, ", "))
-		rt.svc.WriteError(w, r, apperr.New(apperr.MethodNotAllowed, "This route does not accept "+safeMethod(r.Method)+"; see the Allow header."))
+		Fail(w, r, rt.svc, apperr.New(apperr.MethodNotAllowed, "This route does not accept "+safeMethod(r.Method)+"; see the Allow header."))
 		return
 	}
 	handler(w, r)
@@ -158,6 +166,25 @@ func (w *statusWriter) WriteHeader(code int) {
 // answer, such as an MCP event stream).
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-var errPanic = apperr.New(apperr.Internal, "The request could not be completed. Nothing was charged; try again.")
+// WriteJSON writes a JSON body with status.
+func WriteJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
+}
 
-func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+// WriteError writes e in the §7 envelope, with Retry-After when it is retryable after a wait.
+func WriteError(w http.ResponseWriter, e *apperr.Error) {
+	if e.Retryable && e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	b, _ := json.Marshal(e)
+	WriteJSON(w, e.Status, b)
+}
+
+// Fail writes err as WriteError does, made safe by svc.PublicError: an error that is not an
+// *apperr.Error is answered as a generic 500 and its cause logged under the request's path.
+func Fail(w http.ResponseWriter, r *http.Request, svc *service.Service, err error) {
+	WriteError(w, svc.PublicError(r.URL.Path, err))
+}

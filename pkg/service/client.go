@@ -1,9 +1,8 @@
-package httpapi
+package service
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"net/http"
 	"net/netip"
 	"strings"
 )
@@ -20,47 +19,17 @@ const IPv6ClientPrefixBits = 64
 // not an address never becomes an identity of its own, so it cannot multiply allowances.
 const UnknownClient = "unknown"
 
-// clientRule says, in the free_trial and free_allowance documents, how a client is told apart.
-const clientRule = "identified by request IP address, an IPv6 address by its /64 prefix"
+// ClientRule says, in the free_trial and free_allowance documents, how a client is told apart.
+const ClientRule = "identified by request IP address, an IPv6 address by its /64 prefix"
 
-// ClientIdentity is the client of SPEC §8.1 as the free allowance and the history's caller id
-// know it: the canonical text of the client's IP address, an IPv4-mapped IPv6 address as its
-// IPv4 address, an IPv6 address as its /64 prefix (IPv6ClientPrefixBits), and UnknownClient
-// when there is no address. The address is the TCP peer locally, API Gateway's sourceIp on
-// Lambda (the adapter puts it in RemoteAddr), and X-Forwarded-For only as far as the operator
-// trusts proxies: with n trusted hops the client is the n-th address from the right, and a
-// request that passed fewer proxies than that is its peer's.
-func ClientIdentity(r *http.Request, trustedHops int) string {
-	if trustedHops > 0 {
-		if hop, ok := forwardedHop(r.Header.Values("X-Forwarded-For"), trustedHops); ok {
-			return identityOf(hop)
-		}
-	}
-	return identityOf(r.RemoteAddr)
-}
-
-// forwardedHop is the n-th X-Forwarded-For entry from the right, over every X-Forwarded-For
-// header in order; false when there are fewer than n entries.
-func forwardedHop(values []string, n int) (string, bool) {
-	for i := len(values) - 1; i >= 0; i-- {
-		entries := strings.Split(values[i], ",")
-		for j := len(entries) - 1; j >= 0; j-- {
-			e := strings.TrimSpace(entries[j])
-			if e == "" {
-				continue
-			}
-			if n--; n == 0 {
-				return e, true
-			}
-		}
-	}
-	return "", false
-}
-
-// identityOf is the identity of one address as a peer or proxy wrote it: with or without a port,
-// in brackets or not, with a zone or not.
-func identityOf(text string) string {
-	addr, ok := parseClientAddr(text)
+// ClientOf is the client of SPEC §8.1 as the free allowance and the history's caller id know
+// it, from one address as a peer or proxy wrote it (with or without a port, in brackets or not,
+// with a zone or not): the canonical text of the IP address, an IPv4-mapped IPv6 address as its
+// IPv4 address, an IPv6 address as its /64 prefix (IPv6ClientPrefixBits), and UnknownClient when
+// the text is no address. Which address names the client (the peer, or a trusted proxy's
+// X-Forwarded-For entry) is the transport's to say; what a client is, is this.
+func ClientOf(address string) string {
+	addr, ok := parseClientAddr(address)
 	if !ok {
 		return UnknownClient
 	}
@@ -96,11 +65,11 @@ func parseClientAddr(text string) (netip.Addr, bool) {
 	return addr, true
 }
 
-// CallerID is the salted SHA-256 of a client identity (ClientIdentity): it tells callers apart,
-// for the free allowance and in agents' histories, without storing their addresses.
+// CallerID is the salted SHA-256 of a client identity (ClientOf): it tells callers apart, for
+// the free allowance and in agents' histories, without storing their addresses.
 func (s *Service) CallerID(client string) string {
 	h := sha256.New()
-	h.Write(s.CallerSalt)
+	h.Write(s.d.CallerSalt)
 	h.Write([]byte(client))
 	return hex.EncodeToString(h.Sum(nil))
 }

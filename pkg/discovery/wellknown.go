@@ -1,26 +1,21 @@
-package httpapi
+package discovery
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"html"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
-	"time"
 
+	"github.com/agent-output-verifier/verifier/pkg/edge"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
-
-// healthProbeTimeout bounds the store probe of /health.
-const healthProbeTimeout = 2 * time.Second
 
 // RouteInfo describes one route for the index and the documents generated from it (OpenAPI,
 // llms.txt, the template's routes).
@@ -54,10 +49,10 @@ func Routes() []RouteInfo {
 }
 
 // MountWellKnown adds the index, /health, the agent card and the x402 manifest to rt: what every
-// server that signs needs for its keys to be found. The larger documents (OpenAPI, the docs
-// viewer, llms.txt, the API catalog) are pkg/discovery's, mounted only by the wellknown function
-// and the local server.
-func (s *Service) MountWellKnown(rt *Router) {
+// server that signs needs for its keys to be found. Documents.Mount mounts them with the larger
+// documents (OpenAPI, the docs viewer, llms.txt, the API catalog).
+func MountWellKnown(rt *edge.Router, svc *service.Service) {
+	s := wellKnown{svc}
 	rt.Handle(http.MethodGet, "/", s.handleIndex)
 	rt.Handle(http.MethodGet, "/health", s.handleHealth)
 	rt.Handle(http.MethodGet, "/.well-known/agent-card.json", s.handleAgentCard)
@@ -65,70 +60,66 @@ func (s *Service) MountWellKnown(rt *Router) {
 	rt.Handle(http.MethodGet, "/.well-known/x402", s.handleX402)
 }
 
+// wellKnown serves the documents every server that signs publishes, from one service.
+type wellKnown struct{ svc *service.Service }
+
 // manifester is the part of the payment side that builds /.well-known/x402.
 type manifester interface {
 	Manifest(ctx context.Context, items []x402.ManifestItem, freeAllowance map[string]any, instructions string) (map[string]any, error)
 }
 
 // PaidRoutes are the routes that take x402 payments, with their prices.
-func (s *Service) PaidRoutes() []x402.ManifestItem {
+func PaidRoutes(svc *service.Service) []x402.ManifestItem {
+	base, p := svc.BaseURL(), svc.Pricing()
 	desc := "Verify an AI agent's JSON output against a JSON Schema and business rules; signed receipt. Free allowance first."
 	return []x402.ManifestItem{
-		{Resource: s.BaseURL + "/verify/schema", Method: http.MethodPost, Description: desc, PriceUSD: s.Pricing.PriceVerify},
-		{Resource: s.BaseURL + "/verify/deliverable", Method: http.MethodPost, Description: desc, PriceUSD: s.Pricing.PriceVerify},
-		{Resource: s.BaseURL + "/score/{agent_id}", Method: http.MethodGet, Description: scoreDescription + " Free signed no_data answer for unknown agents.", PriceUSD: s.Pricing.PriceScore},
+		{Resource: base + "/verify/schema", Method: http.MethodPost, Description: desc, PriceUSD: p.PriceVerify},
+		{Resource: base + "/verify/deliverable", Method: http.MethodPost, Description: desc, PriceUSD: p.PriceVerify},
+		{Resource: base + "/score/{agent_id}", Method: http.MethodGet, Description: service.ScoreDescription + " Free signed no_data answer for unknown agents.", PriceUSD: p.PriceScore},
 	}
 }
 
 // handleX402 is the x402 discovery manifest (SPEC §8.5), built from the same requirements as the
 // 402 answers.
-func (s *Service) handleX402(w http.ResponseWriter, r *http.Request) {
+func (s wellKnown) handleX402(w http.ResponseWriter, r *http.Request) {
 	free := map[string]any{
-		"calls_per_client_per_day": s.Pricing.FreeCallsPerDay,
-		"max_free_body_bytes":      s.Pricing.FreeMaxBody,
+		"calls_per_client_per_day": s.svc.Pricing().FreeCallsPerDay,
+		"max_free_body_bytes":      s.svc.Pricing().FreeMaxBody,
 		"resets":                   "at 00:00 UTC",
 		"shared_by":                []string{"POST /verify/schema", "POST /verify/deliverable", "MCP verify_schema"},
-		"client":                   clientRule,
+		"client":                   service.ClientRule,
 	}
 	doc := map[string]any{"version": 1, "x402Version": 2, "resources": []string{}, "items": []any{}, "free_allowance": free,
 		"instructions": "This deployment takes no payments: past the free allowance, calls are refused with 429 until the next UTC midnight."}
-	if m, ok := s.Payer.(manifester); ok {
+	if m, ok := s.svc.Payer().(manifester); ok {
 		var err error
-		doc, err = m.Manifest(r.Context(), s.PaidRoutes(), free,
+		doc, err = m.Manifest(r.Context(), PaidRoutes(s.svc), free,
 			"Send the request; past the free allowance the answer is 402 with a PAYMENT-REQUIRED header (x402 v2). "+
 				"Sign one of its accepts and send it again with the PAYMENT-SIGNATURE header; the settlement comes back in PAYMENT-RESPONSE.")
 		if err != nil {
-			s.WriteError(w, r, err)
+			edge.Fail(w, r, s.svc, err)
 			return
 		}
 	}
 	body, _ := json.Marshal(doc)
 	w.Header().Set("Cache-Control", "max-age=60")
-	writeJSON(w, http.StatusOK, body)
+	edge.WriteJSON(w, http.StatusOK, body)
 }
 
-func (s *Service) handleHealth(w http.ResponseWriter, r *http.Request) {
+func (s wellKnown) handleHealth(w http.ResponseWriter, r *http.Request) {
 	status, storeState := "ok", "ok"
-	if s.Store == nil {
-		storeState = "none"
-	} else {
-		ctx, cancel := context.WithTimeout(r.Context(), healthProbeTimeout)
-		defer cancel()
-		if err := s.Store.Ping(ctx); err != nil {
-			// The cause goes to the log only: it may name tables or endpoints.
-			s.log().Warn("health: store probe failed", "err", err.Error())
-			status, storeState = "degraded", "unavailable"
-		}
+	if !s.svc.Health(r.Context()) {
+		status, storeState = "degraded", "unavailable"
 	}
 	body, _ := json.Marshal(map[string]string{
-		"status": status, "version": verify.Version, "key_version": s.Keys.Current.Version, "store": storeState,
+		"status": status, "version": verify.Version, "key_version": s.svc.Keys().Current.Version, "store": storeState,
 	})
 	w.Header().Set("Cache-Control", "no-store")
 	code := http.StatusOK
 	if status != "ok" {
 		code = http.StatusServiceUnavailable
 	}
-	writeJSON(w, code, body)
+	edge.WriteJSON(w, code, body)
 }
 
 // The agent card's extension URIs. The attestation one starts with receipt.CardExtensionPrefix,
@@ -196,9 +187,10 @@ type paymentConfig interface{ Config() x402.Config }
 // public keys are every key in the ring, so receipts signed before a rotation stay verifiable;
 // its request-hash test vectors are computed by this build's decoder. It is built for each
 // request (it is small), so it always shows the keys the service signs with now.
-func (s *Service) AgentCard() (*Card, error) {
+func AgentCard(svc *service.Service) (*Card, error) {
+	s := wellKnown{svc}
 	pubs := []map[string]string{}
-	for _, k := range s.Keys.PublicKeys() {
+	for _, k := range s.svc.Keys().PublicKeys() {
 		pubs = append(pubs, map[string]string{
 			"keyVersion": k.Version, "algorithm": receipt.Algorithm,
 			"publicKey":         base64.StdEncoding.EncodeToString(k.Key),
@@ -213,11 +205,11 @@ func (s *Service) AgentCard() (*Card, error) {
 		Name:        "Agent Output Verifier",
 		Description: "Independent, deterministic verification of AI agents' JSON output against a JSON Schema and business rules, with Ed25519-signed receipts that anyone can verify offline.",
 		SupportedInterfaces: []CardInterface{
-			{URL: s.BaseURL, ProtocolBinding: "OPENAPI", ProtocolVersion: a2aProtocolVersion},
-			{URL: s.BaseURL + "/mcp", ProtocolBinding: "MCP", ProtocolVersion: a2aProtocolVersion},
+			{URL: s.svc.BaseURL(), ProtocolBinding: "OPENAPI", ProtocolVersion: a2aProtocolVersion},
+			{URL: s.svc.BaseURL() + "/mcp", ProtocolBinding: "MCP", ProtocolVersion: a2aProtocolVersion},
 		},
 		Version:          verify.Version,
-		DocumentationURL: s.BaseURL + "/docs",
+		DocumentationURL: s.svc.BaseURL() + "/docs",
 		Capabilities: CardCapability{Extensions: []CardExtension{
 			{
 				URI: cardAttestationExtension,
@@ -263,9 +255,9 @@ func (s *Service) AgentCard() (*Card, error) {
 // x402Extension describes how the paid routes are paid: x402 v2 over HTTP headers and over MCP's
 // _meta, on the configured networks at the configured prices. It names networks without asking
 // the facilitator; /.well-known/x402 has the full requirements.
-func (s *Service) x402Extension() CardExtension {
+func (s wellKnown) x402Extension() CardExtension {
 	networks := []map[string]string{}
-	if pc, ok := s.Payer.(paymentConfig); ok {
+	if pc, ok := s.svc.Payer().(paymentConfig); ok {
 		cfg := pc.Config()
 		for _, n := range cfg.Networks {
 			asset, _ := x402.USDC(n)
@@ -277,14 +269,14 @@ func (s *Service) x402Extension() CardExtension {
 		}
 	}
 	prices := []map[string]string{}
-	if s.Payer != nil {
-		for _, it := range s.PaidRoutes() {
+	if !s.svc.FreeOnly() {
+		for _, it := range PaidRoutes(s.svc) {
 			prices = append(prices, map[string]string{"resource": it.Resource, "method": it.Method, "priceUSD": it.PriceUSD})
 		}
 	}
 	desc := "Past the free allowance, verifications and trust scores are paid with x402 v2: a 402 answer carries PAYMENT-REQUIRED, the " +
 		"client pays with PAYMENT-SIGNATURE (MCP: _meta[\"x402/payment\"]). This is x402 over HTTP and MCP, not A2A's task payment flow."
-	if s.Payer == nil {
+	if s.svc.FreeOnly() {
 		desc = "This deployment takes no payments: past the free allowance, calls are refused with 429 until the next UTC midnight."
 	}
 	return CardExtension{
@@ -294,60 +286,27 @@ func (s *Service) x402Extension() CardExtension {
 			"networks":    networks,
 			"prices":      prices,
 			"freeAllowance": map[string]any{
-				"callsPerClientPerDay": s.Pricing.FreeCallsPerDay,
-				"maxFreeBodyBytes":     s.Pricing.FreeMaxBody,
+				"callsPerClientPerDay": s.svc.Pricing().FreeCallsPerDay,
+				"maxFreeBodyBytes":     s.svc.Pricing().FreeMaxBody,
 				"sharedBy":             []string{"POST /verify/schema", "POST /verify/deliverable", "MCP verify_schema"},
 			},
-			"manifest": s.BaseURL + "/.well-known/x402",
+			"manifest": s.svc.BaseURL() + "/.well-known/x402",
 		},
 	}
 }
 
-func (s *Service) handleAgentCard(w http.ResponseWriter, r *http.Request) {
-	card, err := s.AgentCard()
+func (s wellKnown) handleAgentCard(w http.ResponseWriter, r *http.Request) {
+	card, err := AgentCard(s.svc)
 	if err != nil {
-		s.WriteError(w, r, err)
+		edge.Fail(w, r, s.svc, err)
 		return
 	}
 	body, err := json.Marshal(card)
 	if err != nil {
-		s.WriteError(w, r, err)
+		edge.Fail(w, r, s.svc, err)
 		return
 	}
-	WriteDocument(w, r, "application/json", "max-age=300", body)
-}
-
-// WriteDocument answers a GET or HEAD with a discovery document: body with its content type,
-// cache lifetime and a strong ETag over the bytes, or 304 Not Modified when If-None-Match names
-// that ETag (RFC 9110 §13.1.2, weak comparison).
-func WriteDocument(w http.ResponseWriter, r *http.Request, contentType, cacheControl string, body []byte) {
-	sum := sha256.Sum256(body)
-	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
-	h := w.Header()
-	h.Set("ETag", etag)
-	h.Set("Cache-Control", cacheControl)
-	if etagMatches(r.Header.Get("If-None-Match"), etag) {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	h.Set("Content-Type", contentType)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		w.Write(body)
-	}
-}
-
-// etagMatches tells whether an If-None-Match list names etag; W/ prefixes are ignored, as the
-// weak comparison If-None-Match uses requires.
-func etagMatches(list, etag string) bool {
-	for _, tag := range strings.Split(list, ",") {
-		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
-		if tag == "*" || tag == etag {
-			return true
-		}
-	}
-	return false
+	edge.WriteDocument(w, r, "application/json", "max-age=300", body)
 }
 
 // indexPage renders the landing page. It is built with html.EscapeString rather than
@@ -406,43 +365,20 @@ type Index struct {
 	Documents map[string]string `json:"documents"`
 }
 
-func (s *Service) handleIndex(w http.ResponseWriter, r *http.Request) {
+func (s wellKnown) handleIndex(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Vary", "Accept")
 	if strings.Contains(r.Header.Get("Accept"), "application/json") {
 		body, _ := json.Marshal(Index{
-			Service: "Agent Output Verifier", Version: verify.Version, BaseURL: s.BaseURL, Routes: Routes(),
+			Service: "Agent Output Verifier", Version: verify.Version, BaseURL: s.svc.BaseURL(), Routes: Routes(),
 			Documents: map[string]string{
-				"openapi": s.BaseURL + "/openapi.json", "docs": s.BaseURL + "/docs", "llms": s.BaseURL + "/llms.txt",
-				"llms_full": s.BaseURL + "/llms-full.txt", "agent_card": s.BaseURL + "/.well-known/agent-card.json",
-				"api_catalog": s.BaseURL + "/.well-known/api-catalog", "x402": s.BaseURL + "/.well-known/x402",
+				"openapi": s.svc.BaseURL() + "/openapi.json", "docs": s.svc.BaseURL() + "/docs", "llms": s.svc.BaseURL() + "/llms.txt",
+				"llms_full": s.svc.BaseURL() + "/llms-full.txt", "agent_card": s.svc.BaseURL() + "/.well-known/agent-card.json",
+				"api_catalog": s.svc.BaseURL() + "/.well-known/api-catalog", "x402": s.svc.BaseURL() + "/.well-known/x402",
 			},
 		})
-		writeJSON(w, http.StatusOK, body)
+		edge.WriteJSON(w, http.StatusOK, body)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	io.WriteString(w, indexPage(s.BaseURL, Routes()))
-}
-
-// Handler serves every route on one handler: the local server's. extra mounts the routes of
-// adapters this package does not import (the MCP server adds /mcp), so that the MCP SDK stays
-// out of the binaries that do not serve it.
-func (s *Service) Handler(extra ...func(*Router)) http.Handler {
-	rt := NewRouter(s)
-	s.MountVerify(rt)
-	s.MountReputation(rt)
-	s.MountScore(rt)
-	s.MountWellKnown(rt)
-	for _, mount := range extra {
-		mount(rt)
-	}
-	return rt
-}
-
-// VerifyHandler serves the verify function's routes.
-func (s *Service) VerifyHandler() http.Handler {
-	rt := NewRouter(s)
-	s.MountVerify(rt)
-	s.MountReputation(rt)
-	return rt
+	io.WriteString(w, indexPage(s.svc.BaseURL(), Routes()))
 }

@@ -1,7 +1,8 @@
-package httpapi
+package service
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,7 +34,7 @@ func TestRunPhaseStartsWorkersOnDemand(t *testing.T) {
 // A panic in a verification phase, which runs on a worker outside the router's recovery, is an
 // internal error for that request alone: the process and the worker go on.
 func TestPhasePanicIsAnInternalError(t *testing.T) {
-	s := &Service{}
+	s := &Service{d: Deps{Deadline: DefaultDeadline, Log: slog.Default()}}
 	for range 2 { // the second runs on the worker the first one used
 		err := s.withDeadline(context.Background(), func(context.Context) error { panic("boom") })
 		if ae, ok := apperr.As(err); !ok || ae.Code != apperr.Internal || ae.Status != 500 {
@@ -48,7 +49,7 @@ func TestPhasePanicIsAnInternalError(t *testing.T) {
 // At most maxPhases phases run at once; the others wait for a slot within their deadline, and
 // one that finds none in time is the retryable 503 of a missed deadline, never run.
 func TestPhasesAreBounded(t *testing.T) {
-	s := &Service{Deadline: 5 * time.Second}
+	s := &Service{d: Deps{Deadline: 5 * time.Second, Log: slog.Default()}}
 	var running, most atomic.Int32
 	release := make(chan struct{})
 	var wg sync.WaitGroup
@@ -76,7 +77,7 @@ func TestPhasesAreBounded(t *testing.T) {
 	if got := running.Load(); got != int32(maxPhases) {
 		t.Errorf("%d phases running, want %d", got, maxPhases)
 	}
-	short := &Service{Deadline: 30 * time.Millisecond}
+	short := &Service{d: Deps{Deadline: 30 * time.Millisecond, Log: slog.Default()}}
 	ran := false
 	err := short.withDeadline(context.Background(), func(context.Context) error { ran = true; return nil })
 	if ae, ok := apperr.As(err); !ok || ae.Code != apperr.DeadlineExceeded || ran {

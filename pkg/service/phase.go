@@ -1,0 +1,180 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/verify"
+)
+
+// Verification is a finished check: the signed response and the report it was made from.
+type Verification struct {
+	Body       []byte
+	Report     *verify.Report
+	Req        *verify.Request
+	VerifiedAt time.Time
+}
+
+// Job is a request that passed validation and whose schema is compiled: from here on the caller
+// can be charged.
+type Job struct {
+	req *verify.Request
+	sch *verify.Schema
+}
+
+// withDeadline runs f within the service's per-request deadline; a caller past the deadline gets a
+// retryable 503. f gets a context that ends then, so that the checks stop (Request.StopWhen)
+// instead of running on; compiling a schema cannot stop, and is bounded by the request limits.
+func (s *Service) withDeadline(ctx context.Context, f func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, s.d.Deadline)
+	defer cancel()
+	deadlineErr := func() error {
+		e := apperr.New(apperr.DeadlineExceeded, "The verification did not finish within its deadline. Nothing was charged; try again or send a smaller request.")
+		e.RetryAfter = 1
+		return e
+	}
+	// A phase waits for a slot within the deadline, and gives it back when it ends, which for a
+	// compilation that cannot stop may be after its caller has been answered.
+	select {
+	case phaseSlots <- struct{}{}:
+	case <-ctx.Done():
+		return deadlineErr()
+	}
+	done := make(chan error, 1)
+	runPhase(func() {
+		defer func() { <-phaseSlots }()
+		// The phase runs on a worker goroutine, outside the router's recovery: a panic here
+		// would end the process with every request in it.
+		defer func() {
+			if p := recover(); p != nil {
+				s.d.Log.Error("panic", "phase", "verification", "panic", slog.AnyValue(p).String())
+				done <- ErrPanic
+			}
+		}()
+		done <- f(ctx)
+	})
+	select {
+	case err := <-done:
+		if errors.Is(err, verify.ErrStopped) {
+			return deadlineErr() // the checks stopped for the deadline: no verdict
+		}
+		return err
+	case <-ctx.Done():
+		return deadlineErr()
+	}
+}
+
+// maxPhases is how many verification phases (decoding and compiling, checking and signing) run
+// at once; the others wait for a slot, within their deadline. The phases use the processors
+// alone, so more at once than a few per processor only adds their memory: each holds its
+// request's trees, compiled schema and findings, several MB for a hostile body, and every
+// connection the server accepts could otherwise hold one.
+var maxPhases = 4 * runtime.GOMAXPROCS(0)
+
+// phaseSlots holds one token per running phase.
+var phaseSlots = make(chan struct{}, maxPhases)
+
+// phaseWorkers is how many goroutines stay ready to run the engine's phases for withDeadline.
+// Each keeps the stack it has grown: a new goroutine per phase started small and copied its stack
+// at every doubling on the way down the decoder and the schema walker, about 5% of the local
+// server's CPU under load. They are started as phases find none idle, not all at once: a Lambda
+// function runs one phase at a time, and starting all of them cost its first request about a
+// millisecond. Past phaseWorkers, a phase gets a goroutine of its own. withDeadline runs at most
+// maxPhases phases at once, so on up to 16 processors this bound is seldom the one that holds.
+const phaseWorkers = 64
+
+var (
+	phases       = make(chan func())
+	phaseStarted atomic.Int32 // workers started
+)
+
+// runPhase runs f on an idle phase worker, on a new one while there are fewer than
+// phaseWorkers, or else on a goroutine of its own.
+func runPhase(f func()) {
+	select {
+	case phases <- f:
+		return
+	default:
+	}
+	if phaseStarted.Add(1) > phaseWorkers {
+		phaseStarted.Add(-1)
+		go f()
+		return
+	}
+	go func() {
+		f()
+		for f := range phases {
+			f()
+		}
+	}()
+}
+
+// Decode validates a request body and compiles its schema within the deadline. Its errors are
+// 422s (or 413s) that charge and consume nothing.
+func (s *Service) Decode(ctx context.Context, body []byte) (*Job, error) {
+	return s.decode(ctx, body, false)
+}
+
+// DecodeFree is Decode for a request the free allowance is to pay for: in the same phase it also
+// validates the output against the schema (verify.Engine.CheckSchema), the one check that can
+// refuse a sound request (schema_too_complex), so that such a request is refused before the
+// allowance is consumed. A paid request does not need this: a refusal in Finish releases its
+// payment unsettled, and checking before the payment is verified would be work done for free.
+func (s *Service) DecodeFree(ctx context.Context, body []byte) (*Job, error) {
+	return s.decode(ctx, body, true)
+}
+
+func (s *Service) decode(ctx context.Context, body []byte, checkSchema bool) (*Job, error) {
+	var job Job
+	err := s.withDeadline(ctx, func(ctx context.Context) (err error) {
+		if job.req, job.sch, err = s.d.Engine.Decode(body); err != nil || !checkSchema {
+			return err
+		}
+		job.req.StopWhen(ctx.Done())
+		return s.d.Engine.CheckSchema(job.req, job.sch)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &job, nil
+}
+
+// Finish checks a decoded request and signs the report within the deadline.
+func (s *Service) Finish(ctx context.Context, job *Job) (*Verification, error) {
+	var v *Verification
+	err := s.withDeadline(ctx, func(ctx context.Context) error {
+		// The checks stop when the deadline answers for them, instead of running on.
+		job.req.StopWhen(ctx.Done())
+		now := s.d.Now()
+		env := verify.Envelope{
+			VerificationID: s.d.NewID(), VerifiedAt: now, VerifierVersion: verify.Version,
+			Verify: verify.NewVerifyInfo(s.d.BaseURL, s.d.Keys.Current.Version),
+		}
+		out, rep, err := s.d.Engine.Finish(job.req, job.sch, env, s.d.Keys.Current)
+		if err != nil {
+			return err
+		}
+		v = &Verification{Body: out, Report: rep, Req: job.req, VerifiedAt: now}
+		return nil
+	})
+	if err != nil {
+		// The phase may still be running (a missed deadline): what it writes is not read.
+		return nil, err
+	}
+	return v, nil
+}
+
+// RunVerification decodes, checks and signs one request body, with no allowance or payment: for
+// callers that did their own accounting.
+func (s *Service) RunVerification(ctx context.Context, body []byte) (*Verification, error) {
+	job, err := s.Decode(ctx, body)
+	if err != nil {
+		return nil, err
+	}
+	return s.Finish(ctx, job)
+}

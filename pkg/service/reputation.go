@@ -1,0 +1,141 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/store"
+	"github.com/agent-output-verifier/verifier/pkg/verify"
+)
+
+// Limits of a reputation page.
+const (
+	// DefaultReputationPage is the page size without ?limit.
+	DefaultReputationPage = 50
+	// MaxReputationPage bounds ?limit: a page of 100 records is about 20 KB, which keeps the
+	// signed answer quick to canonicalize and sign.
+	MaxReputationPage = 100
+)
+
+// isTestAgent tells whether id is in the reserved test- namespace, which is never recorded
+// (SPEC §4.1), so lookups of it always answer no_data without touching the store.
+func isTestAgent(id string) bool { return strings.HasPrefix(id, "test-") }
+
+// CheckAgentID refuses an agent id no verification could have recorded, with the 422 that names
+// the field: verify.CheckAgentID, the check the verify request makes of agent_id, so that every
+// route and tool takes exactly the ids a verification can record.
+func CheckAgentID(id string) error {
+	if problem, fix := verify.CheckAgentID(id); problem != "" {
+		return apperr.Field("agent_id", problem, fix)
+	}
+	return nil
+}
+
+// agentIDFromPath reads {agent_id}, the percent-decoded path segment after prefix. A path with
+// reputationUnavailable is the answer when histories or aggregates cannot be read.
+func reputationUnavailable() *apperr.Error {
+	e := apperr.New(apperr.Unavailable, "The reputation store is unavailable. Nothing was charged; try again shortly.")
+	e.RetryAfter = 2
+	return e
+}
+
+// Totals are an agent's verification counts over all time.
+type Totals struct {
+	Verifications int64 `json:"verifications"`
+	Passed        int64 `json:"passed"`
+	Failed        int64 `json:"failed"`
+	Paid          int64 `json:"paid"`
+}
+
+// HistoryEntry is one verification in GET /reputation's history.
+type HistoryEntry struct {
+	VerificationID string  `json:"verification_id"`
+	TaskID         string  `json:"task_id"`
+	Result         string  `json:"result"`
+	OverallRatio   float64 `json:"overall_ratio"`
+	VerifiedAt     string  `json:"verified_at"`
+	Paid           bool    `json:"paid"`
+}
+
+// ReputationDocument is GET /reputation/{agent_id} without its attestation, in wire order
+// (SPEC §9). An agent with nothing recorded has Reason "no_data" and empty totals and history.
+type ReputationDocument struct {
+	AgentID    string            `json:"agent_id"`
+	Reason     string            `json:"reason,omitempty"`
+	Totals     Totals            `json:"totals"`
+	FirstSeen  *string           `json:"first_seen"`
+	LastSeen   *string           `json:"last_seen"`
+	History    []HistoryEntry    `json:"history"`
+	NextCursor *string           `json:"next_cursor"`
+	Verify     verify.VerifyInfo `json:"verify"`
+}
+
+// ReputationPage is the signed GET /reputation/{agent_id} document: the agent's totals and one
+// page of its history, newest first. limit and cursor are as the route takes them.
+func (s *Service) ReputationPage(ctx context.Context, agentID string, limit int, cursor string) ([]byte, error) {
+	if err := CheckAgentID(agentID); err != nil {
+		return nil, err
+	}
+	doc := ReputationDocument{AgentID: agentID, History: []HistoryEntry{}, Verify: verify.NewVerifyInfo(s.d.BaseURL, s.d.Keys.Current.Version)}
+	if !isTestAgent(agentID) {
+		// The aggregate first: a store may complete the history when it reads the aggregate
+		// (records whose writer died after counting them), and the page should show them.
+		agg, found, err := s.d.Store.AgentAggregate(ctx, agentID)
+		if err != nil {
+			s.d.Log.Error("read aggregate failed", "err", err.Error())
+			return nil, reputationUnavailable()
+		}
+		page, next, err := s.d.Store.History(ctx, agentID, limit, cursor)
+		if errors.Is(err, store.ErrBadCursor) {
+			return nil, apperr.Field("cursor", "is not a cursor this service returned", "Send back the next_cursor of the previous page unchanged, or leave cursor out for the newest page.")
+		}
+		if err != nil {
+			s.d.Log.Error("read history failed", "err", err.Error())
+			return nil, reputationUnavailable()
+		}
+		for _, v := range page {
+			doc.History = append(doc.History, HistoryEntry{
+				VerificationID: v.VerificationID, TaskID: v.TaskID, Result: v.Result,
+				OverallRatio: v.OverallRatio, VerifiedAt: verify.FormatTime(v.VerifiedAt), Paid: v.Paid,
+			})
+		}
+		if next != "" {
+			doc.NextCursor = &next
+		}
+		if found && agg.Verifications > 0 {
+			doc.Totals = Totals{Verifications: agg.Verifications, Passed: agg.Passed, Failed: agg.Failed, Paid: agg.Paid}
+			doc.FirstSeen, doc.LastSeen = formatTime(agg.FirstSeen), formatTime(agg.LastSeen)
+		}
+	}
+	if doc.Totals.Verifications == 0 && len(doc.History) == 0 {
+		doc.Reason = "no_data"
+	}
+	return s.sign(receipt.ContextReputation, doc)
+}
+
+// formatTime is t as the service writes times, for a field that may be null.
+func formatTime(t time.Time) *string {
+	f := verify.FormatTime(t)
+	return &f
+}
+
+// sign serializes doc and attests it under context, timestamped now.
+func (s *Service) sign(context string, doc any) ([]byte, error) {
+	body, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("encode document: %w", err)
+	}
+	signed, err := s.d.Keys.Current.Attest(context, body, verify.FormatTime(s.d.Now()))
+	if err != nil {
+		return nil, fmt.Errorf("sign document: %w", err)
+	}
+	return signed, nil
+}
+
+// handleReputation is GET /reputation/{agent_id}: free, paginated, signed with the reputation

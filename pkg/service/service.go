@@ -1,0 +1,215 @@
+// Package service is the application, free of any transport: what happens to a request once a
+// transport has read it. It admits a verification (the x402 discovery probe, the size limits,
+// decoding, then the free allowance or a payment, or a refusal), checks and signs it, charges
+// the payment and records the delivered verification in the agent's history; it prices, charges
+// and signs trust scores, signs reputation pages, and keeps the client identity and caller ids.
+// Every operation returns an outcome value (an Outcome, a signed document or an *apperr.Error),
+// which REST (pkg/httpapi) and MCP (pkg/mcpserver) render in their own terms: neither decides
+// anything this package decides, and a decision that involves money exists here alone.
+//
+// The package imports no net/http (TestLayering holds it to that).
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/reputation"
+	"github.com/agent-output-verifier/verifier/pkg/store"
+	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/x402"
+)
+
+// DefaultDeadline bounds one request's work, well inside API Gateway's 29 s integration timeout.
+const DefaultDeadline = 10 * time.Second
+
+// DefaultStoreTimeout bounds one allowance or payment-reservation call: a slow store becomes a
+// retryable 503 well inside API Gateway's 29 s, never a hung request or a free pass.
+const DefaultStoreTimeout = 3 * time.Second
+
+// Store is the part of a store.Store the service uses: the free allowance and payment
+// reservations, history recording, the reputation reads and the health probe.
+type Store interface {
+	ConsumeAllowance(ctx context.Context, client, day string, limit int, expires time.Time) (bool, int, error)
+	AllowanceUsed(ctx context.Context, client, day string) (int, error)
+	ReservePayment(ctx context.Context, id string, expires time.Time) error
+	ReleasePayment(ctx context.Context, id string) error
+	PaymentReserved(ctx context.Context, id string) (bool, error)
+	RecordVerification(ctx context.Context, v store.Verification) error
+	History(ctx context.Context, agentID string, limit int, cursor string) (page []store.Verification, next string, err error)
+	AgentAggregate(ctx context.Context, agentID string) (agg reputation.Aggregate, ok bool, err error)
+	Ping(ctx context.Context) error
+}
+
+var _ Store = store.Store(nil)
+
+// Pricing is what the service charges and offers free.
+type Pricing struct {
+	FreeCallsPerDay int
+	FreeMaxBody     int64
+	PriceVerify     string // USD
+	PriceScore      string // USD
+}
+
+// Payer is the payment side: requirements from one price table, and a facilitator.
+type Payer interface {
+	Requirements(ctx context.Context, priceUSD string) ([]x402.Requirements, error)
+	Verify(ctx context.Context, p x402.PaymentPayload, r x402.Requirements) (x402.VerifyResponse, error)
+	Settle(ctx context.Context, p x402.PaymentPayload, r x402.Requirements) (x402.SettleResponse, error)
+}
+
+// Deps are what a Service is built from. New checks them: a missing dependency is an error at
+// construction, never a branch in a request's path.
+type Deps struct {
+	Engine  *verify.Engine // required
+	Keys    receipt.KeyRing
+	BaseURL string // public base URL, never taken from a request's Host header; required
+	Store   Store  // required: allowance, payments, recording, reputation, ping
+	// Payer builds payment requirements and talks to the facilitator; nil runs free-only (SPEC
+	// §8.6), the one configuration without payments.
+	Payer   Payer
+	Pricing Pricing
+	Log     *slog.Logger     // nil: slog.Default()
+	Now     func() time.Time // the one clock; required
+	NewID   func() string    // verification ids; nil: random UUIDs
+	// TrustedProxyHops is how many proxies in front of the service the operator trusts to write
+	// X-Forwarded-For (SPEC §8.1): part of what a client is, which every transport reads alike.
+	TrustedProxyHops int
+	Deadline         time.Duration // per request's work; DefaultDeadline when zero
+	StoreTimeout     time.Duration // per allowance or reservation call; DefaultStoreTimeout when zero
+	CallerSalt       []byte        // per-deployment salt of caller ids
+}
+
+// Service is the application. Build it once per process (per Lambda cold start) with New; it is
+// safe for concurrent use.
+type Service struct {
+	d Deps
+
+	records chan store.Verification // history writes waiting for StartRecording's writers
+	// recording guards records: a request still running when the writers stop (a shutdown that
+	// outlived its grace) writes its record itself instead of sending on a closed channel.
+	recording struct {
+		sync.RWMutex
+		stopped bool
+	}
+	// folding tracks foldLater's background folds: again holds the agents with a fold running,
+	// true when it must run once more; wg lets a stop wait for them.
+	folding struct {
+		sync.Mutex
+		again map[string]bool
+		wg    sync.WaitGroup
+	}
+}
+
+// New checks d and builds the service. Every dependency but the payer (nil is free-only), the
+// logger and the id source (each with a default) is required.
+func New(d Deps) (*Service, error) {
+	switch {
+	case d.Engine == nil:
+		return nil, errors.New("service: no engine")
+	case d.Store == nil:
+		return nil, errors.New("service: no store")
+	case d.Now == nil:
+		return nil, errors.New("service: no clock")
+	case d.BaseURL == "":
+		return nil, errors.New("service: no base URL")
+	case d.Pricing.FreeCallsPerDay < 0 || d.Pricing.FreeMaxBody < 0:
+		return nil, errors.New("service: negative free allowance")
+	case d.TrustedProxyHops < 0:
+		return nil, errors.New("service: negative trusted proxy hops")
+	}
+	if err := d.Keys.Validate(); err != nil {
+		return nil, errors.New("service: key ring: " + err.Error())
+	}
+	if d.Payer != nil && (d.Pricing.PriceVerify == "" || d.Pricing.PriceScore == "") {
+		return nil, errors.New("service: a payer without prices")
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.NewID == nil {
+		d.NewID = func() string { return uuid.Must(uuid.NewRandomFromReader(rand.Reader)).String() }
+	}
+	if d.Deadline <= 0 {
+		d.Deadline = DefaultDeadline
+	}
+	if d.StoreTimeout <= 0 {
+		d.StoreTimeout = DefaultStoreTimeout
+	}
+	return &Service{d: d}, nil
+}
+
+// WithKeys is a new service like s that signs with and publishes keys (a key rotation, which a
+// deployment makes by restarting with the new ring). It shares s's store; its history writers
+// and folds are its own.
+func (s *Service) WithKeys(keys receipt.KeyRing) (*Service, error) {
+	d := s.d
+	d.Keys = keys
+	return New(d)
+}
+
+// Engine is the verification engine the service runs.
+func (s *Service) Engine() *verify.Engine { return s.d.Engine }
+
+// Keys is the key ring the service signs with and publishes.
+func (s *Service) Keys() receipt.KeyRing { return s.d.Keys }
+
+// BaseURL is the deployment's public base URL.
+func (s *Service) BaseURL() string { return s.d.BaseURL }
+
+// Pricing is what the service charges and offers free.
+func (s *Service) Pricing() Pricing { return s.d.Pricing }
+
+// Payer is the payment side, nil for a free-only deployment; discovery documents read its
+// configuration from it.
+func (s *Service) Payer() Payer { return s.d.Payer }
+
+// FreeOnly reports whether the deployment takes no payments (SPEC §8.6).
+func (s *Service) FreeOnly() bool { return s.d.Payer == nil }
+
+// Log is the service's logger.
+func (s *Service) Log() *slog.Logger { return s.d.Log }
+
+// Now is the service's clock.
+func (s *Service) Now() time.Time { return s.d.Now() }
+
+// TrustedProxyHops is how many X-Forwarded-For hops name the client (see Deps).
+func (s *Service) TrustedProxyHops() int { return s.d.TrustedProxyHops }
+
+// PublicError is what a caller may see of err, over any transport: err itself when it is an
+// *apperr.Error, otherwise a generic retryable internal error, with the cause logged under route.
+func (s *Service) PublicError(route string, err error) *apperr.Error {
+	if e, ok := apperr.As(err); ok {
+		return e
+	}
+	s.d.Log.Error("internal error", "route", route, "err", err.Error())
+	e := apperr.New(apperr.Internal, "The request could not be completed. Nothing was charged; try again.")
+	e.RetryAfter = 1
+	return e
+}
+
+// ErrPanic is the answer to a request whose handling panicked.
+var ErrPanic = apperr.New(apperr.Internal, "The request could not be completed. Nothing was charged; try again.")
+
+// healthProbeTimeout bounds the store probe of /health.
+const healthProbeTimeout = 2 * time.Second
+
+// Health probes the store: ok, or false when it did not answer (the cause goes to the log only,
+// since it may name tables or endpoints).
+func (s *Service) Health(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, healthProbeTimeout)
+	defer cancel()
+	if err := s.d.Store.Ping(ctx); err != nil {
+		s.d.Log.Warn("health: store probe failed", "err", err.Error())
+		return false
+	}
+	return true
+}

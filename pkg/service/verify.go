@@ -1,0 +1,183 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/x402"
+)
+
+// Kind is what an operation's Outcome is.
+type Kind int
+
+const (
+	// Answered: Body is the signed answer, to deliver. A free verification has FreeAllowance,
+	// a paid call its Settlement.
+	Answered Kind = iota + 1
+	// PaymentRequired: nothing was delivered; PaymentRequired says what to pay, Code why (the
+	// probe, an exhausted allowance, a refused payment); a failed settlement is in Settlement.
+	PaymentRequired
+	// Refused: Err is the §7 error to answer. It is never internal: PublicError has made it safe.
+	Refused
+)
+
+// FreeAllowance is what a free verification leaves of its client's allowance (REST's
+// Free-Allowance-* headers, MCP's _meta free_allowance).
+type FreeAllowance struct {
+	Remaining, Limit int
+	Resets           time.Time
+}
+
+// Outcome is what Verify and Score decided and produced, for a transport to render.
+type Outcome struct {
+	Kind            Kind
+	Body            []byte
+	FreeAllowance   *FreeAllowance
+	Settlement      *x402.SettleResponse
+	Code            apperr.Code
+	PaymentRequired x402.PaymentRequired
+	// FreeTrial is the client's free allowance state (SPEC §8.2) a verification's refusal reports
+	// with it: set on a verification's PaymentRequired outcome and on the free-only 429.
+	FreeTrial map[string]any
+	Err       *apperr.Error
+}
+
+// Words are the texts a transport's answers use for what its caller sent: REST speaks of a body
+// and a PAYMENT-SIGNATURE header, MCP of arguments and _meta. One value per transport.
+type Words struct {
+	Probe              string // the discovery probe's PaymentRequired message
+	OverFreeSize       string // a free call over FreeMaxBody; %d is the limit
+	ScorePaid          string // a priced score asked for without a payment
+	PaymentField       string // where a payment came from, for a deployment that takes none
+	NoPaymentsFix      string // the fix of that refusal
+	UndecodablePayment string // a payment the transport could not decode
+}
+
+// Payment is a payment as a transport received it: decoding is the transport's (REST's base64
+// header, MCP's _meta object), everything after it the service's.
+type Payment struct {
+	Sent    bool                // the call carried a payment
+	Payload x402.PaymentPayload // decoded, when Err is nil
+	Err     error               // the transport could not decode what was sent
+}
+
+// VerifyCall is one verification as a transport received it.
+type VerifyCall struct {
+	// Body is the verification request; empty (and no payment) is the x402 discovery probe.
+	Body    []byte
+	Payment Payment
+	Client  string // ClientOf the caller's address
+	// Resource and Extensions are the x402 resource URL of the route or tool (a REST URL or
+	// mcp://tool/verify_schema) and the extensions of its PaymentRequired.
+	Resource   string
+	Extensions map[string]any
+	Words      *Words
+	Route      string // names the route or tool in the log
+}
+
+// VerifyDescription describes the verify routes and tool in payment requirements.
+const VerifyDescription = "Verify an AI agent's JSON output against a JSON Schema and business rules; signed receipt."
+
+// Verify admits, checks, charges and records one verification, once for every transport:
+//   - probe: no body and no payment is the x402 discovery probe (payment required);
+//   - size: a body over the engine's limit is a 413; a free one over FreeMaxBody is refused
+//     before decoding (payment required, or 413 where nothing can be paid);
+//   - decode: an invalid request is a 422 that consumes and charges nothing; a free one is also
+//     checked against its schema first, the one check that can refuse a sound request;
+//   - free: one call of the client's daily allowance, or, when it is spent, payment required
+//     (the free-only 429 where nothing can be paid); paid: match, replay check, facilitator
+//     verification, reservation, the work, settlement (Charge);
+//   - record: only a delivered verification is recorded, a paid one only once settled.
+func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
+	w, paying := call.Words, call.Payment.Sent
+	if len(bytes.TrimSpace(call.Body)) == 0 && !paying {
+		return s.verifyPaymentRequired(ctx, call, apperr.PaymentRequired, w.Probe, s.freeTrial(ctx, s.CallerID(call.Client), 0, false), nil)
+	}
+	if limit := s.d.Engine.Limits().MaxBody; int64(len(call.Body)) > limit {
+		return s.refused(call.Route, apperr.TooLarge(limit))
+	}
+	free := !paying
+	if free && int64(len(call.Body)) > s.d.Pricing.FreeMaxBody {
+		// Before decoding: parsing and compiling a body the free allowance does not cover is
+		// work to be paid for too.
+		if s.d.Payer == nil {
+			return s.refused(call.Route, apperr.TooLarge(s.d.Pricing.FreeMaxBody))
+		}
+		return s.verifyPaymentRequired(ctx, call, apperr.PaymentRequired, fmt.Sprintf(w.OverFreeSize, s.d.Pricing.FreeMaxBody),
+			s.freeTrial(ctx, s.CallerID(call.Client), 0, false), nil)
+	}
+	// A request for the free allowance is checked against its schema before the allowance is
+	// consumed (DecodeFree): a schema too costly to evaluate is refused without counting.
+	job, err := s.decode(ctx, call.Body, free)
+	if err != nil {
+		return s.refused(call.Route, err)
+	}
+	if paying {
+		return s.verifyPaid(ctx, call, job)
+	}
+	client := s.CallerID(call.Client)
+	granted, remaining, err := s.ConsumeFree(ctx, client)
+	if err != nil {
+		return s.refused(call.Route, err)
+	}
+	if !granted {
+		ft := s.freeTrial(ctx, client, s.d.Pricing.FreeCallsPerDay, true)
+		if s.d.Payer == nil {
+			o := s.refused(call.Route, s.FreeOnlyExhausted())
+			o.FreeTrial = ft
+			return o
+		}
+		return s.verifyPaymentRequired(ctx, call, apperr.FreeTrialExhausted, "This client's free checks for today are used up; pay with x402 to continue.", ft, nil)
+	}
+	v, err := s.Finish(ctx, job)
+	if err != nil {
+		return s.refused(call.Route, err)
+	}
+	s.Record(ctx, v, call.Client, false)
+	return Outcome{Kind: Answered, Body: v.Body, FreeAllowance: &FreeAllowance{
+		Remaining: remaining, Limit: s.d.Pricing.FreeCallsPerDay, Resets: s.AllowanceResets(),
+	}}
+}
+
+// verifyPaid is Verify's paid path after the request was validated.
+func (s *Service) verifyPaid(ctx context.Context, call VerifyCall, job *Job) Outcome {
+	w := call.Words
+	if s.d.Payer == nil {
+		return s.refused(call.Route, apperr.Field(w.PaymentField, "was sent to a deployment that takes no payments", w.NoPaymentsFix))
+	}
+	client := s.CallerID(call.Client)
+	if call.Payment.Err != nil {
+		return s.verifyPaymentRequired(ctx, call, apperr.PaymentInvalid, w.UndecodablePayment, s.freeTrial(ctx, client, 0, false), nil)
+	}
+	var v *Verification
+	sr, fail, err := s.Charge(ctx, call.Payment.Payload, s.d.Pricing.PriceVerify, func(ctx context.Context) (err error) {
+		v, err = s.Finish(ctx, job)
+		return err
+	})
+	switch {
+	case err != nil:
+		return s.refused(call.Route, err)
+	case fail != nil:
+		return s.verifyPaymentRequired(ctx, call, fail.Code, fail.Message, s.freeTrial(ctx, client, 0, false), fail.Settlement)
+	}
+	s.Record(ctx, v, call.Client, true)
+	return Outcome{Kind: Answered, Body: v.Body, Settlement: sr}
+}
+
+// verifyPaymentRequired is a verification's payment-required outcome, with the client's free
+// allowance state.
+func (s *Service) verifyPaymentRequired(ctx context.Context, call VerifyCall, code apperr.Code, message string, ft map[string]any, settlement *x402.SettleResponse) Outcome {
+	pr, err := s.PaymentRequiredFor(ctx, call.Resource, VerifyDescription, s.d.Pricing.PriceVerify, message, call.Extensions)
+	if err != nil {
+		return s.refused(call.Route, err)
+	}
+	return Outcome{Kind: PaymentRequired, Code: code, PaymentRequired: pr, FreeTrial: ft, Settlement: settlement}
+}
+
+// refused is the outcome of err, made safe to show.
+func (s *Service) refused(route string, err error) Outcome {
+	return Outcome{Kind: Refused, Err: s.PublicError(route, err)}
+}
