@@ -6,6 +6,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/discovery"
 	"github.com/agent-output-verifier/verifier/pkg/edge"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
+	"github.com/agent-output-verifier/verifier/pkg/service/engine"
 	"io"
 	"log/slog"
 	"net/http"
@@ -31,7 +32,7 @@ func TestScoreAndReputationReceipts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, closeStore, err := app.Build(context.Background(), cfg, app.Options{CreateDevKey: true, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	svc, closeStore, err := app.Build(context.Background(), cfg, app.Options{CreateDevKey: true, Engine: engine.New, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

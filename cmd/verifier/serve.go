@@ -20,6 +20,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
 	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/service/engine"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
@@ -112,7 +113,7 @@ func runServe(args []string, stdout, stderr io.Writer) (code int) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	svc, closeStore, err := app.Build(ctx, cfg, app.Options{CreateDevKey: true, Log: log, KeySource: aws.KeySource, OpenStore: aws.OpenStore, BackgroundHistory: true})
+	svc, closeStore, err := app.Build(ctx, cfg, app.Options{CreateDevKey: true, Engine: engine.New, Log: log, KeySource: aws.KeySource, OpenStore: aws.OpenStore, BackgroundHistory: true})
 	if err != nil {
 		ln.Close()
 		fmt.Fprintf(stderr, "verifier serve: %v\n", err)

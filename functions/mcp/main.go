@@ -5,6 +5,7 @@ package main
 import (
 	"github.com/agent-output-verifier/verifier/pkg/app"
 	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
+	"github.com/agent-output-verifier/verifier/pkg/service/engine"
 )
 
-func main() { app.StartLambda(mcpserver.Handler) }
+func main() { app.StartLambda(mcpserver.Handler, engine.New) }

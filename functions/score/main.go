@@ -6,4 +6,4 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 )
 
-func main() { app.StartLambda(httpapi.ScoreHandler) }
+func main() { app.StartLambda(httpapi.ScoreHandler, nil) }

@@ -7,4 +7,4 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/discovery"
 )
 
-func main() { app.StartLambda(discovery.Handler) }
+func main() { app.StartLambda(discovery.Handler, nil) }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"github.com/agent-output-verifier/verifier/internal/testclock"
 	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/service/engine"
 	"io"
 	"log/slog"
 	"net"
@@ -116,7 +117,8 @@ func start(t *testing.T, pay service.Payer, calls int) *deployment {
 	t.Cleanup(func() { st.Close() })
 	d := &deployment{base: "http://" + ln.Addr().String()}
 	svc, err := service.New(service.Deps{
-		Engine:     verify.NewEngine(verify.Limits{MaxBody: maxBody}),
+		Engine:     engine.New(verify.Limits{MaxBody: maxBody}),
+		MaxBody:    maxBody,
 		Keys:       receipt.KeyRing{Current: receipt.Key{Version: "openapi-test", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))}},
 		BaseURL:    d.base,
 		Store:      st,

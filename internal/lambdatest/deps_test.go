@@ -33,11 +33,9 @@ func TestLeafPackagesLinkNoJSONSchemaLibrary(t *testing.T) {
 }
 
 // The score and wellknown functions answer without verifying anything, so they must not link the
-// JSON Schema library.
+// JSON Schema library: their service is built without an engine, and only the functions that
+// verify import pkg/service/engine, the one package that joins the engine to the service.
 func TestScoreAndWellknownLinkNoJSONSchemaLibrary(t *testing.T) {
-	t.Skip("not yet: functions/score and functions/wellknown -> pkg/app -> pkg/verify -> " +
-		"github.com/santhosh-tekuri/jsonschema/v6, and pkg/httpapi -> pkg/verify; unskip once the " +
-		"functions are wired through the transport-free service")
 	if testing.Short() {
 		t.Skip("lists the functions' dependencies with the go tool")
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/service/engine"
 	"io"
 	"log/slog"
 	"net"
@@ -402,7 +403,7 @@ func localService(ctx context.Context, t *testing.T, tmp, keyFile string) *servi
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, closeStore, err := app.Build(ctx, cfg, app.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	svc, closeStore, err := app.Build(ctx, cfg, app.Options{Engine: engine.New, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

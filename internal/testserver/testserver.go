@@ -18,6 +18,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/edge"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/service/engine"
 )
 
 // Server is a running local server.
@@ -47,7 +48,7 @@ func Start(t testing.TB, env map[string]string, handler func(*service.Service) h
 		ln.Close()
 		t.Fatal(err)
 	}
-	svc, closeStore, err := app.Build(context.Background(), cfg, app.Options{CreateDevKey: true, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	svc, closeStore, err := app.Build(context.Background(), cfg, app.Options{CreateDevKey: true, Engine: engine.New, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/agent-output-verifier/verifier/internal/testclock"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/service/engine"
 	"github.com/agent-output-verifier/verifier/pkg/store/memstore"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
 )
@@ -33,7 +34,10 @@ func Key() receipt.Key {
 // Complete fills in what d leaves out; see the package comment.
 func Complete(d service.Deps) service.Deps {
 	if d.Engine == nil {
-		d.Engine = verify.NewEngine(verify.Limits{})
+		d.Engine = engine.New(verify.Limits{})
+	}
+	if d.MaxBody == 0 {
+		d.MaxBody = verify.DefaultLimits.MaxBody
 	}
 	if d.Keys.Current.Private == nil {
 		d.Keys.Current = Key()
@@ -48,7 +52,7 @@ func Complete(d service.Deps) service.Deps {
 		d.Store = memstore.New(d.Now)
 	}
 	if d.Pricing == (service.Pricing{}) {
-		d.Pricing = service.Pricing{FreeCallsPerDay: FreeCallsPerDay, FreeMaxBody: d.Engine.Limits().MaxBody, PriceVerify: "0.02", PriceScore: "0.01"}
+		d.Pricing = service.Pricing{FreeCallsPerDay: FreeCallsPerDay, FreeMaxBody: d.MaxBody, PriceVerify: "0.02", PriceScore: "0.01"}
 	}
 	if d.Log == nil {
 		d.Log = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -21,7 +21,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/store/bolt"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
@@ -42,6 +42,10 @@ type Options struct {
 	// server's StartRecording), so the embedded store may let them wait for company before
 	// committing (bolt.WithHistoryLinger). A function that records before it answers leaves it off.
 	BackgroundHistory bool
+	// Engine builds the checking engine of the body limits; nil builds a service that serves no
+	// verification (the score and discovery functions), which so never links the engine and
+	// its JSON Schema library. The programs that verify pass engine.New (pkg/service/engine).
+	Engine func(wire.Limits) service.Engine
 	// Now is the service's one clock, handed to every part that reads time (the service, the
 	// store, payments), so that they all agree on the day and on what has expired; nil means
 	// time.Now. Tests set it to move a whole service through days and years.
@@ -128,8 +132,13 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*service.Servic
 		}
 		payer = p
 	}
+	var eng service.Engine
+	if opt.Engine != nil {
+		eng = opt.Engine(wire.Limits{MaxBody: cfg.MaxBody})
+	}
 	svc, err := service.New(service.Deps{
-		Engine:  verify.NewEngine(verify.Limits{MaxBody: cfg.MaxBody}),
+		Engine:  eng,
+		MaxBody: maxBody(cfg.MaxBody),
 		Keys:    ring,
 		BaseURL: cfg.BaseURL,
 		Store:   st,
@@ -146,6 +155,14 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*service.Servic
 		return nil, nil, err
 	}
 	return svc, st.Close, nil
+}
+
+// maxBody is the body limit of the configuration: the default where it sets none.
+func maxBody(configured int64) int64 {
+	if configured > 0 {
+		return configured
+	}
+	return wire.DefaultLimits.MaxBody
 }
 
 // makeDataDir creates the data directory (0700) unless it exists, and checks it as checkDataDir.

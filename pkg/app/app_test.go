@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
+	"github.com/agent-output-verifier/verifier/pkg/service/engine"
 	"io"
 	"log/slog"
 	"net/http"
@@ -163,7 +164,7 @@ func TestDynamoWiringFromEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, closeFn, err := Build(context.Background(), cfg, Options{KeySource: aws.KeySource, OpenStore: aws.OpenStore, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	svc, closeFn, err := Build(context.Background(), cfg, Options{KeySource: aws.KeySource, OpenStore: aws.OpenStore, Engine: engine.New, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +264,7 @@ func TestOneClockAtEveryEpoch(t *testing.T) {
 					env["VERIFIER_TABLE"], env["VERIFIER_SIGNING_KEY"] = table, "file:"+keyFile
 				}
 				clk := testclock.New(at)
-				svc, closeFn, err := Build(context.Background(), load(t, env), Options{CreateDevKey: true, Now: clk.Now,
+				svc, closeFn, err := Build(context.Background(), load(t, env), Options{CreateDevKey: true, Engine: engine.New, Now: clk.Now,
 					KeySource: aws.KeySource, OpenStore: aws.OpenStore, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 				if err != nil {
 					t.Fatal(err)

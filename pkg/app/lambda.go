@@ -12,6 +12,7 @@ import (
 
 	"github.com/agent-output-verifier/verifier/pkg/config"
 	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // Garbage collector settings of a function, each unless the environment sets its own.
@@ -31,8 +32,10 @@ const (
 )
 
 // StartLambda is the whole of a function's main: read the configuration, build the service with
-// the AWS key sources and store, and serve the handler mount picks (HTTP API payload v2).
-func StartLambda(mount func(*service.Service) http.Handler) {
+// the AWS key sources and store, and serve the handler mount picks (HTTP API payload v2). A
+// function that verifies passes its engine (engine.New of pkg/service/engine); the others pass
+// nil, and link neither the engine nor its JSON Schema library.
+func StartLambda(mount func(*service.Service) http.Handler, engine func(wire.Limits) service.Engine) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(lambdaGCPercent)
 	}
@@ -50,7 +53,7 @@ func StartLambda(mount func(*service.Service) http.Handler) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	svc, _, err := Build(ctx, cfg, Options{KeySource: aws.KeySource, OpenStore: aws.OpenStore})
+	svc, _, err := Build(ctx, cfg, Options{KeySource: aws.KeySource, OpenStore: aws.OpenStore, Engine: engine})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -11,6 +11,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/discovery"
 	"github.com/agent-output-verifier/verifier/pkg/edge"
 	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/service/engine"
 	"github.com/agent-output-verifier/verifier/pkg/store/memstore"
 	"math/big"
 	"net/http"
@@ -29,7 +30,7 @@ func exampleService() *httptest.Server {
 	key := receipt.Key{Version: "v1-example", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{42}, ed25519.SeedSize))}
 	now := func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }
 	svc, err := service.New(service.Deps{
-		Engine: verify.NewEngine(verify.Limits{}), Keys: receipt.KeyRing{Current: key}, BaseURL: "https://verify.example.com",
+		Engine: engine.New(verify.Limits{}), MaxBody: verify.DefaultLimits.MaxBody, Keys: receipt.KeyRing{Current: key}, BaseURL: "https://verify.example.com",
 		Store: memstore.New(now), Now: now, Pricing: service.Pricing{FreeCallsPerDay: 100, FreeMaxBody: 64 << 10},
 	})
 	if err != nil {

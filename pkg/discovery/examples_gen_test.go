@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/service/engine"
 	"github.com/agent-output-verifier/verifier/pkg/store/memstore"
 	"io"
 	"log/slog"
@@ -61,7 +62,8 @@ func exampleService() (*service.Service, error) {
 	next := 0
 	now := func() time.Time { return exampleTime }
 	return service.New(service.Deps{
-		Engine:  verify.NewEngine(verify.Limits{}),
+		Engine:  engine.New(verify.Limits{}),
+		MaxBody: verify.DefaultLimits.MaxBody,
 		Keys:    receipt.KeyRing{Current: ExampleKey()},
 		BaseURL: exampleBaseURL,
 		Store:   memstore.New(now),

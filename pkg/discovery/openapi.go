@@ -439,5 +439,5 @@ func scorePriceText(svc *service.Service) string {
 
 // maxBody is the absolute body limit in force.
 func maxBody(svc *service.Service) int64 {
-	return svc.Engine().Limits().MaxBody
+	return svc.MaxBody()
 }

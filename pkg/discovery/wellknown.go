@@ -13,7 +13,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/edge"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/service"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
@@ -112,7 +112,7 @@ func (s wellKnown) handleHealth(w http.ResponseWriter, r *http.Request) {
 		status, storeState = "degraded", "unavailable"
 	}
 	body, _ := json.Marshal(map[string]string{
-		"status": status, "version": verify.Version, "key_version": s.svc.Keys().Current.Version, "store": storeState,
+		"status": status, "version": wire.Version, "key_version": s.svc.Keys().Current.Version, "store": storeState,
 	})
 	w.Header().Set("Cache-Control", "no-store")
 	code := http.StatusOK
@@ -197,7 +197,7 @@ func AgentCard(svc *service.Service) (*Card, error) {
 			"publicKeyEncoding": "base64 of the raw 32-byte Ed25519 public key",
 		})
 	}
-	vectors, err := verify.RequestHashVectors()
+	vectors, err := wire.RequestHashVectors()
 	if err != nil {
 		return nil, fmt.Errorf("agent card: %w", err)
 	}
@@ -208,7 +208,7 @@ func AgentCard(svc *service.Service) (*Card, error) {
 			{URL: s.svc.BaseURL(), ProtocolBinding: "OPENAPI", ProtocolVersion: a2aProtocolVersion},
 			{URL: s.svc.BaseURL() + "/mcp", ProtocolBinding: "MCP", ProtocolVersion: a2aProtocolVersion},
 		},
-		Version:          verify.Version,
+		Version:          wire.Version,
 		DocumentationURL: s.svc.BaseURL() + "/docs",
 		Capabilities: CardCapability{Extensions: []CardExtension{
 			{
@@ -369,7 +369,7 @@ func (s wellKnown) handleIndex(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Vary", "Accept")
 	if strings.Contains(r.Header.Get("Accept"), "application/json") {
 		body, _ := json.Marshal(Index{
-			Service: "Agent Output Verifier", Version: verify.Version, BaseURL: s.svc.BaseURL(), Routes: Routes(),
+			Service: "Agent Output Verifier", Version: wire.Version, BaseURL: s.svc.BaseURL(), Routes: Routes(),
 			Documents: map[string]string{
 				"openapi": s.svc.BaseURL() + "/openapi.json", "docs": s.svc.BaseURL() + "/docs", "llms": s.svc.BaseURL() + "/llms.txt",
 				"llms_full": s.svc.BaseURL() + "/llms-full.txt", "agent_card": s.svc.BaseURL() + "/.well-known/agent-card.json",

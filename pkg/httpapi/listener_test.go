@@ -59,7 +59,7 @@ func TestServerRefusalsInEnvelope(t *testing.T) {
 	svc, _ := newTestService(t, nil, nil)
 	addr := serveRaw(t, Handler(svc, func(rt *edge.Router) { discovery.MountWellKnown(rt, svc) }))
 	const canary = "CANARY7731"
-	limit := svc.Engine().Limits().MaxBody
+	limit := svc.MaxBody()
 	cases := []struct {
 		name   string
 		raw    string

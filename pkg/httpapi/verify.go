@@ -11,7 +11,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/edge"
 	"github.com/agent-output-verifier/verifier/pkg/service"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
@@ -52,7 +52,7 @@ func payment(r *http.Request) service.Payment {
 // handleVerify is POST /verify/schema and /verify/deliverable: the body and payment go to
 // service.Verify, whose outcome is rendered as status, headers and body.
 func (a api) handleVerify(w http.ResponseWriter, r *http.Request, resource string) {
-	body, err := edge.ReadBody(r, a.svc.Engine().Limits().MaxBody)
+	body, err := edge.ReadBody(r, a.svc.MaxBody())
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -127,7 +127,7 @@ func (a api) writePayment(w http.ResponseWriter, r *http.Request, pr x402.Paymen
 // encoding the maps again was most of the cost of every 402.
 var (
 	verifyBazaar = sync.OnceValue(func() json.RawMessage {
-		return encodeExtension(x402.BazaarExtension(http.MethodPost, verify.ExampleRequest(), verify.RequestSchema()))
+		return encodeExtension(x402.BazaarExtension(http.MethodPost, wire.ExampleRequest(), wire.RequestSchema()))
 	})
 	scoreBazaar = sync.OnceValue(func() json.RawMessage {
 		return encodeExtension(x402.BazaarExtension(http.MethodGet, nil, nil))

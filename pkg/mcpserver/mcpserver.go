@@ -27,7 +27,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/edge"
 	"github.com/agent-output-verifier/verifier/pkg/service"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
@@ -69,7 +69,7 @@ func New(svc *service.Service) *Server {
 		s.publicHost = strings.ToLower(u.Hostname())
 	}
 	s.publicOrigin, _ = originOf(svc.BaseURL())
-	s.maxMessage = svc.Engine().Limits().MaxBody + rpcOverhead
+	s.maxMessage = svc.MaxBody() + rpcOverhead
 	go func() {
 		defer close(s.ready)
 		s.build()
@@ -82,7 +82,7 @@ func (s *Server) build() {
 	srv := mcp.NewServer(&mcp.Implementation{
 		Name:    "agent-output-verifier",
 		Title:   "Agent Output Verifier",
-		Version: verify.Version,
+		Version: wire.Version,
 	}, &mcp.ServerOptions{
 		Instructions: instructions(s.svc.FreeOnly()),
 		// The SDK's log lines may quote protocol messages, and callers' data never goes to the

@@ -10,6 +10,7 @@ import (
 	"github.com/agent-output-verifier/verifier/internal/testsvc"
 	"github.com/agent-output-verifier/verifier/pkg/reputation"
 	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/service/engine"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -706,7 +707,7 @@ func TestAllowanceIsPerClient(t *testing.T) {
 // need a payment, as REST bodies do.
 func TestArgumentLimits(t *testing.T) {
 	e := newEnv(t, withPayer(&fakePayer{}), func(d *service.Deps) {
-		d.Engine = verify.NewEngine(verify.Limits{MaxBody: 4096})
+		d.Engine, d.MaxBody = engine.New(verify.Limits{MaxBody: 4096}), 4096
 		d.Pricing.FreeMaxBody = 1024
 	})
 	pad := func(n int) []byte {

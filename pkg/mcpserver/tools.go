@@ -12,7 +12,7 @@ import (
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/service"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
@@ -44,8 +44,8 @@ func (s *Server) addTools(srv *mcp.Server) {
 			"are exactly the body of POST /verify/schema and the result is exactly its answer. Free up to a daily allowance per " +
 			"client IP shared with the REST API, then $" + s.svc.Pricing().PriceVerify + " per call in USDC via x402 (see the server's instructions). " +
 			"Invalid arguments are never charged.",
-		InputSchema:  json.RawMessage(verify.RequestSchemaJSON()),
-		OutputSchema: outputSchema(verify.ResponseSchemaJSON()),
+		InputSchema:  json.RawMessage(wire.RequestSchemaJSON()),
+		OutputSchema: outputSchema(wire.ResponseSchemaJSON()),
 		Annotations: &mcp.ToolAnnotations{
 			Title: "Verify agent output",
 			// It reads what it is given and changes nothing of the caller's; each call is a new

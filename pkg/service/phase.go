@@ -9,22 +9,20 @@ import (
 	"time"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
-// Verification is a finished check: the signed response and the report it was made from.
+// Verification is a finished check: the signed response and what the history records of it.
 type Verification struct {
-	Body       []byte
-	Report     *verify.Report
-	Req        *verify.Request
+	Checked
 	VerifiedAt time.Time
 }
 
 // Job is a request that passed validation and whose schema is compiled: from here on the caller
 // can be charged.
 type Job struct {
-	req *verify.Request
-	sch *verify.Schema
+	check Checkable
 }
 
 // withDeadline runs f within the service's per-request deadline; a caller past the deadline gets a
@@ -60,7 +58,7 @@ func (s *Service) withDeadline(ctx context.Context, f func(ctx context.Context) 
 	})
 	select {
 	case err := <-done:
-		if errors.Is(err, verify.ErrStopped) {
+		if errors.Is(err, ErrStopped) {
 			return deadlineErr() // the checks stopped for the deadline: no verdict
 		}
 		return err
@@ -121,7 +119,7 @@ func (s *Service) Decode(ctx context.Context, body []byte) (*Job, error) {
 }
 
 // DecodeFree is Decode for a request the free allowance is to pay for: in the same phase it also
-// validates the output against the schema (verify.Engine.CheckSchema), the one check that can
+// validates the output against the schema (Checkable.CheckSchema), the one check that can
 // refuse a sound request (schema_too_complex), so that such a request is refused before the
 // allowance is consumed. A paid request does not need this: a refusal in Finish releases its
 // payment unsettled, and checking before the payment is verified would be work done for free.
@@ -132,11 +130,11 @@ func (s *Service) DecodeFree(ctx context.Context, body []byte) (*Job, error) {
 func (s *Service) decode(ctx context.Context, body []byte, checkSchema bool) (*Job, error) {
 	var job Job
 	err := s.withDeadline(ctx, func(ctx context.Context) (err error) {
-		if job.req, job.sch, err = s.d.Engine.Decode(body); err != nil || !checkSchema {
+		if job.check, err = s.d.Engine.Decode(body); err != nil || !checkSchema {
 			return err
 		}
-		job.req.StopWhen(ctx.Done())
-		return s.d.Engine.CheckSchema(job.req, job.sch)
+		job.check.StopWhen(ctx.Done())
+		return job.check.CheckSchema()
 	})
 	if err != nil {
 		return nil, err
@@ -149,17 +147,17 @@ func (s *Service) Finish(ctx context.Context, job *Job) (*Verification, error) {
 	var v *Verification
 	err := s.withDeadline(ctx, func(ctx context.Context) error {
 		// The checks stop when the deadline answers for them, instead of running on.
-		job.req.StopWhen(ctx.Done())
+		job.check.StopWhen(ctx.Done())
 		now := s.d.Now()
-		env := verify.Envelope{
-			VerificationID: s.d.NewID(), VerifiedAt: now, VerifierVersion: verify.Version,
-			Verify: verify.NewVerifyInfo(s.d.BaseURL, s.d.Keys.Current.Version),
+		env := Envelope{
+			VerificationID: s.d.NewID(), VerifiedAt: now, VerifierVersion: wire.Version,
+			Verify: receipt.NewVerifyInfo(s.d.BaseURL, s.d.Keys.Current.Version),
 		}
-		out, rep, err := s.d.Engine.Finish(job.req, job.sch, env, s.d.Keys.Current)
+		checked, err := job.check.Finish(env, s.d.Keys.Current)
 		if err != nil {
 			return err
 		}
-		v = &Verification{Body: out, Report: rep, Req: job.req, VerifiedAt: now}
+		v = &Verification{Checked: checked, VerifiedAt: now}
 		return nil
 	})
 	if err != nil {

@@ -19,12 +19,12 @@ const recordTimeout = 2 * time.Second
 // verifications are never recorded. client is the caller's ClientIdentity, the same the free
 // allowance counted.
 func (s *Service) Record(ctx context.Context, v *Verification, client string, paid bool) {
-	if v.Req.AgentID == nil || strings.HasPrefix(*v.Req.AgentID, "test-") {
+	if v.AgentID == nil || strings.HasPrefix(*v.AgentID, "test-") {
 		return
 	}
 	rec := store.Verification{
-		AgentID: *v.Req.AgentID, VerificationID: v.Report.VerificationID, TaskID: v.Req.TaskID,
-		Result: v.Report.Result, OverallRatio: v.Report.OverallRatio(), VerifiedAt: v.VerifiedAt,
+		AgentID: *v.AgentID, VerificationID: v.VerificationID, TaskID: v.TaskID,
+		Result: v.Result, OverallRatio: v.OverallRatio, VerifiedAt: v.VerifiedAt,
 		Paid: paid, CallerID: s.CallerID(client),
 	}
 	if s.queueRecord(rec) {

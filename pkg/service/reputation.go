@@ -11,7 +11,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/store"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // Limits of a reputation page.
@@ -28,10 +28,10 @@ const (
 func isTestAgent(id string) bool { return strings.HasPrefix(id, "test-") }
 
 // CheckAgentID refuses an agent id no verification could have recorded, with the 422 that names
-// the field: verify.CheckAgentID, the check the verify request makes of agent_id, so that every
+// the field: wire.CheckAgentID, the check the verify request makes of agent_id, so that every
 // route and tool takes exactly the ids a verification can record.
 func CheckAgentID(id string) error {
-	if problem, fix := verify.CheckAgentID(id); problem != "" {
+	if problem, fix := wire.CheckAgentID(id); problem != "" {
 		return apperr.Field("agent_id", problem, fix)
 	}
 	return nil
@@ -66,14 +66,14 @@ type HistoryEntry struct {
 // ReputationDocument is GET /reputation/{agent_id} without its attestation, in wire order
 // (SPEC §9). An agent with nothing recorded has Reason "no_data" and empty totals and history.
 type ReputationDocument struct {
-	AgentID    string            `json:"agent_id"`
-	Reason     string            `json:"reason,omitempty"`
-	Totals     Totals            `json:"totals"`
-	FirstSeen  *string           `json:"first_seen"`
-	LastSeen   *string           `json:"last_seen"`
-	History    []HistoryEntry    `json:"history"`
-	NextCursor *string           `json:"next_cursor"`
-	Verify     verify.VerifyInfo `json:"verify"`
+	AgentID    string             `json:"agent_id"`
+	Reason     string             `json:"reason,omitempty"`
+	Totals     Totals             `json:"totals"`
+	FirstSeen  *string            `json:"first_seen"`
+	LastSeen   *string            `json:"last_seen"`
+	History    []HistoryEntry     `json:"history"`
+	NextCursor *string            `json:"next_cursor"`
+	Verify     receipt.VerifyInfo `json:"verify"`
 }
 
 // ReputationPage is the signed GET /reputation/{agent_id} document: the agent's totals and one
@@ -82,7 +82,7 @@ func (s *Service) ReputationPage(ctx context.Context, agentID string, limit int,
 	if err := CheckAgentID(agentID); err != nil {
 		return nil, err
 	}
-	doc := ReputationDocument{AgentID: agentID, History: []HistoryEntry{}, Verify: verify.NewVerifyInfo(s.d.BaseURL, s.d.Keys.Current.Version)}
+	doc := ReputationDocument{AgentID: agentID, History: []HistoryEntry{}, Verify: receipt.NewVerifyInfo(s.d.BaseURL, s.d.Keys.Current.Version)}
 	if !isTestAgent(agentID) {
 		// The aggregate first: a store may complete the history when it reads the aggregate
 		// (records whose writer died after counting them), and the page should show them.
@@ -102,7 +102,7 @@ func (s *Service) ReputationPage(ctx context.Context, agentID string, limit int,
 		for _, v := range page {
 			doc.History = append(doc.History, HistoryEntry{
 				VerificationID: v.VerificationID, TaskID: v.TaskID, Result: v.Result,
-				OverallRatio: v.OverallRatio, VerifiedAt: verify.FormatTime(v.VerifiedAt), Paid: v.Paid,
+				OverallRatio: v.OverallRatio, VerifiedAt: receipt.FormatTime(v.VerifiedAt), Paid: v.Paid,
 			})
 		}
 		if next != "" {
@@ -121,7 +121,7 @@ func (s *Service) ReputationPage(ctx context.Context, agentID string, limit int,
 
 // formatTime is t as the service writes times, for a field that may be null.
 func formatTime(t time.Time) *string {
-	f := verify.FormatTime(t)
+	f := receipt.FormatTime(t)
 	return &f
 }
 
@@ -131,7 +131,7 @@ func (s *Service) sign(context string, doc any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode document: %w", err)
 	}
-	signed, err := s.d.Keys.Current.Attest(context, body, verify.FormatTime(s.d.Now()))
+	signed, err := s.d.Keys.Current.Attest(context, body, receipt.FormatTime(s.d.Now()))
 	if err != nil {
 		return nil, fmt.Errorf("sign document: %w", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/reputation"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
@@ -55,7 +54,7 @@ const ScoreSchemaJSON = `{
     "distinct_callers": {"type": "integer"},
     "method": {"type": "string", "description": "Versioned name of the score formula."},
     "computed_at": {"type": "string"},
-    "verify": ` + verify.VerifyInfoSchemaJSON + `,
+    "verify": ` + receipt.VerifyInfoSchemaJSON + `,
     "attestation": ` + receipt.AttestationSchemaJSON + `
   }
 }`
@@ -64,21 +63,21 @@ const ScoreSchemaJSON = `{
 // Score is null exactly when Reason is set ("no_data": nothing recorded, or a test- id); the rates
 // and times are null then too.
 type ScoreDocumentBody struct {
-	AgentID          string            `json:"agent_id"`
-	Score            *float64          `json:"score"`
-	Reason           string            `json:"reason,omitempty"`
-	Confidence       string            `json:"confidence"`
-	Verifications    ScoreCounts       `json:"verifications"`
-	Last30Days       WindowCounts      `json:"last_30_days"`
-	PassRate         *float64          `json:"pass_rate"`
-	MeanOverallRatio *float64          `json:"mean_overall_ratio"`
-	FirstSeen        *string           `json:"first_seen"`
-	LastSeen         *string           `json:"last_seen"`
-	DistinctTasks    int64             `json:"distinct_tasks"`
-	DistinctCallers  int64             `json:"distinct_callers"`
-	Method           string            `json:"method"`
-	ComputedAt       string            `json:"computed_at"`
-	Verify           verify.VerifyInfo `json:"verify"`
+	AgentID          string             `json:"agent_id"`
+	Score            *float64           `json:"score"`
+	Reason           string             `json:"reason,omitempty"`
+	Confidence       string             `json:"confidence"`
+	Verifications    ScoreCounts        `json:"verifications"`
+	Last30Days       WindowCounts       `json:"last_30_days"`
+	PassRate         *float64           `json:"pass_rate"`
+	MeanOverallRatio *float64           `json:"mean_overall_ratio"`
+	FirstSeen        *string            `json:"first_seen"`
+	LastSeen         *string            `json:"last_seen"`
+	DistinctTasks    int64              `json:"distinct_tasks"`
+	DistinctCallers  int64              `json:"distinct_callers"`
+	Method           string             `json:"method"`
+	ComputedAt       string             `json:"computed_at"`
+	Verify           receipt.VerifyInfo `json:"verify"`
 }
 
 // agentRecord is one read of an agent's aggregate: found is false for unknown and test- ids.
@@ -152,8 +151,8 @@ func (s *Service) scoreDocument(rec agentRecord) ([]byte, error) {
 		DistinctTasks:   a.Tasks.Estimate(),
 		DistinctCallers: a.Callers.Estimate(),
 		Method:          reputation.Method,
-		ComputedAt:      verify.FormatTime(now),
-		Verify:          verify.NewVerifyInfo(s.d.BaseURL, s.d.Keys.Current.Version),
+		ComputedAt:      receipt.FormatTime(now),
+		Verify:          receipt.NewVerifyInfo(s.d.BaseURL, s.d.Keys.Current.Version),
 	}
 	if a.Verifications > 0 {
 		pass, mean := a.PassRate(), a.MeanOverallRatio()

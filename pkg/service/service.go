@@ -24,7 +24,6 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/reputation"
 	"github.com/agent-output-verifier/verifier/pkg/store"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
@@ -69,7 +68,11 @@ type Payer interface {
 // Deps are what a Service is built from. New checks them: a missing dependency is an error at
 // construction, never a branch in a request's path.
 type Deps struct {
-	Engine  *verify.Engine // required
+	// Engine checks verification requests; nil in a program that serves no verification (the
+	// score and discovery functions), whose Verify answers an internal error.
+	Engine Engine
+	// MaxBody is the largest request body read (413 beyond); required.
+	MaxBody int64
 	Keys    receipt.KeyRing
 	BaseURL string // public base URL, never taken from a request's Host header; required
 	Store   Store  // required: allowance, payments, recording, reputation, ping
@@ -113,8 +116,8 @@ type Service struct {
 // logger and the id source (each with a default) is required.
 func New(d Deps) (*Service, error) {
 	switch {
-	case d.Engine == nil:
-		return nil, errors.New("service: no engine")
+	case d.MaxBody <= 0:
+		return nil, errors.New("service: no body limit")
 	case d.Store == nil:
 		return nil, errors.New("service: no store")
 	case d.Now == nil:
@@ -156,8 +159,8 @@ func (s *Service) WithKeys(keys receipt.KeyRing) (*Service, error) {
 	return New(d)
 }
 
-// Engine is the verification engine the service runs.
-func (s *Service) Engine() *verify.Engine { return s.d.Engine }
+// MaxBody is the largest request body the service reads; every transport refuses more with 413.
+func (s *Service) MaxBody() int64 { return s.d.MaxBody }
 
 // Keys is the key ring the service signs with and publishes.
 func (s *Service) Keys() receipt.KeyRing { return s.d.Keys }

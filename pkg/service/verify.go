@@ -92,11 +92,16 @@ const VerifyDescription = "Verify an AI agent's JSON output against a JSON Schem
 //     verification, reservation, the work, settlement (Charge);
 //   - record: only a delivered verification is recorded, a paid one only once settled.
 func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
+	if s.d.Engine == nil {
+		// A wiring mistake (a program that mounts verification built without the engine), not
+		// a request's: refused before anything is read, consumed or charged.
+		return s.refused(call.Route, errNoEngine)
+	}
 	w, paying := call.Words, call.Payment.Sent
 	if len(bytes.TrimSpace(call.Body)) == 0 && !paying {
 		return s.verifyPaymentRequired(ctx, call, apperr.PaymentRequired, w.Probe, s.freeTrial(ctx, s.CallerID(call.Client), 0, false), nil)
 	}
-	if limit := s.d.Engine.Limits().MaxBody; int64(len(call.Body)) > limit {
+	if limit := s.d.MaxBody; int64(len(call.Body)) > limit {
 		return s.refused(call.Route, apperr.TooLarge(limit))
 	}
 	free := !paying
