@@ -8,9 +8,15 @@ BIN       := bin
 # FUZZTIME bounds each fuzz campaign that `make test` runs.
 FUZZTIME  ?= 8s
 
-.PHONY: test unit openapi fuzz bench dev verifier tools chromium clean
+.PHONY: test unit staticcheck openapi fuzz bench dev verifier tools chromium clean
 
-test: unit openapi fuzz
+test: unit staticcheck openapi fuzz
+
+# staticcheck runs at a pinned release (the one built for this Go) through `go run`, so that
+# nothing is installed by hand: the module cache fetches it once.
+STATICCHECK_VERSION := v0.8.2
+staticcheck:
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 unit:
 	@unformatted="$$($$($(GO) env GOROOT)/bin/gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path '*/node_modules/*'))"; \

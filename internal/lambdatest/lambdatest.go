@@ -67,14 +67,9 @@ func Build(ctx context.Context, root, group, dir string) (string, error) {
 	return out, nil
 }
 
-// goTool is the go command of the toolchain running this program, or go from PATH.
-func goTool() string {
-	g := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(g); err != nil {
-		return "go"
-	}
-	return g
-}
+// goTool is the go command of the toolchain running this program: `go test` and `go run` put
+// that toolchain's bin directory first on PATH, so "go" from PATH is it.
+func goTool() string { return "go" }
 
 // FunctionDeps lists, for each function group under root/functions, the import paths its Lambda
 // binary links (go list -deps for linux with BuildTags), so that tests can say what a function

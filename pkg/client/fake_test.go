@@ -28,8 +28,6 @@ type fakeService struct {
 	srv  *httptest.Server
 	mu   sync.Mutex
 	hits map[string]int
-	// route answers a request; nil means 404.
-	route func(w http.ResponseWriter, r *http.Request, hit int)
 }
 
 func newFake(t *testing.T, route func(f *fakeService, w http.ResponseWriter, r *http.Request, hit int)) *fakeService {

@@ -103,10 +103,11 @@ func proxy(t *testing.T, target string, editRequest, editAnswer func([]byte) []b
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	director := rp.Director
-	rp.Director = func(r *http.Request) {
-		director(r)
+	rp := &httputil.ReverseProxy{}
+	rp.Rewrite = func(pr *httputil.ProxyRequest) {
+		pr.SetURL(u)
+		pr.Out.Host = pr.In.Host
+		r := pr.Out
 		if editRequest != nil && r.Body != nil {
 			b, _ := io.ReadAll(r.Body)
 			b = editRequest(b)

@@ -380,7 +380,7 @@ func CardKeys(card []byte) ([]PublicKey, error) {
 		}
 	}
 	if !found {
-		return nil, fmt.Errorf("agent card: no extension with uri %s...", CardExtensionPrefix)
+		return nil, fmt.Errorf("agent card: no extension whose uri starts with %s", CardExtensionPrefix)
 	}
 	if len(out) == 0 {
 		return nil, errors.New("agent card: the attestation extension lists no Ed25519 key")

@@ -205,7 +205,7 @@ func TestFacilitatorRedirects(t *testing.T) {
 	})
 	mux.HandleFunc("/moved/supported", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Api-Key") != "k" {
-			http.Error(w, "no key", 401)
+			http.Error(w, "no key", http.StatusUnauthorized)
 			return
 		}
 		io.WriteString(w, `{"kinds":[{"x402Version":2,"scheme":"exact","network":"solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp","extra":{"feePayer":"F"}}],"extensions":[],"signers":{}}`)
