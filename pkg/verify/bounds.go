@@ -1,6 +1,10 @@
 package verify
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
+)
 
 // boundsCheck is the check name of every bound (SPEC §4.3).
 const boundsCheck = "bounds:range"
@@ -20,7 +24,7 @@ func EvaluateBounds(output any, bounds []Bound) Tally {
 }
 
 func (ev *evaluator) bound(b *Bound, t *Tally) {
-	values, at, missing := resolveSteps(b.Path.Steps, ev.root, true)
+	values, at, missing := jsonvalue.Places(b.Path.Steps, ev.root, true)
 	if missing == len(values) && (missing == 0 || b.IfPresent) {
 		return // no place, or (if_present) none holds a value
 	}
@@ -34,17 +38,17 @@ func (ev *evaluator) bound(b *Bound, t *Tally) {
 			continue
 		}
 		if err := parseDecimal(string(*lim.lit), lim.into); err != nil {
-			t.Fail(Failure{Check: boundsCheck, Path: b.Path.Display(), Field: b.Path.Raw, Expected: boundExpected(b),
+			t.Fail(Failure{Check: boundsCheck, Path: b.Path.Display(), Field: b.Path.String(), Expected: boundExpected(b),
 				Found: foundValue(*lim.lit, err), Detail: "the bound's " + lim.name + " " + shorten(string(*lim.lit)) + " " + err.Error()})
 			return
 		}
 	}
-	width := countAll(b.Path.Steps)
+	width := jsonvalue.CountAll(b.Path.Steps)
 	for i, v := range values {
-		if isAbsent(v) {
+		if jsonvalue.IsAbsent(v) {
 			if !b.IfPresent && !t.failCounted(boundsCheck) {
 				loc := placeOf(b.Path, at[i*width:(i+1)*width])
-				t.Fail(Failure{Check: boundsCheck, Path: displayRaw(loc), Field: b.Path.Raw, Expected: boundExpected(b),
+				t.Fail(Failure{Check: boundsCheck, Path: jsonvalue.Display(loc), Field: b.Path.String(), Expected: boundExpected(b),
 					Found: "field not found", Detail: notFoundDetail(loc, 0)})
 			}
 			continue
@@ -63,7 +67,7 @@ func (ev *evaluator) bound(b *Bound, t *Tally) {
 		if t.failCounted(boundsCheck) {
 			continue
 		}
-		loc := formatSteps(b.Path.Steps, at[i*width:(i+1)*width])
+		loc := jsonvalue.Field(b.Path.Steps, at[i*width:(i+1)*width])
 		var detail string
 		switch {
 		case low:
@@ -73,7 +77,7 @@ func (ev *evaluator) bound(b *Bound, t *Tally) {
 		default:
 			detail = notNumberDetail(loc, v, err)
 		}
-		t.Fail(Failure{Check: boundsCheck, Path: displayRaw(loc), Field: b.Path.Raw, Expected: boundExpected(b),
+		t.Fail(Failure{Check: boundsCheck, Path: jsonvalue.Display(loc), Field: b.Path.String(), Expected: boundExpected(b),
 			Found: foundValue(v, err), Detail: detail})
 	}
 }

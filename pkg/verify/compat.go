@@ -3,6 +3,7 @@ package verify
 import (
 	"time"
 
+	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
@@ -68,3 +69,23 @@ func ResponseSchema() map[string]any { return wire.ResponseSchema() }
 
 // ResponseSchemaJSON is wire.ResponseSchemaJSON.
 func ResponseSchemaJSON() []byte { return wire.ResponseSchemaJSON() }
+
+// Path is a rule or bound path; paths are read and rendered by pkg/jsonvalue, which rules,
+// content checks and the schema check share.
+type Path = jsonvalue.Path
+
+// Step is one selection of a Path.
+type Step = jsonvalue.Step
+
+// StepKind says what one step of a path selects.
+type StepKind = jsonvalue.StepKind
+
+// The step kinds.
+const (
+	StepKey   = jsonvalue.StepKey
+	StepAll   = jsonvalue.StepAll
+	StepIndex = jsonvalue.StepIndex
+)
+
+// ParsePath parses a rule or bound path (see jsonvalue.ParsePath).
+func ParsePath(s string) (Path, error) { return jsonvalue.ParsePath(s) }

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 )
 
 // The content check names of SPEC §4.5 that this file decides.
@@ -122,8 +124,8 @@ func (w *contentWalker) walk(v any) {
 // failure names the current location: Path "$.line_items[0].sku", Field "line_items[0].sku" (""
 // for the root, which reports show as "$").
 func (w *contentWalker) failure(check, expected, found, detail string) Failure {
-	raw := formatSteps(w.at, nil)
-	return Failure{Check: check, Path: displayRaw(raw), Field: raw, Expected: expected, Found: found, Detail: detail}
+	raw := jsonvalue.Field(w.at, nil)
+	return Failure{Check: check, Path: jsonvalue.Display(raw), Field: raw, Expected: expected, Found: found, Detail: detail}
 }
 
 // stringProblem returns the check a string fails and why, or "" when it passes. The string is

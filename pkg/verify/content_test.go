@@ -265,7 +265,7 @@ func TestContentCheck(t *testing.T) {
 			t.Errorf("a number outside strict mode counts nothing: got %+v %+v", got, info)
 		}
 		got, _ = CheckContent(map[string]any{"a.b": []any{"", nil, true}}, false)
-		if got.Total != 1 || got.Failures[0].Path != `$["a.b"][0]` || got.Failures[0].Field != `["a.b"][0]` {
+		if got.Total != 1 || got.Failures[0].Path != `$['a.b'][0]` || got.Failures[0].Field != `['a.b'][0]` {
 			t.Errorf("got %+v", got)
 		}
 	})

@@ -1,5 +1,7 @@
 package verify
 
+import "github.com/agent-output-verifier/verifier/pkg/jsonvalue"
+
 // The engine's limits. The request's own (body size, depth, rules, bounds, path and id lengths)
 // are in pkg/wire/limits.go, which the routes that do not verify share.
 
@@ -11,9 +13,9 @@ const (
 	// ShownNameMaxChars is the longest caller-chosen name a 422 shows: an unknown member longer
 	// (or not printable) is counted, not named, and a bound's longer path is cut.
 	ShownNameMaxChars = 40
-	// FoundMaxChars is how much of an offending value a message shows, so that a report never
-	// becomes a copy of the caller's output.
-	FoundMaxChars = 80
+	// FoundMaxChars is how much of an offending value (and of the keys of a location) a message
+	// shows, so that a report never becomes a copy of the caller's output; jsonvalue holds it.
+	FoundMaxChars = jsonvalue.ShownChars
 	// SchemaCacheSize is how many compiled schemas the engine keeps (LRU by schema_hash).
 	SchemaCacheSize = 256
 	// SchemaCacheBytes bounds the heap the compiled schemas the engine keeps really hold, each

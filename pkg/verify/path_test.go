@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 )
 
 func pathKey(k string) Step { return Step{Kind: StepKey, Key: k} }
@@ -48,9 +50,9 @@ func TestPathParseValid(t *testing.T) {
 			t.Errorf("ParsePath(%q) = %+v, want %+v", c.in, p.Steps, c.want)
 		}
 		// What formatSteps writes parses to the same steps.
-		q, err := ParsePath(formatSteps(p.Steps, nil))
+		q, err := ParsePath(jsonvalue.Field(p.Steps, nil))
 		if err != nil || !reflect.DeepEqual(q.Steps, p.Steps) {
-			t.Errorf("formatSteps(%q) = %q does not round-trip: %v", c.in, formatSteps(p.Steps, nil), err)
+			t.Errorf("jsonvalue.Field(%q) = %q does not round-trip: %v", c.in, jsonvalue.Field(p.Steps, nil), err)
 		}
 	}
 }
@@ -73,14 +75,15 @@ func TestPathDisplay(t *testing.T) {
 	for _, c := range []struct{ raw, want string }{
 		{"line_items[].line_total", "$.line_items[].line_total"},
 		{"[0].a", "$[0].a"},
-		{`["a.b"].c`, `$["a.b"].c`},
+		{`["a.b"].c`, `$['a.b'].c`},
+		{"line total.unit_price", "$['line total'].unit_price"},
 	} {
 		if got := mustPath(t, c.raw).Display(); got != c.want {
 			t.Errorf("Display(%q) = %q, want %q", c.raw, got, c.want)
 		}
 	}
-	if got := displayRaw(""); got != "$" {
-		t.Errorf("displayRaw(\"\") = %q", got)
+	if got := jsonvalue.Display(""); got != "$" {
+		t.Errorf("jsonvalue.Display(\"\") = %q", got)
 	}
 }
 
@@ -136,10 +139,10 @@ func TestPathResolve(t *testing.T) {
 		if string(got) != c.want {
 			t.Errorf("Resolve(%q) = %s, want %s", c.path, got, c.want)
 		}
-		slots, at, m := resolveSteps(p.Steps, doc, true)
-		w := countAll(p.Steps)
+		slots, at, m := jsonvalue.Places(p.Steps, doc, true)
+		w := jsonvalue.CountAll(p.Steps)
 		if m != missing || len(slots) != len(vals)+missing || len(at) != len(slots)*w {
-			t.Errorf("resolveSteps(%q) gave %d places (%d missing) and %d indices", c.path, len(slots), m, len(at))
+			t.Errorf("jsonvalue.Places(%q) gave %d places (%d missing) and %d indices", c.path, len(slots), m, len(at))
 		}
 		if c.places != nil {
 			places := []string{}
@@ -147,7 +150,7 @@ func TestPathResolve(t *testing.T) {
 				places = append(places, placeOf(p, at[i*w:(i+1)*w]))
 			}
 			if !reflect.DeepEqual(places, c.places) {
-				t.Errorf("resolveSteps(%q) places = %q, want %q", c.path, places, c.places)
+				t.Errorf("jsonvalue.Places(%q) places = %q, want %q", c.path, places, c.places)
 			}
 		}
 	}
@@ -168,14 +171,14 @@ func TestPathConcreteLocations(t *testing.T) {
 	}{
 		{"line_items[].line_total", []int{1}, "line_items[1].line_total"},
 		{"a[].b[].c", []int{2, 0}, "a[2].b[0].c"},
-		{`["k.d"][]`, []int{3}, `["k.d"][3]`},
+		{`["k.d"][]`, []int{3}, `['k.d'][3]`},
 		{"[][0]", []int{4}, "[4][0]"},
 		{"a[]", nil, "a[]"},
 		{"a[].b[].c", []int{1, -1}, "a[1].b[].c"},
 		{"a[].b[].c", []int{-1, -1}, "a[].b[].c"},
 	} {
-		if got := formatSteps(mustPath(t, c.path).Steps, c.at); got != c.want {
-			t.Errorf("formatSteps(%q, %v) = %q, want %q", c.path, c.at, got, c.want)
+		if got := jsonvalue.Field(mustPath(t, c.path).Steps, c.at); got != c.want {
+			t.Errorf("jsonvalue.Field(%q, %v) = %q, want %q", c.path, c.at, got, c.want)
 		}
 	}
 }
@@ -196,8 +199,8 @@ func TestPathElementwisePrefix(t *testing.T) {
 		{"items[].end", "items[].a[].b", 0},
 		{"items[]", "items[]", 2},
 	} {
-		if got := elementwisePrefix(mustPath(t, c.field), mustPath(t, c.other)); got != c.want {
-			t.Errorf("elementwisePrefix(%q, %q) = %d, want %d", c.field, c.other, got, c.want)
+		if got := jsonvalue.ElementwisePrefix(mustPath(t, c.field), mustPath(t, c.other)); got != c.want {
+			t.Errorf("jsonvalue.ElementwisePrefix(%q, %q) = %d, want %d", c.field, c.other, got, c.want)
 		}
 	}
 }
@@ -219,18 +222,18 @@ func FuzzParsePath(f *testing.F) {
 		if p.Raw != s || len(p.Steps) == 0 {
 			t.Fatalf("ParsePath(%q) = %+v", s, p)
 		}
-		out := formatSteps(p.Steps, nil)
+		out := jsonvalue.Field(p.Steps, nil)
 		q, err := ParsePath(out)
 		if err != nil || !reflect.DeepEqual(q.Steps, p.Steps) {
 			t.Fatalf("ParsePath(%q): formatSteps gave %q, which parses to %+v (%v)", s, out, q.Steps, err)
 		}
 		vals, missing := p.Resolve(doc)
-		tv, at, tmissing := resolveSteps(p.Steps, doc, true)
-		if missing != tmissing || len(vals)+missing != len(tv) || len(at) != len(tv)*countAll(p.Steps) {
+		tv, at, tmissing := jsonvalue.Places(p.Steps, doc, true)
+		if missing != tmissing || len(vals)+missing != len(tv) || len(at) != len(tv)*jsonvalue.CountAll(p.Steps) {
 			t.Fatalf("Resolve and resolveSteps disagree on %q", s)
 		}
 		for i := range tv {
-			w := countAll(p.Steps)
+			w := jsonvalue.CountAll(p.Steps)
 			if _, err := ParsePath(placeOf(p, at[i*w:(i+1)*w])); err != nil {
 				t.Fatalf("place %d of %q does not parse: %v", i, s, err)
 			}

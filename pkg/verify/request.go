@@ -16,6 +16,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
 
@@ -488,14 +489,14 @@ func refuseWholeValues(bad *problems, at string, r *Rule, output any) bool {
 	before := bad.count()
 	switch r.Type {
 	case Unique:
-		if countAll(r.Field.Steps) == 0 {
+		if jsonvalue.CountAll(r.Field.Steps) == 0 {
 			bad.add(at+".field", "has no []: unique compares the values a path selects through [], and one value is always unique", wholeValueFix)
 		}
 	case ExistsIn:
-		if arrayWithoutAll(r.Field, output) {
+		if jsonvalue.ArrayWithoutAll(r.Field, output) {
 			bad.add(at+".field", "names an array in submitted_output but has no []: exists_in would look the whole array up as one value", wholeValueFix)
 		}
-		if r.InField != nil && arrayWithoutAll(*r.InField, output) {
+		if r.InField != nil && jsonvalue.ArrayWithoutAll(*r.InField, output) {
 			bad.add(at+".in_field", "names an array in submitted_output but has no []: exists_in would use the whole array as the one allowed value", wholeValueFix)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 )
 
 // EvaluateRules runs the cross-field rules in order against submitted_output and returns their
@@ -118,14 +120,14 @@ func (ev *evaluator) rule(r *Rule, t *Tally) {
 // ruleFailure builds a failure of rule r; Field is always the rule's own field, so every failure
 // of one rule is filed under the path the caller wrote, while path says where to repair.
 func (ev *evaluator) ruleFailure(r *Rule, path, expected, found, detail string) Failure {
-	return Failure{Check: ruleCheck(r.Type), Path: path, Field: r.Field.Raw, Expected: expected, Found: found, Detail: detail}
+	return Failure{Check: ruleCheck(r.Type), Path: path, Field: r.Field.String(), Expected: expected, Found: found, Detail: detail}
 }
 
 // notFound is the failing check of a place where path p finds nothing (see Path): loc is that
 // place, and more how many other places p selects have nothing there, for a check that stands
 // for all of them (sum_equals, unique, an operand).
 func (ev *evaluator) notFound(r *Rule, loc, expected string, more int) Failure {
-	return ev.ruleFailure(r, displayRaw(loc), expected, "field not found", notFoundDetail(loc, more))
+	return ev.ruleFailure(r, jsonvalue.Display(loc), expected, "field not found", notFoundDetail(loc, more))
 }
 
 // notFoundDetail says that nothing is at loc, nor at more other places the same path selects.
@@ -144,22 +146,22 @@ func notFoundDetail(loc string, more int) string {
 // location at gives, where a `[]` that an absent place never reached stays `[]`.
 func placeOf(p Path, at []int) string {
 	if len(at) == 0 {
-		return p.Raw
+		return p.String()
 	}
-	return formatSteps(p.Steps, at)
+	return jsonvalue.Field(p.Steps, at)
 }
 
 // firstMissing names the first place p selects in root with nothing there. It resolves again,
 // so it is for failures only.
 func firstMissing(p Path, root any) string {
-	values, at, _ := resolveSteps(p.Steps, root, true)
-	w := countAll(p.Steps)
+	values, at, _ := jsonvalue.Places(p.Steps, root, true)
+	w := jsonvalue.CountAll(p.Steps)
 	for i, v := range values {
-		if isAbsent(v) {
+		if jsonvalue.IsAbsent(v) {
 			return placeOf(p, at[i*w:(i+1)*w])
 		}
 	}
-	return p.Raw
+	return p.String()
 }
 
 // operandValues resolves an operand path (equals_field, other_field, in_field) as Path says:
@@ -168,7 +170,7 @@ func firstMissing(p Path, root any) string {
 // with no value at all skips the rule (ok false, nothing counted). Otherwise it returns the
 // values there.
 func (ev *evaluator) operandValues(r *Rule, t *Tally, p Path, what string, hashed bool) (values []any, ok bool) {
-	slots, _, missing := resolveSteps(p.Steps, ev.root, false)
+	slots, _, missing := jsonvalue.Places(p.Steps, ev.root, false)
 	if hashed && !ev.spendHashed(slots) || !hashed && !ev.spend(len(slots)) {
 		return nil, false
 	}
@@ -176,7 +178,7 @@ func (ev *evaluator) operandValues(r *Rule, t *Tally, p Path, what string, hashe
 		return slots, true
 	}
 	if !r.IfPresent {
-		t.Fail(ev.notFound(r, firstMissing(p, ev.root), what+shorten(p.Raw), missing-1))
+		t.Fail(ev.notFound(r, firstMissing(p, ev.root), what+shorten(p.String()), missing-1))
 		return nil, false
 	}
 	if missing == len(slots) {
@@ -184,7 +186,7 @@ func (ev *evaluator) operandValues(r *Rule, t *Tally, p Path, what string, hashe
 	}
 	values = make([]any, 0, len(slots)-missing)
 	for _, v := range slots {
-		if !isAbsent(v) {
+		if !jsonvalue.IsAbsent(v) {
 			values = append(values, v)
 		}
 	}
@@ -200,23 +202,23 @@ func (ev *evaluator) noOperand(r *Rule, t *Tally) {
 // wholeArray guards against an exists_in path without `[]` that names an array (the decoder
 // refuses those, see refuseWholeValues): it fails rather than compare the array as one value.
 func (ev *evaluator) wholeArray(r *Rule, t *Tally, p Path) bool {
-	if !arrayWithoutAll(p, ev.root) {
+	if !jsonvalue.ArrayWithoutAll(p, ev.root) {
 		return false
 	}
-	t.Fail(ev.ruleFailure(r, p.Display(), "a path with [] to the elements of the array at "+shorten(p.Raw), "an array",
-		shorten(p.Raw)+" names an array; write "+shorten(p.Raw)+"[] to check its elements"))
+	t.Fail(ev.ruleFailure(r, p.Display(), "a path with [] to the elements of the array at "+shorten(p.String()), "an array",
+		shorten(p.String())+" names an array; write "+shorten(p.String())+"[] to check its elements"))
 	return true
 }
 
 // sumEquals: the numbers at field add up to the target within the tolerance. One check.
 func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
-	values, _, missing := resolveSteps(r.Field.Steps, ev.root, false)
+	values, _, missing := jsonvalue.Places(r.Field.Steps, ev.root, false)
 	if !ev.spend(len(values)) {
 		return
 	}
 	if missing > 0 {
 		if !r.IfPresent {
-			t.Fail(ev.notFound(r, firstMissing(r.Field, ev.root), "a sum of the values at "+shorten(r.Field.Raw), missing-1))
+			t.Fail(ev.notFound(r, firstMissing(r.Field, ev.root), "a sum of the values at "+shorten(r.Field.String()), missing-1))
 			return
 		}
 		if missing == len(values) {
@@ -232,17 +234,17 @@ func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
 			return
 		}
 		if len(tv) != 1 {
-			t.Fail(ev.ruleFailure(r, ef.Display(), "exactly one number at "+shorten(ef.Raw), strconv.Itoa(len(tv))+" values",
-				"equals_field "+shorten(ef.Raw)+" resolves to "+strconv.Itoa(len(tv))+" values, not one number"))
+			t.Fail(ev.ruleFailure(r, ef.Display(), "exactly one number at "+shorten(ef.String()), strconv.Itoa(len(tv))+" values",
+				"equals_field "+shorten(ef.String())+" resolves to "+strconv.Itoa(len(tv))+" values, not one number"))
 			return
 		}
 		n, ok := tv[0].(json.Number)
 		if !ok {
-			t.Fail(ev.ruleFailure(r, ef.Display(), "a number at "+shorten(ef.Raw), describe(tv[0]),
-				shorten(ef.Raw)+" is "+describe(tv[0])+", not a number"))
+			t.Fail(ev.ruleFailure(r, ef.Display(), "a number at "+shorten(ef.String()), describe(tv[0]),
+				shorten(ef.String())+" is "+describe(tv[0])+", not a number"))
 			return
 		}
-		lit, label = string(n), shorten(ef.Raw)+" ("+shorten(string(n))+")"
+		lit, label = string(n), shorten(ef.String())+" ("+shorten(string(n))+")"
 	case r.Equals != nil:
 		lit = string(*r.Equals)
 		label = shorten(lit)
@@ -259,7 +261,7 @@ func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
 	ev.total.exp = 0
 	intLike := true
 	for i, v := range values {
-		if isAbsent(v) {
+		if jsonvalue.IsAbsent(v) {
 			continue // if_present: only the values there are summed
 		}
 		n, ok := v.(json.Number)
@@ -269,7 +271,7 @@ func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
 		}
 		if !ok || err != nil {
 			loc := locate(r.Field.Steps, ev.root, i)
-			t.Fail(ev.ruleFailure(r, displayRaw(loc), "a number to add up", foundValue(v, err), notNumberDetail(loc, v, err)))
+			t.Fail(ev.ruleFailure(r, jsonvalue.Display(loc), "a number to add up", foundValue(v, err), notNumberDetail(loc, v, err)))
 			return
 		}
 		intLike = intLike && integerLiteral(string(n))
@@ -295,22 +297,22 @@ func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
 // element (see elementwisePrefix).
 func (ev *evaluator) compare(r *Rule, t *Tally) {
 	if r.OtherField != nil {
-		if n := elementwisePrefix(r.Field, *r.OtherField); n > 0 {
+		if n := jsonvalue.ElementwisePrefix(r.Field, *r.OtherField); n > 0 {
 			ev.compareElementwise(r, t, newTolerance(r.Tolerance), *r.OtherField, n)
 			return
 		}
 	}
-	values, at, missing := resolveSteps(r.Field.Steps, ev.root, true)
+	values, at, missing := jsonvalue.Places(r.Field.Steps, ev.root, true)
 	if !ev.spend(len(values)) {
 		return
 	}
-	width := countAll(r.Field.Steps)
+	width := jsonvalue.CountAll(r.Field.Steps)
 	if missing > 0 && missing == len(values) {
 		// Nothing there at all: no value to compare, so the operand is not looked at.
 		if !r.IfPresent {
 			for i := range values {
 				if !t.failCounted(ruleCheck(r.Type)) {
-					t.Fail(ev.notFound(r, placeOf(r.Field, at[i*width:(i+1)*width]), "numbers at "+shorten(r.Field.Raw), 0))
+					t.Fail(ev.notFound(r, placeOf(r.Field, at[i*width:(i+1)*width]), "numbers at "+shorten(r.Field.String()), 0))
 				}
 			}
 		}
@@ -333,8 +335,8 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 			return
 		}
 		if len(ovals) != 1 {
-			t.Fail(ev.ruleFailure(r, other.Display(), "exactly one number at "+shorten(other.Raw), strconv.Itoa(len(ovals))+" values",
-				"other_field "+shorten(other.Raw)+" resolves to "+strconv.Itoa(len(ovals))+
+			t.Fail(ev.ruleFailure(r, other.Display(), "exactly one number at "+shorten(other.String()), strconv.Itoa(len(ovals))+" values",
+				"other_field "+shorten(other.String())+" resolves to "+strconv.Itoa(len(ovals))+
 					" values; it must be one number, or share field's [] prefix to compare element by element"))
 			return
 		}
@@ -344,20 +346,20 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 			err = parseDecimal(string(n), &ev.target)
 		}
 		if !ok || err != nil {
-			t.Fail(ev.ruleFailure(r, other.Display(), "a number at "+shorten(other.Raw), foundValue(ovals[0], err),
-				notNumberDetail(other.Raw, ovals[0], err)))
+			t.Fail(ev.ruleFailure(r, other.Display(), "a number at "+shorten(other.String()), foundValue(ovals[0], err),
+				notNumberDetail(other.String(), ovals[0], err)))
 			return
 		}
-		op = operand{lit: string(n), name: other.Raw}
+		op = operand{lit: string(n), name: other.String()}
 	default:
 		ev.noOperand(r, t)
 		return
 	}
 	for i, v := range values {
 		vAt := at[i*width : (i+1)*width]
-		if isAbsent(v) {
+		if jsonvalue.IsAbsent(v) {
 			if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
-				t.Fail(ev.notFound(r, placeOf(r.Field, vAt), "numbers at "+shorten(r.Field.Raw), 0))
+				t.Fail(ev.notFound(r, placeOf(r.Field, vAt), "numbers at "+shorten(r.Field.String()), 0))
 			}
 			continue
 		}
@@ -372,23 +374,23 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other Path, n int) {
 	prefix := r.Field.Steps[:n]
 	rest, orest := r.Field.Steps[n:], other.Steps[n:]
-	elems, eat, _ := resolveSteps(prefix, ev.root, true)
-	pw, rw := countAll(prefix), countAll(rest)
+	elems, eat, _ := jsonvalue.Places(prefix, ev.root, true)
+	pw, rw := jsonvalue.CountAll(prefix), jsonvalue.CountAll(rest)
 	if !ev.spend(2 * len(elems)) {
 		return
 	}
 	var one [1]any // the one place of field under an element when rest has no `[]`
 	for i, e := range elems {
 		eAt := eat[i*pw : (i+1)*pw]
-		if isAbsent(e) {
+		if jsonvalue.IsAbsent(e) {
 			// The prefix itself has nothing here: one place of field, not found.
 			if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
-				t.Fail(ev.notFound(r, formatSteps(r.Field.Steps, eAt), "numbers at "+shorten(r.Field.Raw), 0))
+				t.Fail(ev.notFound(r, jsonvalue.Field(r.Field.Steps, eAt), "numbers at "+shorten(r.Field.String()), 0))
 			}
 			continue
 		}
 		opAt := where{steps: other.Steps, at: eAt}
-		ov, opThere := resolveOne(orest, e)
+		ov, opThere := jsonvalue.One(orest, e)
 		num, ok := ov.(json.Number)
 		var err error
 		if ok {
@@ -396,13 +398,13 @@ func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other
 		}
 		vals, vat := one[:], []int(nil)
 		if rw == 0 {
-			v, there := resolveOne(rest, e)
+			v, there := jsonvalue.One(rest, e)
 			if !there {
-				v = absent
+				v = jsonvalue.Absent
 			}
 			one[0] = v
 		} else {
-			vals, vat, _ = resolveSteps(rest, e, true)
+			vals, vat, _ = jsonvalue.Places(rest, e, true)
 			if !ev.spend(len(vals)) {
 				return
 			}
@@ -410,9 +412,9 @@ func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other
 		for j, v := range vals {
 			w := where{steps: r.Field.Steps, at: eAt, more: vat[j*rw : (j+1)*rw]}
 			switch {
-			case isAbsent(v):
+			case jsonvalue.IsAbsent(v):
 				if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
-					t.Fail(ev.notFound(r, w.raw(), "numbers at "+shorten(r.Field.Raw), 0))
+					t.Fail(ev.notFound(r, w.raw(), "numbers at "+shorten(r.Field.String()), 0))
 				}
 			case !opThere:
 				if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
@@ -436,7 +438,7 @@ func (ev *evaluator) compareElement(r *Rule, t *Tally, tol *tolerance, v any, w 
 		return
 	}
 	loc := opAt.raw()
-	t.Fail(ev.ruleFailure(r, displayRaw(loc), "a number at "+shorten(loc)+" to compare "+shorten(w.raw())+" with",
+	t.Fail(ev.ruleFailure(r, jsonvalue.Display(loc), "a number at "+shorten(loc)+" to compare "+shorten(w.raw())+" with",
 		foundValue(ov, opErr), notNumberDetail(loc, ov, opErr)))
 }
 
@@ -492,26 +494,26 @@ func (ev *evaluator) compareOne(r *Rule, t *Tally, tol *tolerance, v any, w wher
 	}
 	loc := w.raw()
 	if !ok || err != nil {
-		t.Fail(ev.ruleFailure(r, displayRaw(loc), expected, foundValue(v, err), notNumberDetail(loc, v, err)))
+		t.Fail(ev.ruleFailure(r, jsonvalue.Display(loc), expected, foundValue(v, err), notNumberDetail(loc, v, err)))
 		return
 	}
-	t.Fail(ev.ruleFailure(r, displayRaw(loc), expected, describe(v), describe(v)+" is "+word+" "+op.label()))
+	t.Fail(ev.ruleFailure(r, jsonvalue.Display(loc), expected, describe(v), describe(v)+" is "+word+" "+op.label()))
 }
 
 // existsIn: each value of field occurs among the operand values (canonical JSON equality). One
 // check per place of field.
 func (ev *evaluator) existsIn(r *Rule, t *Tally) {
-	values, at, missing := resolveSteps(r.Field.Steps, ev.root, true)
+	values, at, missing := jsonvalue.Places(r.Field.Steps, ev.root, true)
 	if !ev.spendHashed(values) {
 		return
 	}
-	width := countAll(r.Field.Steps)
+	width := jsonvalue.CountAll(r.Field.Steps)
 	if missing > 0 && missing == len(values) {
 		// Nothing there at all: no value to look up, so the operand is not looked at.
 		if !r.IfPresent {
 			for i := range values {
 				if !t.failCounted(ruleCheck(r.Type)) {
-					t.Fail(ev.notFound(r, placeOf(r.Field, at[i*width:(i+1)*width]), "values at "+shorten(r.Field.Raw), 0))
+					t.Fail(ev.notFound(r, placeOf(r.Field, at[i*width:(i+1)*width]), "values at "+shorten(r.Field.String()), 0))
 				}
 			}
 		}
@@ -532,7 +534,7 @@ func (ev *evaluator) existsIn(r *Rule, t *Tally) {
 		if set, ok = ev.operandValues(r, t, in, "values at ", true); !ok {
 			return
 		}
-		expected, notIn = "a value that occurs in "+shorten(in.Raw), " does not occur in "+shorten(in.Raw)
+		expected, notIn = "a value that occurs in "+shorten(in.String()), " does not occur in "+shorten(in.String())
 	case r.Values != nil:
 		set = r.Values
 		if !ev.spendHashed(set) {
@@ -549,9 +551,9 @@ func (ev *evaluator) existsIn(r *Rule, t *Tally) {
 	}
 	for i, v := range values {
 		vAt := at[i*width : (i+1)*width]
-		if isAbsent(v) {
+		if jsonvalue.IsAbsent(v) {
 			if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
-				t.Fail(ev.notFound(r, placeOf(r.Field, vAt), "values at "+shorten(r.Field.Raw), 0))
+				t.Fail(ev.notFound(r, placeOf(r.Field, vAt), "values at "+shorten(r.Field.String()), 0))
 			}
 			continue
 		}
@@ -562,8 +564,8 @@ func (ev *evaluator) existsIn(r *Rule, t *Tally) {
 		if t.failCounted(ruleCheck(r.Type)) {
 			continue
 		}
-		loc := formatSteps(r.Field.Steps, vAt)
-		t.Fail(ev.ruleFailure(r, displayRaw(loc), expected, describe(v), describe(v)+notIn))
+		loc := jsonvalue.Field(r.Field.Steps, vAt)
+		t.Fail(ev.ruleFailure(r, jsonvalue.Display(loc), expected, describe(v), describe(v)+notIn))
 	}
 }
 
@@ -571,29 +573,29 @@ func (ev *evaluator) existsIn(r *Rule, t *Tally) {
 // failure names the first place with nothing there (without if_present), else the first value
 // that repeats an earlier one.
 func (ev *evaluator) unique(r *Rule, t *Tally) {
-	values, _, missing := resolveSteps(r.Field.Steps, ev.root, false)
+	values, _, missing := jsonvalue.Places(r.Field.Steps, ev.root, false)
 	if !ev.spendHashed(values) {
 		return
 	}
 	if missing > 0 {
 		if !r.IfPresent {
-			t.Fail(ev.notFound(r, firstMissing(r.Field, ev.root), "distinct values at "+shorten(r.Field.Raw), missing-1))
+			t.Fail(ev.notFound(r, firstMissing(r.Field, ev.root), "distinct values at "+shorten(r.Field.String()), missing-1))
 			return
 		}
 		if missing == len(values) {
 			return
 		}
 	}
-	if countAll(r.Field.Steps) == 0 {
+	if jsonvalue.CountAll(r.Field.Steps) == 0 {
 		// The decoder refuses this (refuseWholeValues): one value would always pass.
 		t.Fail(ev.ruleFailure(r, r.Field.Display(), "a path with [] to the values to compare", "one value",
-			shorten(r.Field.Raw)+" selects one value, which is always unique; select the values with []"))
+			shorten(r.Field.String())+" selects one value, which is always unique; select the values with []"))
 		return
 	}
 	seen := newValueSet(len(values) - missing)
 	repeats, first, again := 0, -1, -1
 	for i, v := range values {
-		if isAbsent(v) {
+		if jsonvalue.IsAbsent(v) {
 			continue
 		}
 		if j, ok := ev.find(seen, v); ok {
@@ -699,17 +701,17 @@ type where struct {
 
 func (w where) raw() string {
 	if len(w.more) == 0 {
-		return formatSteps(w.steps, w.at)
+		return jsonvalue.Field(w.steps, w.at)
 	}
-	return formatSteps(w.steps, append(slices.Clip(w.at), w.more...))
+	return jsonvalue.Field(w.steps, append(slices.Clip(w.at), w.more...))
 }
 
 // locate names the i-th value steps select under root ("line_items[1].line_total"). It resolves
 // again, so it is for failures only.
 func locate(steps []Step, root any, i int) string {
-	_, at, _ := resolveSteps(steps, root, true)
-	w := countAll(steps)
-	return formatSteps(steps, at[i*w:(i+1)*w])
+	_, at, _ := jsonvalue.Places(steps, root, true)
+	w := jsonvalue.CountAll(steps)
+	return jsonvalue.Field(steps, at[i*w:(i+1)*w])
 }
 
 // notNumberDetail says why the value at loc cannot be used as a number: it is not one, or it is

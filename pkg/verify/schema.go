@@ -18,6 +18,7 @@ import (
 	"unsafe"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
@@ -796,16 +797,14 @@ func schemaLocFromURL(doc any, u string) string {
 }
 
 // schemaLocFromTokens renders a location inside the schema document as "expected_schema" plus
-// the project's path syntax, with at most FoundMaxChars characters of the caller's keys.
+// the report's path syntax (jsonvalue.AppendPath): a token is an index where it meets an array.
 func schemaLocFromTokens(doc any, toks []string) string {
-	var b strings.Builder
-	b.WriteString("expected_schema")
-	budget := FoundMaxChars
+	steps := make([]jsonvalue.Step, 0, len(toks))
 	cur := doc
 	for _, t := range toks {
 		if arr, ok := cur.([]any); ok {
 			if i, err := strconv.Atoi(t); err == nil && i >= 0 && i < len(arr) {
-				b.WriteString("[" + t + "]")
+				steps = append(steps, jsonvalue.Step{Kind: jsonvalue.StepIndex, Index: i})
 				cur = arr[i]
 				continue
 			}
@@ -815,9 +814,9 @@ func schemaLocFromTokens(doc any, toks []string) string {
 		} else {
 			cur = nil
 		}
-		budget = schWriteKey(&b, t, budget)
+		steps = append(steps, jsonvalue.Step{Kind: jsonvalue.StepKey, Key: t})
 	}
-	return b.String()
+	return "expected_schema" + jsonvalue.Render(steps, nil)[1:]
 }
 
 // schLookup follows string tokens through a tree (array tokens are indices).

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 )
 
 // Check validates instance against the schema and counts its assertions (SPEC §4.2): one check for
@@ -329,7 +330,7 @@ func (w *schWalker) undeclaredCheck(obj map[string]any, decl []*schNode) {
 	}
 	slices.Sort(bad)
 	path := schRenderPath(w.loc)
-	f := Failure{Check: "content:undeclared_property", Path: path, Field: schFieldOf(path),
+	f := Failure{Check: "content:undeclared_property", Path: path, Field: jsonvalue.Bare(path),
 		Expected: "only properties the schema declares", Found: schClip(schPlural(len(bad), "undeclared property", "undeclared properties")+" "+schNames(bad), FoundMaxChars),
 		Detail: schPlural(len(bad), "property is", "properties are") + " not declared by the schema at this location"}
 	w.undeclared.Total++
@@ -379,7 +380,7 @@ func (w *schWalker) pass() { w.tally.Pass() }
 func (w *schWalker) fail(kw, expected, found, detail string) {
 	path := schRenderPath(w.loc)
 	w.tally.Total++
-	w.kept.add(Failure{Check: "schema:" + kw, Path: path, Field: schFieldOf(path),
+	w.kept.add(Failure{Check: "schema:" + kw, Path: path, Field: jsonvalue.Bare(path),
 		Expected: schClip(expected, FoundMaxChars), Found: schClip(found, FoundMaxChars), Detail: detail}, w.loc)
 }
 
@@ -1701,69 +1702,17 @@ func schNames(names []string) string {
 	return b.String()
 }
 
-// schRenderPath renders an instance location in the project's path syntax: "$" for the root,
-// "$.line_items[0].qty", and ["a.b"] for keys that are not plain names. At most FoundMaxChars
-// characters of the caller's keys appear; the rest is cut with "…".
+// schRenderPath renders an instance location as every path of a report is (jsonvalue.AppendPath).
 func schRenderPath(loc []schLoc) string {
-	if len(loc) == 0 {
-		return "$"
-	}
-	var b strings.Builder
-	b.WriteByte('$')
-	budget := FoundMaxChars
-	for _, l := range loc {
+	steps := make([]jsonvalue.Step, len(loc))
+	for i, l := range loc {
 		if l.idx >= 0 {
-			b.WriteByte('[')
-			b.WriteString(strconv.Itoa(l.idx))
-			b.WriteByte(']')
-			continue
-		}
-		budget = schWriteKey(&b, l.key, budget)
-	}
-	return b.String()
-}
-
-// schWriteKey appends one key step and returns the remaining budget of caller characters.
-func schWriteKey(b *strings.Builder, key string, budget int) int {
-	n := utf8.RuneCountInString(key)
-	if n <= budget && schPlainKey(key) {
-		b.WriteByte('.')
-		b.WriteString(key)
-		return budget - n
-	}
-	shown := key
-	if n > budget {
-		shown = schClip(key, max(budget, 0)+1)
-		if budget <= 0 {
-			shown = "…"
-		}
-		n = budget
-	}
-	b.WriteString("[")
-	b.WriteString(strconv.Quote(shown))
-	b.WriteString("]")
-	return budget - n
-}
-
-// schPlainKey tells whether a key can be written bare in a path (ParsePath reads it back).
-func schPlainKey(k string) bool {
-	if k == "" {
-		return false
-	}
-	for _, r := range k {
-		if !(r == '_' || r == '-' || r == '$' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')) {
-			return false
+			steps[i] = jsonvalue.Step{Kind: jsonvalue.StepIndex, Index: l.idx}
+		} else {
+			steps[i] = jsonvalue.Step{Kind: jsonvalue.StepKey, Key: l.key}
 		}
 	}
-	return true
-}
-
-// schFieldOf is the bare path of a "$"-path: "" for the root.
-func schFieldOf(path string) string {
-	if rest, ok := strings.CutPrefix(path, "$."); ok {
-		return rest
-	}
-	return strings.TrimPrefix(path, "$")
+	return jsonvalue.Render(steps, nil)
 }
 
 // schKept holds the failures of a walk that a report can show: the first ListCap in document

@@ -34,7 +34,7 @@ const requestSchemaJSON = `{
         "type": "object", "additionalProperties": false, "required": ["type", "field"],
         "properties": {
           "type": {"enum": ["sum_equals", "gte", "lte", "exists_in", "unique"]},
-          "field": {"type": "string", "minLength": 1, "maxLength": 512, "description": "Path of the value(s) checked: a.b, items[].price (each element), items[0].id, [\"key.with.dots\"]. unique needs [], and so does an exists_in field or in_field that names an array (else 422)."},
+          "field": {"type": "string", "minLength": 1, "maxLength": 512, "description": "Path of the value(s) checked: a.b, items[].price (each element), items[0].id, ['key.with.dots'] (RFC 9535 quoting, as reports write paths) or [\"key.with.dots\"]. unique needs [], and so does an exists_in field or in_field that names an array (else 422)."},
           "equals_field": {"type": ["string", "null"], "maxLength": 512},
           "equals": {"type": ["number", "null"]},
           "other_field": {"type": ["string", "null"], "maxLength": 512},

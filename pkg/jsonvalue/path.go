@@ -1,4 +1,6 @@
-package verify
+// Package jsonvalue holds what every check of the verifier does with the caller's JSON values:
+// it addresses them by path, and renders every location it reports in one path syntax.
+package jsonvalue
 
 import (
 	"errors"
@@ -8,8 +10,9 @@ import (
 )
 
 // Path addresses values inside submitted_output (SPEC §4.3): `a.b.c`, `a[].b` (every element),
-// `a[2].b` (one element), `a[].b[].c` (flattened in document order) and `["key.with.dots"]` for keys
-// that are not plain names. A leading `[]` or `[N]` addresses a root array.
+// `a[2].b` (one element), `a[].b[].c` (flattened in document order) and `['key.with.dots']` (RFC
+// 9535's quoting, which reports use) or `["key.with.dots"]` (a JSON string) for keys that are not
+// plain names. A leading `[]` or `[N]` addresses a root array.
 //
 // One meaning serves bounds and every rule, on the checked field and on every operand path alike.
 // A path selects places: one without `[]`, and one per element for each `[]`. A place holds a
@@ -39,6 +42,9 @@ import (
 type Path struct {
 	Raw   string
 	Steps []Step
+	// shown is the path in the report's syntax without "$" (String), rendered once when parsed:
+	// Raw itself when the caller wrote it so.
+	shown string
 }
 
 // StepKind says what one step of a path selects.
@@ -56,14 +62,6 @@ type Step struct {
 	Kind  StepKind
 	Key   string
 	Index int
-}
-
-// Display is the path as messages show it: "$." followed by what the caller wrote.
-func (p Path) Display() string {
-	if strings.HasPrefix(p.Raw, "[") {
-		return "$" + p.Raw
-	}
-	return "$." + p.Raw
 }
 
 // ParsePath parses a rule or bound path. The error says what is wrong without echoing the path.
@@ -87,13 +85,13 @@ func ParsePath(s string) (Path, error) {
 			needKey = true
 			i++
 		case c == '[':
-			if i+1 < len(s) && s[i+1] == '"' {
+			if i+1 < len(s) && (s[i+1] == '"' || s[i+1] == '\'') {
 				key, n, err := quotedKey(s[i+1:])
 				if err != nil {
 					return Path{}, err
 				}
 				if i+1+n >= len(s) || s[i+1+n] != ']' {
-					return Path{}, errors.New("has an unterminated [\"...\"] key")
+					return Path{}, errUnterminatedKey
 				}
 				p.Steps = append(p.Steps, Step{Kind: StepKey, Key: key})
 				i += n + 2
@@ -137,37 +135,21 @@ func ParsePath(s string) (Path, error) {
 	if needKey {
 		return Path{}, errors.New("ends with '.'")
 	}
+	p.shown = p.render()
 	return p, nil
-}
-
-// quotedKey reads a JSON string at the start of s and returns its value and length in bytes.
-func quotedKey(s string) (string, int, error) {
-	for j := 1; j < len(s); j++ {
-		switch s[j] {
-		case '\\':
-			j++
-		case '"':
-			key, err := strconv.Unquote(s[:j+1])
-			if err != nil {
-				return "", 0, errors.New("has a malformed [\"...\"] key")
-			}
-			return key, j + 1, nil
-		}
-	}
-	return "", 0, errors.New("has an unterminated [\"...\"] key")
 }
 
 // Resolve returns the values p selects in root that are there, in document order, and how many
 // of the places it selects have nothing there (see Path). A path through `[]` over an empty
 // array selects no place at all: no values and nothing missing.
 func (p Path) Resolve(root any) (values []any, missing int) {
-	slots, _, missing := resolveSteps(p.Steps, root, false)
+	slots, _, missing := Places(p.Steps, root, false)
 	if missing == 0 {
 		return slots, 0
 	}
 	values = make([]any, 0, len(slots)-missing)
 	for _, v := range slots {
-		if !isAbsent(v) {
+		if !IsAbsent(v) {
 			values = append(values, v)
 		}
 	}
@@ -178,34 +160,34 @@ func (p Path) Resolve(root any) (values []any, missing int) {
 // no fields, so storing it in an interface allocates nothing.
 type absentValue struct{}
 
-// absent is the one place holder resolveSteps puts where a path finds nothing.
-var absent any = absentValue{}
+// Absent is the one place holder Places puts where a path finds nothing.
+var Absent any = absentValue{}
 
-// isAbsent tells whether v is the place holder of a place with nothing there.
-func isAbsent(v any) bool {
+// IsAbsent tells whether v is the place holder of a place with nothing there.
+func IsAbsent(v any) bool {
 	_, ok := v.(absentValue)
 	return ok
 }
 
-// resolveSteps is Resolve over bare steps, keeping every place in document order: a value that
+// Places is Resolve over bare steps, keeping every place in document order: a value that
 // is there, or absent where nothing is, and missing counts the absent ones. A place that is
 // absent before a `[]` step stays one absent place. When track is true it also returns, for each
 // place, the index chosen by every `[]` step (len(values) × the number of `[]` steps, place by
 // place; -1 for a `[]` step an absent place never reached), so that a failing check can name the
 // exact element (`items[3].price`, or `items[1].tags[]` where items[1] has no tags) instead of
 // the pattern. Key and index steps rewrite the working slice in place; only `[]` steps allocate.
-func resolveSteps(steps []Step, root any, track bool) (values []any, at []int, missing int) {
+func Places(steps []Step, root any, track bool) (values []any, at []int, missing int) {
 	values = []any{root}
 	width := 0
 	for _, st := range steps {
 		if st.Kind != StepAll {
 			for i, v := range values {
-				if isAbsent(v) {
+				if IsAbsent(v) {
 					continue
 				}
 				child, ok := step(v, st)
 				if !ok {
-					child = absent
+					child = Absent
 				}
 				values[i] = child
 			}
@@ -228,7 +210,7 @@ func resolveSteps(steps []Step, root any, track bool) (values []any, at []int, m
 			arr, ok := v.([]any)
 			if !ok {
 				// Nothing there, or not an array: one place where the elements are missing.
-				next = append(next, absent)
+				next = append(next, Absent)
 				if track {
 					nextAt = append(nextAt, at[i*width:(i+1)*width]...)
 					nextAt = append(nextAt, -1)
@@ -247,16 +229,16 @@ func resolveSteps(steps []Step, root any, track bool) (values []any, at []int, m
 		width++
 	}
 	for _, v := range values {
-		if isAbsent(v) {
+		if IsAbsent(v) {
 			missing++
 		}
 	}
 	return values, at, missing
 }
 
-// resolveOne follows steps that contain no `[]` and so select at most one value, without
+// One follows steps that contain no `[]` and so select at most one value, without
 // allocating: the element-wise comparison of gte and lte calls it once per element.
-func resolveOne(steps []Step, v any) (any, bool) {
+func One(steps []Step, v any) (any, bool) {
 	for _, st := range steps {
 		var ok bool
 		if v, ok = step(v, st); !ok {
@@ -286,20 +268,20 @@ func step(v any, st Step) (any, bool) {
 	return nil, false
 }
 
-// arrayWithoutAll tells whether p has no `[]` step and names an array in root: the path that
+// ArrayWithoutAll tells whether p has no `[]` step and names an array in root: the path that
 // exists_in refuses (see Path), because it would compare the array as one value where its
 // elements were meant.
-func arrayWithoutAll(p Path, root any) bool {
-	if countAll(p.Steps) > 0 {
+func ArrayWithoutAll(p Path, root any) bool {
+	if CountAll(p.Steps) > 0 {
 		return false
 	}
-	v, ok := resolveOne(p.Steps, root)
+	v, ok := One(p.Steps, root)
 	_, isArray := v.([]any)
 	return ok && isArray
 }
 
-// countAll is how many `[]` steps steps has: the width of resolveSteps' index records.
-func countAll(steps []Step) int {
+// CountAll is how many `[]` steps steps has: the width of Places' index records.
+func CountAll(steps []Step) int {
 	n := 0
 	for _, st := range steps {
 		if st.Kind == StepAll {
@@ -309,11 +291,11 @@ func countAll(steps []Step) int {
 	return n
 }
 
-// elementwisePrefix says how many leading steps field and other share when they should be
+// ElementwisePrefix says how many leading steps field and other share when they should be
 // compared element by element (SPEC §4.3: `items[].end` gte `items[].start` compares each item's
 // end with that item's start). That is the case when other's steps up to and including its last
 // `[]` are identical to field's first steps; the answer is then that number of steps, else 0.
-func elementwisePrefix(field, other Path) int {
+func ElementwisePrefix(field, other Path) int {
 	last := -1
 	for i, st := range other.Steps {
 		if st.Kind == StepAll {
@@ -329,64 +311,4 @@ func elementwisePrefix(field, other Path) int {
 		}
 	}
 	return last + 1
-}
-
-// formatSteps writes steps back as a path that ParsePath reads to the same steps, with each `[]`
-// replaced by the index at[k] of the k-th `[]` when at gives one that is not negative (a concrete
-// location such as `line_items[1].line_total`). Keys that are not plain names are written as
-// ["..."].
-func formatSteps(steps []Step, at []int) string {
-	var b []byte
-	k := 0
-	for _, st := range steps {
-		switch st.Kind {
-		case StepKey:
-			if plainKey(st.Key) {
-				if len(b) > 0 {
-					b = append(b, '.')
-				}
-				b = append(b, st.Key...)
-			} else {
-				b = append(b, '[')
-				b = strconv.AppendQuote(b, st.Key)
-				b = append(b, ']')
-			}
-		case StepAll:
-			if k < len(at) && at[k] >= 0 {
-				b = append(b, '[')
-				b = strconv.AppendInt(b, int64(at[k]), 10)
-				b = append(b, ']')
-			} else {
-				b = append(b, "[]"...)
-			}
-			k++
-		case StepIndex:
-			b = append(b, '[')
-			b = strconv.AppendInt(b, int64(st.Index), 10)
-			b = append(b, ']')
-		}
-	}
-	return string(b)
-}
-
-// plainKey tells whether a key can be written bare in a path: not empty, no '.', '[' or ']', no
-// control or non-printable characters, and valid UTF-8.
-func plainKey(k string) bool {
-	if k == "" || !utf8.ValidString(k) {
-		return false
-	}
-	for _, r := range k {
-		if r == '.' || r == '[' || r == ']' || !strconv.IsPrint(r) {
-			return false
-		}
-	}
-	return true
-}
-
-// displayRaw shows a raw path as messages do (see Path.Display); the empty path is the root, "$".
-func displayRaw(raw string) string {
-	if raw == "" {
-		return "$"
-	}
-	return Path{Raw: raw}.Display()
 }
