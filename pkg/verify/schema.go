@@ -8,14 +8,12 @@ import (
 	"math"
 	"math/big"
 	"net/url"
-	"reflect"
 	"regexp/syntax"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
@@ -120,7 +118,7 @@ func compileSchema(doc any, strict bool, defaultDraft *jsonschema.Draft) (s *Sch
 	if err := schemaCheckRunnablePatterns(doc); err != nil {
 		return nil, err
 	}
-	return &Schema{lib: lib, root: schBuildGraph(lib)}, nil
+	return &Schema{lib: lib, root: schBuildGraph(lib, &schemaResources{doc: doc, compiler: c})}, nil
 }
 
 // schemaPatterns counts the regular expressions of a schema document (pattern values and
@@ -959,7 +957,7 @@ const (
 
 // schBuildGraph converts the compiled schema graph (with its $ref cycles) into nodes, iteratively
 // so that long reference chains cannot exhaust the stack.
-func schBuildGraph(root *jsonschema.Schema) *schNode {
+func schBuildGraph(root *jsonschema.Schema, resources *schemaResources) *schNode {
 	memo := map[*jsonschema.Schema]*schNode{}
 	var queue []*schNode
 	get := func(s *jsonschema.Schema) *schNode {
@@ -1128,19 +1126,17 @@ func schBuildGraph(root *jsonschema.Schema) *schNode {
 	fillQueued()
 	if dynamic {
 		// $dynamicRef and $recursiveRef resolve through the resources of the schemas on the
-		// dynamic scope. The library keeps a schema's resource and a resource's dynamic anchors in
-		// unexported fields; they are read once here, at compile time, by reflection. If a future
-		// library version renames them, references resolve statically and the differential tests
-		// (walker against library on the JSON-Schema-Test-Suite) fail loudly.
+		// dynamic scope: each schema's resource and that resource's dynamic anchors are read
+		// from the schema document itself (schemaResources), once, at compile time.
 		byResource := map[*jsonschema.Schema]map[string]*schNode{}
 		for i := 0; i < len(queue); i++ {
 			n := queue[i]
 			if n.boolean != 0 {
 				continue
 			}
-			res, anchors, ok := schResourceOf(n.s)
+			res, anchors, ok := resources.of(n.s)
 			if !ok {
-				break
+				continue
 			}
 			n.resRecursive = res.RecursiveAnchor
 			if len(anchors) == 0 {
@@ -1161,22 +1157,113 @@ func schBuildGraph(root *jsonschema.Schema) *schNode {
 	return rootNode
 }
 
-// schResourceOf reads a compiled schema's resource and that resource's dynamic anchors.
-func schResourceOf(s *jsonschema.Schema) (*jsonschema.Schema, map[string]*jsonschema.Schema, bool) {
-	rv := reflect.ValueOf(s).Elem()
-	rf := rv.FieldByName("resource")
-	if !rf.IsValid() || rf.Type() != reflect.TypeFor[*jsonschema.Schema]() {
-		return nil, nil, false
+// schemaResources finds, in the schema document a Schema was compiled from, the schema resource
+// each compiled subschema belongs to (the nearest enclosing subschema with an id, else the
+// document) and the dynamic anchors ($dynamicAnchor) each resource declares outside the resources
+// embedded in it: what $dynamicRef and $recursiveRef resolve through. The compiler gives the
+// compiled schema at a location; it hands back the one it compiled there already.
+type schemaResources struct {
+	doc      any
+	compiler *jsonschema.Compiler
+	anchors  map[string]map[string][]string // resource pointer ("\x00"-joined) → anchor → pointer
+}
+
+// of returns the resource of compiled schema s and the resource's dynamic anchors, compiled.
+func (r *schemaResources) of(s *jsonschema.Schema) (*jsonschema.Schema, map[string]*jsonschema.Schema, bool) {
+	base, frag, _ := strings.Cut(s.Location, "#")
+	if base != schemaBaseURL {
+		return r.metaschema(base)
 	}
-	res := *(**jsonschema.Schema)(unsafe.Pointer(rf.UnsafeAddr()))
+	resPtr := r.resourceAt(schemaPointerTokens(frag), s.DraftVersion)
+	res := r.compiled(resPtr)
 	if res == nil {
 		return nil, nil, false
 	}
-	af := reflect.ValueOf(res).Elem().FieldByName("dynamicAnchors")
-	if !af.IsValid() || af.Type() != reflect.TypeFor[map[string]*jsonschema.Schema]() {
+	if res.DraftVersion < 2020 {
+		return res, nil, true
+	}
+	if r.anchors == nil {
+		r.collectAnchors()
+	}
+	named := r.anchors[strings.Join(resPtr, "\x00")]
+	if len(named) == 0 {
+		return res, nil, true
+	}
+	anchors := make(map[string]*jsonschema.Schema, len(named))
+	for name, ptr := range named {
+		if a := r.compiled(ptr); a != nil {
+			anchors[name] = a
+		}
+	}
+	return res, anchors, true
+}
+
+// metaschema is of for a schema outside the caller's document: one of the drafts' metaschemas,
+// which a caller's schema may reference and which the library loads itself. Each metaschema
+// document is one resource, and the drafts declare a metaschema's dynamic anchor ("meta") at
+// its root, which the compiled root shows.
+func (r *schemaResources) metaschema(base string) (*jsonschema.Schema, map[string]*jsonschema.Schema, bool) {
+	res, err := r.compiler.Compile(base)
+	if err != nil {
 		return nil, nil, false
 	}
-	return res, *(*map[string]*jsonschema.Schema)(unsafe.Pointer(af.UnsafeAddr())), true
+	if res.DraftVersion < 2020 || res.DynamicAnchor == "" {
+		return res, nil, true
+	}
+	return res, map[string]*jsonschema.Schema{res.DynamicAnchor: res}, true
+}
+
+// resourceAt is the pointer of the resource that holds the subschema at ptr: the longest prefix
+// of ptr (ptr itself included) at which the document has a subschema with an id that is not only
+// a fragment (an anchor), or the document's root.
+func (r *schemaResources) resourceAt(ptr []string, draft int) []string {
+	idKey := "$id"
+	if draft < 6 {
+		idKey = "id"
+	}
+	for i := len(ptr); i > 0; i-- {
+		obj, ok := schLookup(r.doc, ptr[:i]).(map[string]any)
+		if !ok {
+			continue
+		}
+		if id, ok := obj[idKey].(string); ok && !strings.HasPrefix(id, "#") {
+			return ptr[:i]
+		}
+	}
+	return nil
+}
+
+// collectAnchors reads every $dynamicAnchor of the document's subschemas into its resource's map.
+func (r *schemaResources) collectAnchors() {
+	r.anchors = map[string]map[string][]string{}
+	schemaSubschemas(r.doc, func(obj map[string]any, ptr []string) {
+		name, ok := obj["$dynamicAnchor"].(string)
+		if !ok {
+			return
+		}
+		key := strings.Join(r.resourceAt(ptr, 2020), "\x00")
+		if r.anchors[key] == nil {
+			r.anchors[key] = map[string][]string{}
+		}
+		if _, dup := r.anchors[key][name]; !dup {
+			r.anchors[key][name] = slices.Clone(ptr)
+		}
+	})
+}
+
+// compiled is the compiled schema at ptr in the document, nil if there is none.
+func (r *schemaResources) compiled(ptr []string) *jsonschema.Schema {
+	var b strings.Builder
+	b.WriteString(schemaBaseURL + "#")
+	for _, t := range ptr {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")))
+	}
+	s, err := r.compiler.Compile(b.String())
+	if err != nil {
+		return nil
+	}
+	return s
 }
 
 func schTypeBit(t string) uint8 {
