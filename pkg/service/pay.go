@@ -67,9 +67,6 @@ func (s *Service) freeTrial(ctx context.Context, client string, used int, knownU
 	return ft
 }
 
-// verifyDescription describes the verify routes and tool in payment requirements.
-const verifyDescription = "Verify an AI agent's JSON output against a JSON Schema and business rules; signed receipt."
-
 // PaymentRequiredFor builds the x402 PaymentRequired for a resource (a REST URL or an MCP tool's
 // mcp://tool/<name>) at priceUSD, from the one price table behind every 402 answer.
 func (s *Service) PaymentRequiredFor(ctx context.Context, resourceURL, description, priceUSD, message string, extensions map[string]any) (x402.PaymentRequired, error) {
