@@ -18,6 +18,7 @@ type Code string
 const (
 	InvalidRequest     Code = "invalid_request"
 	SchemaTooComplex   Code = "schema_too_complex"
+	RulesTooComplex    Code = "rules_too_complex"
 	PayloadTooLarge    Code = "payload_too_large"
 	NotFound           Code = "not_found"
 	MethodNotAllowed   Code = "method_not_allowed"
@@ -46,6 +47,7 @@ var codeTable = map[Code]struct {
 }{
 	InvalidRequest:     {422, false, false, "The request is invalid (not JSON, a wrong or unknown field, a schema that does not compile, ...). fields[] names each offending field with a fix. Nothing is charged or counted."},
 	SchemaTooComplex:   {422, false, false, "The check could not finish: expected_schema needs more evaluation work for this submitted_output than the verifier's evaluation limit, which grows with the size of the output, so there is no verdict. fields[] gives the limit in work units and how to stay under it (subschemas that multiply through allOf/anyOf/oneOf and $ref). Nothing is charged, counted against the free allowance or recorded; the same request always gets this answer."},
+	RulesTooComplex:    {422, false, false, "The check could not finish: the rules resolve and compare more values for this submitted_output than the verifier's rule work limit, which grows with the size of the output, so there is no verdict. fields[] names the rule that went past it, the limit and how to stay under it. Nothing is charged, counted against the free allowance or recorded; the same request always gets this answer."},
 	PayloadTooLarge:    {413, false, false, "The body is over the size limit, which `limit` gives in bytes; with status 431, the request's header section is over its limit (`limit` bytes)."},
 	NotFound:           {404, false, false, "No route matches the path. GET / lists every route."},
 	MethodNotAllowed:   {405, false, false, "The route exists but not with this method; the Allow header lists the methods it takes."},
@@ -66,7 +68,7 @@ var codeTable = map[Code]struct {
 
 // Codes lists every code in a stable order, for documents that enumerate them.
 func Codes() []Code {
-	return []Code{InvalidRequest, SchemaTooComplex, PayloadTooLarge, NotFound, MethodNotAllowed, Forbidden, RateLimited, Internal,
+	return []Code{InvalidRequest, SchemaTooComplex, RulesTooComplex, PayloadTooLarge, NotFound, MethodNotAllowed, Forbidden, RateLimited, Internal,
 		Unavailable, DeadlineExceeded, PaymentRequired, FreeTrialExhausted, PaymentInvalid,
 		PaymentMismatch, PaymentVerifyFail, PaymentReplayed, PaymentSettleFail, FacilitatorDown}
 }

@@ -9,7 +9,7 @@ const SchemaJSON = `{
   "required": ["code", "message", "status", "retryable", "charged", "next_actions"],
   "properties": {
     "code": {"type": "string", "description": "Stable machine code; see the description of this API for what each means.",
-      "enum": ["invalid_request", "schema_too_complex", "payload_too_large", "not_found", "method_not_allowed", "forbidden", "rate_limited",
+      "enum": ["invalid_request", "schema_too_complex", "rules_too_complex", "payload_too_large", "not_found", "method_not_allowed", "forbidden", "rate_limited",
         "internal_error", "service_unavailable", "deadline_exceeded", "payment_required", "free_trial_exhausted",
         "payment_invalid", "payment_requirements_mismatch", "payment_verification_failed", "payment_replayed",
         "payment_settlement_failed", "facilitator_unavailable"]},
@@ -22,7 +22,7 @@ const SchemaJSON = `{
     "next_actions": {"type": "array", "items": {"type": "object", "required": ["action"], "properties": {
       "action": {"type": "string", "description": "fix_request_fields, fix_request, reduce_request_size, check_route, use_allowed_method, retry_later, pay_and_retry or check_payment (a settlement that went unanswered: the payment may have been charged)."},
       "fields": {"type": "array", "items": {"type": "string"}}}}},
-    "fields": {"type": "array", "description": "invalid_request and schema_too_complex: each offending field, what is wrong with it and how to fix it.",
+    "fields": {"type": "array", "description": "invalid_request, schema_too_complex and rules_too_complex: each offending field, what is wrong with it and how to fix it.",
       "items": {"type": "object", "required": ["field", "problem", "fix"], "properties": {
         "field": {"type": "string"}, "problem": {"type": "string"}, "fix": {"type": "string"}}}}
   }

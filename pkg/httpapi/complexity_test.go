@@ -3,11 +3,11 @@ package httpapi
 import (
 	"context"
 	"fmt"
-	"github.com/agent-output-verifier/verifier/pkg/x402"
 	"strings"
 	"testing"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
 // tooComplexBody is the reviewer's case: 16 levels of $defs, each an allOf of two $refs to the
@@ -22,19 +22,42 @@ func tooComplexBody(agent string) string {
 	return `{"task_id":"t","agent_id":"` + agent + `","expected_schema":` + b.String() + `,"submitted_output":1}`
 }
 
-// A schema that exhausts the evaluation budget is the error schema_too_complex (422), on the free
-// path and the paid one alike: the free allowance is not consumed, a payment is neither settled
-// nor kept (the same payment buys the next answer), and nothing enters the agent's history.
+// rulesTooComplexBody has 200 rules over an array of 20,000 numbers for agent, within the free
+// body size: the rules' work budget for that output (100,000 plus 8 per value) ends at the 14th.
+func rulesTooComplexBody(agent string) string {
+	rules := strings.TrimSuffix(strings.Repeat(`{"type":"gte","field":"[]","value":0},`, 200), ",")
+	return `{"task_id":"t","agent_id":"` + agent + `","expected_schema":true,"submitted_output":[` +
+		strings.TrimSuffix(strings.Repeat("1,", 20_000), ",") + `],"rules":[` + rules + `]}`
+}
+
+// A schema that exhausts the evaluation budget is the error schema_too_complex (422), and rules
+// that exhaust theirs rules_too_complex, on the free path and the paid one alike: the free
+// allowance is not consumed, a payment is neither settled nor kept (the same payment buys the
+// next answer), and nothing enters the agent's history.
 func TestSchemaTooComplexIsNotChargedOrRecorded(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		body  func(agent string) string
+		code  apperr.Code
+		field string
+	}{
+		{"schema", tooComplexBody, apperr.SchemaTooComplex, "expected_schema"},
+		{"rules", rulesTooComplexBody, apperr.RulesTooComplex, "rules["},
+	} {
+		t.Run(c.name, func(t *testing.T) { testTooComplexNotCharged(t, c.body, c.code, c.field) })
+	}
+}
+
+func testTooComplexNotCharged(t *testing.T, tooComplexBody func(string) string, code apperr.Code, field string) {
 	payer := &fakePayer{valid: true, settleOK: true}
 	e := newPayEnv(t, openBolt, 2, payer)
 	const agent = "seller-complex"
 	check := func(what string, status int, m map[string]any) {
 		t.Helper()
 		fields, _ := m["fields"].([]any)
-		if status != 422 || m["code"] != string(apperr.SchemaTooComplex) || m["charged"] != false || m["retryable"] != false ||
-			m["result"] != nil || len(fields) != 1 || !strings.Contains(fmt.Sprint(fields[0]), "expected_schema") {
-			t.Fatalf("%s: %d %v, want 422 schema_too_complex naming expected_schema", what, status, m)
+		if status != 422 || m["code"] != string(code) || m["charged"] != false || m["retryable"] != false ||
+			m["result"] != nil || len(fields) != 1 || !strings.Contains(fmt.Sprint(fields[0]), field) {
+			t.Fatalf("%s: %d %v, want 422 %s naming %s", what, status, m, code, field)
 		}
 	}
 	for i := range 3 {

@@ -24,7 +24,8 @@ type Checkable interface {
 	// StopWhen makes the checks stop, with ErrStopped, once done is closed.
 	StopWhen(done <-chan struct{})
 	// CheckSchema validates the output against the schema, once; its only error that is not
-	// ErrStopped is the refusal of a schema too costly to evaluate (schema_too_complex).
+	// ErrStopped is the refusal of a schema or rules too costly to evaluate (schema_too_complex,
+	// rules_too_complex).
 	CheckSchema() error
 	// Finish runs every check and signs the report with key.
 	Finish(env Envelope, key receipt.Key) (Checked, error)

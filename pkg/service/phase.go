@@ -120,7 +120,7 @@ func (s *Service) Decode(ctx context.Context, body []byte) (*Job, error) {
 
 // DecodeFree is Decode for a request the free allowance is to pay for: in the same phase it also
 // validates the output against the schema (Checkable.CheckSchema), the one check that can
-// refuse a sound request (schema_too_complex), so that such a request is refused before the
+// refuse a sound request (schema_too_complex, rules_too_complex), so that such a request is refused before the
 // allowance is consumed. A paid request does not need this: a refusal in Finish releases its
 // payment unsettled, and checking before the payment is verified would be work done for free.
 func (s *Service) DecodeFree(ctx context.Context, body []byte) (*Job, error) {

@@ -70,12 +70,13 @@ func (e *Engine) Decode(body []byte) (*Request, *Schema, error) {
 	return req, sch, nil
 }
 
-// CheckSchema validates req's output against its compiled schema and keeps the counts in req for
-// Check. It is the one part of checking that can refuse the request: a schema that needs more
-// work for this output than the evaluation budget allows is the 422 schema_too_complex (a check
-// that stopped, see Request.StopWhen, is ErrStopped). A caller that must not charge or count a
-// request the engine then refuses (the free allowance) runs it before admitting the request;
-// Check runs it when nobody did.
+// CheckSchema validates req's output against its compiled schema and evaluates its rules, and
+// keeps the counts in req for Check. It is the one part of checking that can refuse the request:
+// a schema that needs more work for this output than the evaluation budget allows is the 422
+// schema_too_complex, rules past the rule work budget the 422 rules_too_complex (a check that
+// stopped, see Request.StopWhen, is ErrStopped). A caller that must not charge or count a request
+// the engine then refuses (the free allowance) runs it before admitting the request; Check runs it
+// when nobody did.
 func (e *Engine) CheckSchema(req *Request, sch *Schema) error {
 	if req.schemaChecked {
 		return nil
@@ -84,7 +85,14 @@ func (e *Engine) CheckSchema(req *Request, sch *Schema) error {
 	if err != nil {
 		return err
 	}
-	req.schemaTally, req.undeclared, req.schemaChecked = schema, undeclared, true
+	rules, err := evaluateRules(req.Output, req.Rules, req.stop)
+	if err != nil {
+		return err
+	}
+	if stopped(req.stop) {
+		return ErrStopped // the rules were cut short: no verdict
+	}
+	req.schemaTally, req.rulesTally, req.undeclared, req.schemaChecked = schema, rules, undeclared, true
 	return nil
 }
 
@@ -96,10 +104,7 @@ func (e *Engine) Check(req *Request, sch *Schema, env Envelope) (*Report, error)
 	}
 	var f Findings
 	f.Schema = req.schemaTally
-	f.Rules = evaluateRules(req.Output, req.Rules, req.stop)
-	if stopped(req.stop) {
-		return nil, ErrStopped // the rules were cut short: no verdict
-	}
+	f.Rules = req.rulesTally
 	f.Bounds = EvaluateBounds(req.Output, req.Bounds)
 	f.Content, f.Info = CheckContent(req.Output, req.StrictContentCheck)
 	f.Content.Add(req.undeclared)

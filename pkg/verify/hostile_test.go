@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -57,7 +58,7 @@ func TestHostileInputs(t *testing.T) {
 		{"a schema that references itself forever", wrap(`{"$ref":"#"}`, `{"a":{"a":{"a":1}}}`), 0, ""},
 		{"mutually recursive definitions", wrap(`{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`, `1`), 0, ""},
 		{"allOf fan-out 2^40", wrap(nestedAllOf(40), `{"x":1}`), 422, "expected_schema"},
-		{"200 rules over 100,000 elements", wrap(`{}`, bigArray, `,"rules":[`+strings.TrimSuffix(strings.Repeat(`{"type":"gte","field":"[]","value":0},`, 200), ",")+`]`), 0, ""},
+		{"200 rules over 100,000 elements", wrap(`{}`, bigArray, `,"rules":[`+strings.TrimSuffix(strings.Repeat(`{"type":"gte","field":"[]","value":0},`, 200), ",")+`]`), 422, "rules[9]"},
 		{"a number with 1000 digits", wrap(`{}`, "0."+strings.Repeat("1", 999)), 0, ""},
 		{"a number with an exponent of a billion", wrap(`{}`, "1e-1000000000"), 422, "submitted_output"},
 		{"1,001 patterns", wrap(`{"allOf":[`+strings.Repeat(`{"pattern":"^a"},`, 1000)+`{"pattern":"^b"}]}`, `"a"`), 422, "expected_schema"},
@@ -157,12 +158,17 @@ func TestStoppedCheckEndsEarly(t *testing.T) {
 	if rep, err := eng.Check(req, sch, testEnv); err != ErrStopped || rep != nil {
 		t.Errorf("stopped in the walk: %v, %v; want ErrStopped and no report", rep, err)
 	}
-	// Stopped after the walk (CheckSchema ran in an earlier phase), before the rules finish.
-	req, sch = decode()
-	if err := eng.CheckSchema(req, sch); err != nil {
+	// Stopped in the rules, which CheckSchema evaluates after the walk (a schema of true has no
+	// walk to stop).
+	rulesOnly := bytes.Replace(body, []byte(`"expected_schema":{"type":"array","items":{"type":"integer"}}`), []byte(`"expected_schema":true`), 1)
+	req, sch, err := eng.Decode(rulesOnly)
+	if err != nil {
 		t.Fatal(err)
 	}
 	req.StopWhen(done)
+	if err := eng.CheckSchema(req, sch); err != ErrStopped {
+		t.Errorf("stopped in the rules: %v; want ErrStopped", err)
+	}
 	if rep, err := eng.Check(req, sch, testEnv); err != ErrStopped || rep != nil {
 		t.Errorf("stopped in the rules: %v, %v; want ErrStopped and no report", rep, err)
 	}
@@ -355,7 +361,8 @@ func hostileRuleRequest(t testing.TB, rules string) *Request {
 }
 
 // TestHostileRuleWork: rules share one work budget per request; past it the remaining rules are
-// not run and consistency:complexity fails, within a bounded allocation.
+// not run and the request is the error rules_too_complex naming the rule (no verdict, so nothing
+// is charged or recorded), within a bounded allocation.
 func TestHostileRuleWork(t *testing.T) {
 	for _, c := range hostileRules {
 		t.Run(c.name, func(t *testing.T) {
@@ -363,13 +370,13 @@ func TestHostileRuleWork(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			got := EvaluateRules(req.Output, req.Rules)
+			_, err := EvaluateRules(req.Output, req.Rules)
 			runtime.ReadMemStats(&after)
-			last := got.Failures[len(got.Failures)-1]
-			if last.Check != "consistency:complexity" {
-				t.Fatalf("%d checks, last failure %s; want the rules stopped at consistency:complexity", got.Total, last.Check)
+			var e *apperr.Error
+			if !errors.As(err, &e) || e.Code != apperr.RulesTooComplex || len(e.Fields) != 1 || !strings.HasPrefix(e.Fields[0].Field, "rules[") {
+				t.Fatalf("err = %v; want rules_too_complex naming the rule", err)
 			}
-			t.Logf("%d checks before the limit", got.Total)
+			t.Logf("stopped at %s", e.Fields[0].Field)
 			if grew := after.TotalAlloc - before.TotalAlloc; grew > 256<<20 {
 				t.Errorf("allocated %d MiB", grew>>20)
 			}

@@ -50,7 +50,7 @@ const (
 	// they resolve, plus the size of every value unique and exists_in hash. 200 rules over the
 	// whole output would be 200 passes (200 unique rules over 46,000 objects took 15 s and
 	// 4.5 GB); eight passes, past a base that no small output reaches, cover real rule sets. Past
-	// the bound the remaining rules are not evaluated and consistency:complexity fails.
+	// the bound the remaining rules are not evaluated and the request is the error rules_too_complex.
 	RuleWorkBase     = 100_000
 	RuleWorkPerValue = 8
 	// MaxSchemaNodes bounds the subschemas of expected_schema, because the schema compiler

@@ -55,9 +55,9 @@ type Request struct {
 	compiled        *Schema         // the compiled schema, when the cache knew it by its alias
 	stop            <-chan struct{} // StopWhen
 
-	// The schema's counts, once Engine.CheckSchema has run.
-	schemaChecked           bool
-	schemaTally, undeclared Tally
+	// The schema's and the rules' counts, once Engine.CheckSchema has run.
+	schemaChecked                       bool
+	schemaTally, rulesTally, undeclared Tally
 }
 
 // requestFields are the members a request may have, in documentation order.

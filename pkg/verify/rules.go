@@ -3,6 +3,7 @@ package verify
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"maps"
 	"slices"
 	"strconv"
@@ -15,11 +16,13 @@ import (
 // tally (SPEC §4.3): sum_equals and unique count one check per rule, gte, lte and exists_in one per
 // value tested, and a rule skipped by if_present counts nothing. Numbers are compared exactly as
 // written, so a report never passes or fails an amount because of float rounding.
-func EvaluateRules(output any, rules []Rule) Tally { return evaluateRules(output, rules, nil) }
+func EvaluateRules(output any, rules []Rule) (Tally, error) { return evaluateRules(output, rules, nil) }
 
 // evaluateRules is EvaluateRules that stops before the next rule once stop is closed
-// (Request.StopWhen).
-func evaluateRules(output any, rules []Rule, stop <-chan struct{}) Tally {
+// (Request.StopWhen). Rules that need more work than the budget for this output are no verdict
+// but an error in the request, rules_too_complex (rulesTooComplex): like a schema too costly to
+// evaluate, it is never charged, counted or recorded.
+func evaluateRules(output any, rules []Rule, stop <-chan struct{}) (Tally, error) {
 	var t Tally
 	ev := evaluator{root: output, budget: RuleWorkBase}
 	for i := range rules {
@@ -28,15 +31,26 @@ func evaluateRules(output any, rules []Rule, stop <-chan struct{}) Tally {
 		}
 		ev.rule(&rules[i], &t)
 		if ev.over {
-			t.Fail(Failure{Check: "consistency:complexity", Path: "$", Field: "",
-				Expected: "rules that evaluate within the verifier's work limit",
-				Found:    "too much rule work",
-				Detail: fmt.Sprintf("the rules resolve too many values for this output (rule %d of %d went past the limit), "+
-					"so the remaining rules were not evaluated", i+1, len(rules))})
-			break
+			return Tally{}, rulesTooComplex(i, ev.budget)
 		}
 	}
-	return t
+	return t, nil
+}
+
+// rulesTooComplex is the answer for rules that exceed the rule work budget for this output (rule
+// i went past it): the request asks for more work than the verifier does for one, so there is no
+// verdict, and the caller learns the limit and how to stay under it.
+func rulesTooComplex(i, budget int) *apperr.Error {
+	e := apperr.Field(fmt.Sprintf("rules[%d]", i),
+		fmt.Sprintf("takes the rules past the verifier's work limit for this submitted_output, %d units "+
+			"(%d, plus %d for each value of the output); a unit is one value a rule path resolves, and unique and exists_in "+
+			"also count the size of every value they compare", budget, RuleWorkBase, RuleWorkPerValue),
+		"Use fewer rules over the same large arrays (each rule with [] over an array reads all of it again), "+
+			"compare small values with unique and exists_in rather than whole objects, and send the request again.")
+	e.Code, e.Status, e.Retryable = apperr.RulesTooComplex, apperr.RulesTooComplex.Status(), false
+	e.Message = "The check could not finish: the rules need more work for this output than the verifier's limit, " +
+		"so there is no verdict on the output. Nothing was charged, counted against the free allowance or recorded; use fewer or narrower rules and send it again."
+	return e
 }
 
 // spend charges n units of rule work (RuleWorkBase, RuleWorkPerValue) and reports whether
