@@ -27,6 +27,7 @@ import (
 	"github.com/agent-output-verifier/verifier/internal/lambdatest"
 	"github.com/agent-output-verifier/verifier/internal/testproc"
 	"github.com/agent-output-verifier/verifier/pkg/app"
+	"github.com/agent-output-verifier/verifier/pkg/app/embedded"
 	"github.com/agent-output-verifier/verifier/pkg/config"
 	"github.com/agent-output-verifier/verifier/pkg/discovery"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
@@ -412,7 +413,7 @@ func localService(ctx context.Context, t *testing.T, tmp, keyFile string) *servi
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, closeStore, err := app.Build(ctx, cfg, app.Options{Engine: engine.New, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	svc, closeStore, err := app.Build(ctx, cfg, app.Options{Engine: engine.New, OpenStore: embedded.Opener{}.Open, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
