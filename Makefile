@@ -124,8 +124,9 @@ $(TOOLS)/.aws-lambda-rie-$(RIE_VERSION):
 	touch $@
 
 # Runs one function for the host architecture under the emulator on 127.0.0.1 with a temporary
-# bolt store and key, sends it EVENT and prints the response.
-invoke: tools
+# key and a DynamoDB table on a fresh dynalite (the functions link no embedded store; `make npm`
+# installs dynalite), sends it EVENT and prints the response.
+invoke: tools infra/dynalite/node_modules/.installed
 	$(GO) run ./infra/lambda/invoke -rie $(RIE) -fn $(FN) -event $(EVENT)
 
 # The browser test of /docs (cmd/verifier) runs Debian's chromium headless; installed when missing.

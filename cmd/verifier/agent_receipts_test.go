@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/agent-output-verifier/verifier/pkg/app"
+	"github.com/agent-output-verifier/verifier/pkg/app/embedded"
 	"github.com/agent-output-verifier/verifier/pkg/config"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
@@ -32,7 +33,7 @@ func TestScoreAndReputationReceipts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, closeStore, err := app.Build(context.Background(), cfg, app.Options{CreateDevKey: true, Engine: engine.New, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	svc, closeStore, err := app.Build(context.Background(), cfg, app.Options{CreateDevKey: true, Engine: engine.New, OpenStore: embedded.Opener{}.Open, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agent-output-verifier/verifier/pkg/app"
+	"github.com/agent-output-verifier/verifier/pkg/app/embedded"
 	"github.com/agent-output-verifier/verifier/pkg/config"
 	"github.com/agent-output-verifier/verifier/pkg/discovery"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
@@ -113,7 +114,8 @@ func runServe(args []string, stdout, stderr io.Writer) (code int) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	svc, closeStore, err := app.Build(ctx, cfg, app.Options{CreateDevKey: true, Engine: engine.New, Log: log, KeySource: aws.KeySource, OpenStore: aws.OpenStore, BackgroundHistory: true})
+	svc, closeStore, err := app.Build(ctx, cfg, app.Options{CreateDevKey: true, Engine: engine.New, Log: log, KeySource: aws.KeySource,
+		OpenStore: embedded.Opener{Other: aws.OpenStore, BackgroundHistory: true}.Open})
 	if err != nil {
 		ln.Close()
 		fmt.Fprintf(stderr, "verifier serve: %v\n", err)

@@ -75,13 +75,13 @@ func (t initTrace) largest(n int) []string {
 }
 
 // traceInit runs bin runs times outside the emulator with GODEBUG=inittrace=1 and the environment
-// of its first invokes but no runtime API: the process initialises its packages, builds the
+// of its first invokes (vars) but no runtime API: the process initialises its packages, builds the
 // service and exits, finding no runtime to serve, which is all the trace needs. The timed first
-// invokes run without the trace, whose lines would add to what they measure.
-func traceInit(ctx context.Context, bin, keyFile, dir string, runs int) (initTrace, error) {
+// invokes run without the trace, whose lines would add to what they measure. Building the service
+// makes no call to the store, so the runs may share vars' table.
+func traceInit(ctx context.Context, bin string, vars map[string]string, runs int) (initTrace, error) {
 	var t initTrace
-	for i := range runs {
-		vars := lambdatest.BoltVars(filepath.Join(dir, fmt.Sprintf("trace-data-%d", i)), keyFile, benchBaseURL)
+	for range runs {
 		cmd := exec.CommandContext(ctx, bin)
 		cmd.Env = append(lambdatest.Env(vars), "GODEBUG=inittrace=1")
 		// The exit status is the runtime API's absence; the trace is on stderr either way.

@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/agent-output-verifier/verifier/internal/lambdatest"
+	"github.com/agent-output-verifier/verifier/pkg/store/dynamo"
+	"github.com/agent-output-verifier/verifier/pkg/store/dynamo/dynalitetest"
 )
 
 // functions are the Lambda function groups under functions/ and the event each first invoke sends.
@@ -162,6 +164,23 @@ func coldStarts(ctx context.Context, c config) ([]coldStart, error) {
 		return nil, err
 	}
 
+	// The functions link no embedded store: each runs on a table of its own on one dynalite, a
+	// local server of DynamoDB's wire protocol, as it runs on DynamoDB on Lambda.
+	dynamoDB, stopDynalite, err := dynalitetest.Launch(c.root)
+	if err != nil {
+		return nil, err
+	}
+	defer stopDynalite()
+	tables := 0
+	freshVars := func() (map[string]string, error) {
+		tables++
+		table := fmt.Sprintf("verifier-bench-%d", tables)
+		if err := dynamo.CreateTable(ctx, dynalitetest.Client(dynamoDB), table); err != nil {
+			return nil, fmt.Errorf("create table: %w", err)
+		}
+		return lambdatest.DynamoVars(dynamoDB, table, keyFile, benchBaseURL), nil
+	}
+
 	results := make([]coldStart, len(targets))
 	for i, t := range targets {
 		results[i].name = t.name
@@ -170,8 +189,13 @@ func coldStarts(ctx context.Context, c config) ([]coldStart, error) {
 		for k := range targets {
 			i := (k + max(round, 0)) % len(targets)
 			t := targets[i]
-			dataDir := filepath.Join(dir, fmt.Sprintf("data-%s-%d", t.name, round+1))
-			total, invoke, err := firstInvoke(ctx, c.rie, t.bin, t.event, lambdatest.BoltVars(dataDir, keyFile, benchBaseURL))
+			// A fresh table, as a fresh data directory before: every first invoke finds an
+			// empty store.
+			vars, err := freshVars()
+			if err != nil {
+				return nil, err
+			}
+			total, invoke, err := firstInvoke(ctx, c.rie, t.bin, t.event, vars)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", t.name, err)
 			}
@@ -183,7 +207,11 @@ func coldStarts(ctx context.Context, c config) ([]coldStart, error) {
 		}
 	}
 	for i, t := range targets {
-		if results[i].init, err = traceInit(ctx, t.bin, keyFile, filepath.Join(dir, "trace-"+t.name), c.runs); err != nil {
+		vars, err := freshVars()
+		if err != nil {
+			return nil, err
+		}
+		if results[i].init, err = traceInit(ctx, t.bin, vars, c.runs); err != nil {
 			return nil, err
 		}
 	}

@@ -547,8 +547,9 @@ func (r *report) lambdaSection(w func(string, ...any)) {
 		w("| %s | %s | %s | %s |\n", s.name, thousands(float64(s.bytes)), mb(s.bytes), v)
 	}
 	w("\nFirst invokes: each binary built for the host (%s) with the same flags and run under the AWS\n", runtime.GOOS+"/"+runtime.GOARCH)
-	w("Lambda Runtime Interface Emulator (internal/lambdatest), a fresh emulator, bbolt store and process\n")
-	w("every time, %d times each after one untimed round, in a rotating order. *Start to response* runs from\n", len(r.cold[0].total))
+	w("Lambda Runtime Interface Emulator (internal/lambdatest), a fresh emulator, process and DynamoDB\n")
+	w("table (on one dynalite: the functions link no embedded store) every time, %d times each after one\n", len(r.cold[0].total))
+	w("untimed round, in a rotating order. *Start to response* runs from\n")
 	w("starting the emulator to the first response and includes lambdatest's wait for the emulator's port\n")
 	w("(polled every 50 ms: the same wait of up to 50 ms for every binary, which pulls this ratio towards 1×).\n")
 	w("*First invoke* is that invoke's round trip alone: the emulator starts the bootstrap on the first\n")

@@ -16,6 +16,10 @@ const (
 	// 6.0 ms of the 7 to 8 ms each function spent initializing packages at a cold start, and only
 	// the functions that verify need it.
 	jsonSchemaLibrary = "github.com/santhosh-tekuri/jsonschema"
+	// embeddedStore is the local server's embedded store's database. A function's file system is
+	// neither shared between sandboxes nor kept, so a function runs on DynamoDB alone, and linking
+	// bbolt would only cost its size and cold start.
+	embeddedStore = "go.etcd.io/bbolt"
 )
 
 // The leaf packages that the routes which never verify build on (the request's contract, the
@@ -54,6 +58,31 @@ func TestScoreAndWellknownLinkNoJSONSchemaLibrary(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// No function links the embedded store: pkg/app opens only the store it is handed, and only the
+// local server and the tests import pkg/app/embedded, which opens bbolt.
+func TestNoFunctionLinksEmbeddedStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("lists the functions' dependencies with the go tool")
+	}
+	root := repoRoot(t)
+	deps, err := lambdatest.FunctionDeps(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for group, pkgs := range deps {
+		for _, pkg := range pkgs {
+			if strings.HasPrefix(pkg, embeddedStore) {
+				t.Errorf("functions/%s links %s: %s", group, pkg, importChain(t, root, "./functions/"+group, embeddedStore))
+				break
+			}
+		}
+	}
+	// The check can fail: the local server, built from the same packages, does link it.
+	if importChain(t, root, "./cmd/verifier", embeddedStore) == "" {
+		t.Error("cmd/verifier links no bbolt: the dependency listing does not see the embedded store")
 	}
 }
 

@@ -257,14 +257,18 @@ func Env(vars map[string]string) []string {
 	return env
 }
 
-// BoltVars is the configuration of a function run on this machine: the embedded store in dataDir
-// and the signing key in keyFile, with receipts naming baseURL.
-func BoltVars(dataDir, keyFile, baseURL string) map[string]string {
+// DynamoVars is the configuration of a function run on this machine: the DynamoDB store in table
+// on the local DynamoDB server at endpoint (dynalite: pkg/store/dynamo/dynalitetest), the signing
+// key in keyFile, with receipts naming baseURL. Env adds the region and the local credentials the
+// client signs with. A function links no embedded store, so this is the only store it can run on
+// here, as on Lambda.
+func DynamoVars(endpoint, table, keyFile, baseURL string) map[string]string {
 	return map[string]string{
-		"VERIFIER_STORE":       "bolt",
-		"VERIFIER_DATA_DIR":    dataDir,
-		"VERIFIER_SIGNING_KEY": "file:" + keyFile,
-		"VERIFIER_BASE_URL":    baseURL,
+		"VERIFIER_STORE":            "dynamodb",
+		"VERIFIER_TABLE":            table,
+		"AWS_ENDPOINT_URL_DYNAMODB": endpoint,
+		"VERIFIER_SIGNING_KEY":      "file:" + keyFile,
+		"VERIFIER_BASE_URL":         baseURL,
 	}
 }
 

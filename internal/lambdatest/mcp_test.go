@@ -19,6 +19,7 @@ import (
 	"github.com/agent-output-verifier/verifier/internal/lambdatest"
 	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/store/dynamo/dynalitetest"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
 )
 
@@ -47,7 +48,7 @@ func TestMCPClientAgainstLambdaAndLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := startFunction(ctx, t, rie, r, "mcp", tmp, keyFile)
+	e := startFunction(ctx, t, rie, r, "mcp", dynalitetest.Start(t), keyFile)
 	gateway := httptest.NewServer(&lambdatest.Gateway{Emulator: e, DomainName: apiDomain, SourceIP: sourceIP})
 	t.Cleanup(gateway.Close)
 

@@ -27,11 +27,14 @@ import (
 	"github.com/agent-output-verifier/verifier/internal/lambdatest"
 	"github.com/agent-output-verifier/verifier/internal/testproc"
 	"github.com/agent-output-verifier/verifier/pkg/app"
+	"github.com/agent-output-verifier/verifier/pkg/app/embedded"
 	"github.com/agent-output-verifier/verifier/pkg/config"
 	"github.com/agent-output-verifier/verifier/pkg/discovery"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/store/dynamo"
+	"github.com/agent-output-verifier/verifier/pkg/store/dynamo/dynalitetest"
 )
 
 // keyVersion labels the key every run of this test generates.
@@ -312,10 +315,11 @@ func TestLambdaMatchesLocal(t *testing.T) {
 	}
 	pub := base64.StdEncoding.EncodeToString(key.Public().Key)
 
+	dynamoDB := dynalitetest.Start(t)
 	emulators := map[string]*lambdatest.Emulator{}
 	for _, c := range cases {
 		if emulators[c.fn] == nil {
-			emulators[c.fn] = startFunction(ctx, t, rie, r, c.fn, tmp, keyFile)
+			emulators[c.fn] = startFunction(ctx, t, rie, r, c.fn, dynamoDB, keyFile)
 		}
 	}
 	svc := localService(ctx, t, tmp, keyFile)
@@ -370,15 +374,20 @@ func TestLambdaMatchesLocal(t *testing.T) {
 	}
 }
 
-// startFunction builds functions/<fn> and runs it under the emulator until the test ends, with a
-// data directory of its own (bolt locks its file); what it printed is logged if the test failed.
-func startFunction(ctx context.Context, t *testing.T, rie, root, fn, tmp, keyFile string) *lambdatest.Emulator {
+// startFunction builds functions/<fn> and runs it under the emulator until the test ends, over a
+// DynamoDB table of its own on the dynalite at dynamoDB (as each function had a store of its own
+// before, and as the local service has); what it printed is logged if the test failed.
+func startFunction(ctx context.Context, t *testing.T, rie, root, fn, dynamoDB, keyFile string) *lambdatest.Emulator {
 	t.Helper()
 	bin, err := lambdatest.Build(ctx, root, fn, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	vars := lambdatest.BoltVars(filepath.Join(tmp, fn+"-data"), keyFile, baseURL)
+	table := dynalitetest.TableName(t)
+	if err := dynamo.CreateTable(ctx, dynalitetest.Client(dynamoDB), table); err != nil {
+		t.Fatal(err)
+	}
+	vars := lambdatest.DynamoVars(dynamoDB, table, keyFile, baseURL)
 	e, err := lambdatest.Start(ctx, rie, bin, lambdatest.Env(vars))
 	if err != nil {
 		t.Fatal(err)
@@ -394,16 +403,17 @@ func startFunction(ctx context.Context, t *testing.T, rie, root, fn, tmp, keyFil
 	return e
 }
 
-// localService builds the local server's service with the same key, over a data directory of its
-// own, until the test ends.
+// localService builds the local server's service with the same key, over the embedded store in a
+// data directory of its own, until the test ends.
 func localService(ctx context.Context, t *testing.T, tmp, keyFile string) *service.Service {
 	t.Helper()
-	vars := lambdatest.BoltVars(filepath.Join(tmp, "local-data"), keyFile, baseURL)
+	vars := map[string]string{"VERIFIER_STORE": "bolt", "VERIFIER_DATA_DIR": filepath.Join(tmp, "local-data"),
+		"VERIFIER_SIGNING_KEY": "file:" + keyFile, "VERIFIER_BASE_URL": baseURL}
 	cfg, err := config.Load(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, closeStore, err := app.Build(ctx, cfg, app.Options{Engine: engine.New, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	svc, closeStore, err := app.Build(ctx, cfg, app.Options{Engine: engine.New, OpenStore: embedded.Opener{}.Open, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -540,7 +550,7 @@ func TestUndecodableEventsUnderEmulator(t *testing.T) {
 	if _, err := lambdatest.WriteKey(keyFile, keyVersion); err != nil {
 		t.Fatal(err)
 	}
-	e := startFunction(ctx, t, rie, root(t), "verify", tmp, keyFile)
+	e := startFunction(ctx, t, rie, root(t), "verify", dynalitetest.Start(t), keyFile)
 	const canary = "CANARY5521"
 	event := func(method, path, body string, b64 bool) []byte {
 		ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "$default", RawPath: path, Body: body, IsBase64Encoded: b64,

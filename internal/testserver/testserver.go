@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/agent-output-verifier/verifier/pkg/app"
+	"github.com/agent-output-verifier/verifier/pkg/app/embedded"
 	"github.com/agent-output-verifier/verifier/pkg/config"
 	"github.com/agent-output-verifier/verifier/pkg/discovery"
 	"github.com/agent-output-verifier/verifier/pkg/edge"
@@ -48,7 +49,7 @@ func Start(t testing.TB, env map[string]string, handler func(*service.Service) h
 		ln.Close()
 		t.Fatal(err)
 	}
-	svc, closeStore, err := app.Build(context.Background(), cfg, app.Options{CreateDevKey: true, Engine: engine.New, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	svc, closeStore, err := app.Build(context.Background(), cfg, app.Options{CreateDevKey: true, Engine: engine.New, OpenStore: embedded.Opener{}.Open, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)

@@ -20,7 +20,6 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/keys"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/service"
-	"github.com/agent-output-verifier/verifier/pkg/store/bolt"
 	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
@@ -35,13 +34,12 @@ type Options struct {
 	Log          *slog.Logger
 	// KeySource loads non-file keys (Secrets Manager, KMS); nil means only file: keys work.
 	KeySource func(ctx context.Context, source, version string) (receipt.Key, error)
-	// OpenStore opens a non-bolt store (DynamoDB) that reads time from now; nil means only bolt
-	// works.
-	OpenStore func(ctx context.Context, cfg config.Config, now func() time.Time) (Store, error)
-	// BackgroundHistory says history records are written off the request path (the local
-	// server's StartRecording), so the embedded store may let them wait for company before
-	// committing (bolt.WithHistoryLinger). A function that records before it answers leaves it off.
-	BackgroundHistory bool
+	// OpenStore opens the store the configuration names (VERIFIER_STORE), reading time from the
+	// service's clock; nil means this binary opens no store, and Build refuses to start. The
+	// Lambda functions pass AWS.OpenStore, which opens DynamoDB only; the local server passes
+	// pkg/app/embedded's Opener, which opens the embedded bolt store and hands DynamoDB to the
+	// AWS opener. So only the programs that import pkg/app/embedded link bbolt.
+	OpenStore StoreOpener
 	// Engine builds the checking engine of the body limits; nil builds a service that serves no
 	// verification (the score and discovery functions), which so never links the engine and
 	// its JSON Schema library. The programs that verify pass engine.New (pkg/service/engine).
@@ -52,19 +50,18 @@ type Options struct {
 	Now func() time.Time
 }
 
-// historyLinger is how long the embedded store lets a background history write wait for others.
-// A commit rewrites every page it touches, of every agent in it, so the history's cost per record
-// falls with the batch. At 2,800 records a second for 50 agents (pkg/store/bolt
-// BenchmarkHistoryLinger), 10 ms cost 93 µs of CPU and 11.5 KB of pages per record, 100 ms 54 µs
-// and 2.1 KB; the local server spent about 230-390 µs of CPU per request under load, over a
-// quarter of it in these commits. No answer waits for it; a crash loses the records still waiting,
-// as it loses those queued for the writers.
-const historyLinger = 100 * time.Millisecond
-
 // Store is the store as the service uses it, and its Close.
 type Store interface {
 	service.Store
 	Close() error
+}
+
+// StoreOpener opens the store cfg names (VERIFIER_STORE), reading time from now.
+type StoreOpener func(ctx context.Context, cfg config.Config, now func() time.Time) (Store, error)
+
+// noEmbeddedStore is the start-up error of a binary asked for the embedded store it does not link.
+func noEmbeddedStore() error {
+	return errors.New("configuration: VERIFIER_STORE is bolt, but this binary has no embedded store (only the local server, verifier serve, has one): set VERIFIER_STORE=dynamodb and VERIFIER_TABLE")
 }
 
 // Build makes the service. The returned close function releases the store. A key source that
@@ -78,8 +75,9 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*service.Servic
 	if now == nil {
 		now = time.Now
 	}
-	if cfg.Store == "bolt" || cfg.DefaultKey {
-		// Before anything is read from it or created in it.
+	if cfg.DefaultKey {
+		// Before the key is read from it or created in it. The store's opener checks it again
+		// before it opens a store file there (pkg/app/embedded).
 		if err := checkDataDir(cfg.DataDir); err != nil {
 			return nil, nil, err
 		}
@@ -100,28 +98,15 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*service.Servic
 		return nil, nil, fmt.Errorf("key ring: %w", err)
 	}
 
-	var st Store
-	switch cfg.Store {
-	case "bolt":
-		if err := makeDataDir(cfg.DataDir); err != nil {
-			return nil, nil, err
+	if opt.OpenStore == nil {
+		if cfg.Store == "bolt" {
+			return nil, nil, noEmbeddedStore()
 		}
-		bopts := []bolt.Option{bolt.WithClock(now)}
-		if opt.BackgroundHistory {
-			bopts = append(bopts, bolt.WithHistoryLinger(historyLinger))
-		}
-		b, err := bolt.Open(filepath.Join(cfg.DataDir, bolt.FileName), bopts...)
-		if err != nil {
-			return nil, nil, fmt.Errorf("open embedded store: %w", err)
-		}
-		st = b
-	default:
-		if opt.OpenStore == nil {
-			return nil, nil, fmt.Errorf("store %q is not available in this binary", cfg.Store)
-		}
-		if st, err = opt.OpenStore(ctx, cfg, now); err != nil {
-			return nil, nil, fmt.Errorf("open store: %w", err)
-		}
+		return nil, nil, fmt.Errorf("configuration: store %q is not available in this binary", cfg.Store)
+	}
+	st, err := opt.OpenStore(ctx, cfg, now)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open store: %w", err)
 	}
 	var payer service.Payer
 	if !cfg.X402.FreeOnly() {
@@ -165,8 +150,9 @@ func maxBody(configured int64) int64 {
 	return wire.DefaultLimits.MaxBody
 }
 
-// makeDataDir creates the data directory (0700) unless it exists, and checks it as checkDataDir.
-func makeDataDir(dir string) error {
+// MakeDataDir creates the data directory (0700) unless it exists, and checks it as checkDataDir:
+// for the generated key file here, for the embedded store's file in pkg/app/embedded.
+func MakeDataDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
@@ -220,7 +206,7 @@ func loadKey(ctx context.Context, cfg config.Config, opt Options, now func() tim
 		if k, err = keys.Generate(version, rand.Reader); err != nil {
 			return receipt.Key{}, fmt.Errorf("generate dev key: %w", err)
 		}
-		if err := makeDataDir(filepath.Dir(path)); err != nil {
+		if err := MakeDataDir(filepath.Dir(path)); err != nil {
 			return receipt.Key{}, err
 		}
 		if err := keys.WriteFile(path, k); err != nil {

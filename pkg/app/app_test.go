@@ -1,4 +1,4 @@
-package app
+package app_test
 
 import (
 	"context"
@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/agent-output-verifier/verifier/internal/testclock"
+	"github.com/agent-output-verifier/verifier/pkg/app"
+	"github.com/agent-output-verifier/verifier/pkg/app/embedded"
 	"github.com/agent-output-verifier/verifier/pkg/config"
 	"github.com/agent-output-verifier/verifier/pkg/keys"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
@@ -41,12 +43,15 @@ func TestKeySourceUnavailableAtStartup(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	cfg := load(t, map[string]string{"VERIFIER_DATA_DIR": dir, "VERIFIER_SIGNING_KEY": "secretsmanager:verifier-key", "VERIFIER_KEY_VERSION": "v1"})
 	opened := false
-	svc, closeFn, err := Build(context.Background(), cfg, Options{
+	svc, closeFn, err := app.Build(context.Background(), cfg, app.Options{
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		KeySource: func(context.Context, string, string) (receipt.Key, error) {
 			return receipt.Key{}, errors.New("read secret verifier-key: AccessDeniedException")
 		},
-		OpenStore: func(context.Context, config.Config, func() time.Time) (Store, error) { opened = true; return nil, nil },
+		OpenStore: func(context.Context, config.Config, func() time.Time) (app.Store, error) {
+			opened = true
+			return nil, nil
+		},
 	})
 	if err == nil || svc != nil || closeFn != nil || !strings.Contains(err.Error(), "load signing key") {
 		t.Fatalf("got %v, %v; want a key error and no service", svc, err)
@@ -59,9 +64,37 @@ func TestKeySourceUnavailableAtStartup(t *testing.T) {
 	}
 }
 
+// A binary without the embedded store's opener (every Lambda function: app.StartLambda passes the
+// AWS opener alone) refuses VERIFIER_STORE=bolt with an error that says so, and creates nothing.
+func TestNoEmbeddedStoreWithoutItsOpener(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "key.json")
+	k, err := keys.Generate("v1", rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := keys.WriteFile(keyFile, k); err != nil {
+		t.Fatal(err)
+	}
+	aws, err := app.NewAWS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, open := range map[string]app.StoreOpener{"no opener": nil, "the AWS opener": aws.OpenStore} {
+		dir := filepath.Join(t.TempDir(), "data")
+		cfg := load(t, map[string]string{"VERIFIER_STORE": "bolt", "VERIFIER_DATA_DIR": dir, "VERIFIER_SIGNING_KEY": "file:" + keyFile})
+		svc, closeFn, err := app.Build(context.Background(), cfg, app.Options{OpenStore: open, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+		if err == nil || svc != nil || closeFn != nil || !strings.Contains(err.Error(), "no embedded store") {
+			t.Errorf("%s: got %v, %v; want a no-embedded-store error and no service", name, svc, err)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%s: the data directory was created: %v", name, err)
+		}
+	}
+}
+
 func TestMissingKeyFileIsAnErrorOnLambda(t *testing.T) {
 	cfg := load(t, map[string]string{"VERIFIER_SIGNING_KEY": "file:" + filepath.Join(t.TempDir(), "absent.json")})
-	if _, _, err := Build(context.Background(), cfg, Options{}); err == nil || !strings.Contains(err.Error(), "load signing key") {
+	if _, _, err := app.Build(context.Background(), cfg, app.Options{}); err == nil || !strings.Contains(err.Error(), "load signing key") {
 		t.Fatalf("got %v, want a clear key error (only the local server creates a dev key)", err)
 	}
 }
@@ -73,8 +106,8 @@ func TestNamedKeyFileNeverGenerated(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "reel-key.json")
 	cfg := load(t, map[string]string{"VERIFIER_DATA_DIR": dir, "VERIFIER_SIGNING_KEY": "file:" + path})
-	opt := Options{CreateDevKey: true, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
-	if _, _, err := Build(context.Background(), cfg, opt); err == nil || !strings.Contains(err.Error(), "load signing key") {
+	opt := app.Options{CreateDevKey: true, OpenStore: embedded.Opener{}.Open, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+	if _, _, err := app.Build(context.Background(), cfg, opt); err == nil || !strings.Contains(err.Error(), "load signing key") {
 		t.Fatalf("a named key file that does not exist: %v, want a key error", err)
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
@@ -88,11 +121,11 @@ func TestNamedKeyFileNeverGenerated(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg = load(t, map[string]string{"VERIFIER_DATA_DIR": dir, "VERIFIER_SIGNING_KEY": "file:" + path, "VERIFIER_KEY_VERSION": "v2"})
-	if _, _, err := Build(context.Background(), cfg, opt); err == nil || !strings.Contains(err.Error(), `"v1"`) {
+	if _, _, err := app.Build(context.Background(), cfg, opt); err == nil || !strings.Contains(err.Error(), `"v1"`) {
 		t.Fatalf("a key file of version v1 under VERIFIER_KEY_VERSION v2: %v, want a version error", err)
 	}
 	cfg = load(t, map[string]string{"VERIFIER_DATA_DIR": dir, "VERIFIER_SIGNING_KEY": "file:" + path, "VERIFIER_KEY_VERSION": "v1"})
-	svc, closeFn, err := Build(context.Background(), cfg, opt)
+	svc, closeFn, err := app.Build(context.Background(), cfg, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +143,7 @@ func TestDataDirectoryOthersMayWriteIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := load(t, map[string]string{"VERIFIER_DATA_DIR": dir})
-	_, _, err := Build(context.Background(), cfg, Options{CreateDevKey: true, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	_, _, err := app.Build(context.Background(), cfg, app.Options{CreateDevKey: true, OpenStore: embedded.Opener{}.Open, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err == nil || !strings.Contains(err.Error(), "chmod 700") {
 		t.Fatalf("a world-writable data directory: %v, want a refusal", err)
 	}
@@ -124,12 +157,12 @@ func TestDataDirectoryOthersMayWriteIsRefused(t *testing.T) {
 func TestDevKeyCreatedOnce(t *testing.T) {
 	dir := t.TempDir()
 	cfg := load(t, map[string]string{"VERIFIER_DATA_DIR": dir})
-	svc1, close1, err := Build(context.Background(), cfg, Options{CreateDevKey: true, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	svc1, close1, err := app.Build(context.Background(), cfg, app.Options{CreateDevKey: true, OpenStore: embedded.Opener{}.Open, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	close1()
-	svc2, close2, err := Build(context.Background(), cfg, Options{CreateDevKey: true, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	svc2, close2, err := app.Build(context.Background(), cfg, app.Options{CreateDevKey: true, OpenStore: embedded.Opener{}.Open, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,11 +193,11 @@ func TestDynamoWiringFromEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := load(t, map[string]string{"VERIFIER_STORE": "dynamodb", "VERIFIER_TABLE": table, "VERIFIER_SIGNING_KEY": "file:" + keyFile})
-	aws, err := NewAWS(context.Background())
+	aws, err := app.NewAWS(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, closeFn, err := Build(context.Background(), cfg, Options{KeySource: aws.KeySource, OpenStore: aws.OpenStore, Engine: engine.New, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	svc, closeFn, err := app.Build(context.Background(), cfg, app.Options{KeySource: aws.KeySource, OpenStore: aws.OpenStore, Engine: engine.New, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +251,7 @@ func TestAWSKeySourcesFromEnvironment(t *testing.T) {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	t.Setenv("AWS_ENDPOINT_URL_SECRETS_MANAGER", srv.URL)
 	t.Setenv("AWS_ENDPOINT_URL_KMS", srv.URL)
-	aws, err := NewAWS(context.Background())
+	aws, err := app.NewAWS(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +274,7 @@ func TestOneClockAtEveryEpoch(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
-	aws, err := NewAWS(context.Background())
+	aws, err := app.NewAWS(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,8 +297,8 @@ func TestOneClockAtEveryEpoch(t *testing.T) {
 					env["VERIFIER_TABLE"], env["VERIFIER_SIGNING_KEY"] = table, "file:"+keyFile
 				}
 				clk := testclock.New(at)
-				svc, closeFn, err := Build(context.Background(), load(t, env), Options{CreateDevKey: true, Engine: engine.New, Now: clk.Now,
-					KeySource: aws.KeySource, OpenStore: aws.OpenStore, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+				svc, closeFn, err := app.Build(context.Background(), load(t, env), app.Options{CreateDevKey: true, Engine: engine.New, Now: clk.Now,
+					KeySource: aws.KeySource, OpenStore: embedded.Opener{Other: aws.OpenStore}.Open, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 				if err != nil {
 					t.Fatal(err)
 				}

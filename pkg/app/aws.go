@@ -63,8 +63,16 @@ func (a *AWS) KeySource(ctx context.Context, source, version string) (receipt.Ke
 }
 
 // OpenStore opens the DynamoDB store on the configured table. It makes no call: the first
-// request's is the first, and /health's Ping checks the table.
+// request's is the first, and /health's Ping checks the table. It opens no other store: the
+// embedded one is pkg/app/embedded's, which the Lambda functions do not link.
 func (a *AWS) OpenStore(ctx context.Context, cfg config.Config, now func() time.Time) (Store, error) {
+	switch cfg.Store {
+	case "dynamodb":
+	case "bolt":
+		return nil, noEmbeddedStore()
+	default:
+		return nil, fmt.Errorf("configuration: store %q is not available in this binary", cfg.Store)
+	}
 	c, err := awsjson.New(a.Config, awsjson.DynamoDB)
 	if err != nil {
 		return nil, err

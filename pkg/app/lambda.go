@@ -48,6 +48,12 @@ func StartLambda(mount func(*service.Service) http.Handler, engine func(wire.Lim
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	if cfg.Store == "bolt" {
+		// Before the key is looked for: a function left on the default store would otherwise
+		// first fail on a key file it has no data directory for.
+		fmt.Fprintln(os.Stderr, noEmbeddedStore())
+		os.Exit(1)
+	}
 	aws, err := NewAWS(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

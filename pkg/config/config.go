@@ -47,7 +47,7 @@ type Variable struct {
 // Variables lists every variable the service reads, with its default.
 var Variables = []Variable{
 	{"VERIFIER_BASE_URL", "http://127.0.0.1:8080", "public base URL written into receipts (public_key_url, mcp)"},
-	{"VERIFIER_STORE", "bolt", "bolt (embedded file) or dynamodb"},
+	{"VERIFIER_STORE", "bolt", "bolt (embedded file: the local server only) or dynamodb (the Lambda functions)"},
 	{"VERIFIER_DATA_DIR", ".data", "directory of the bolt file and of the generated dev key"},
 	{"VERIFIER_TABLE", "", "DynamoDB table (required with VERIFIER_STORE=dynamodb)"},
 	{"VERIFIER_SIGNING_KEY", "file:<data dir>/signing-key.json", "file:<path>, secretsmanager:<arn or name> or kms:<base64 ciphertext of the seed>; the local server generates a key only at the default path"},

@@ -2,10 +2,11 @@
 // and sends it one API Gateway HTTP API v2 event: `make invoke FN=verify EVENT=events/verify-pass.json`.
 //
 // The function is built for the host architecture and served by the AWS Lambda Runtime Interface
-// Emulator on a free 127.0.0.1 port, with the embedded bolt store in a temporary directory and a
-// freshly generated signing key, so it needs neither Docker nor an AWS account. The response is
-// printed like an HTTP response; the emulator is stopped by its process id and the temporary
-// directory removed before the command exits.
+// Emulator on a free 127.0.0.1 port, with its DynamoDB store on a fresh in-memory dynalite (a
+// local server of DynamoDB's wire protocol, `make npm`) on another, and a freshly generated signing
+// key, so it needs neither Docker nor an AWS account. (A function links no embedded store.) The
+// response is printed like an HTTP response; the emulator and dynalite are stopped by their
+// process ids and the temporary directory removed before the command exits.
 package main
 
 import (
@@ -28,10 +29,15 @@ import (
 
 	"github.com/agent-output-verifier/verifier/internal/lambdatest"
 	"github.com/agent-output-verifier/verifier/internal/testproc"
+	"github.com/agent-output-verifier/verifier/pkg/store/dynamo"
+	"github.com/agent-output-verifier/verifier/pkg/store/dynamo/dynalitetest"
 )
 
 // invokeTimeout bounds the whole run: a build, a cold start and one invocation.
 const invokeTimeout = 5 * time.Minute
+
+// invokeTable is the function's table on its own dynalite, which lives for one run.
+const invokeTable = "verifier-invoke"
 
 func main() {
 	fn := flag.String("fn", "verify", "the function group to run (a directory under functions/)")
@@ -85,7 +91,15 @@ func run(fn, eventPath, rie string, verbose bool, stdout, stderr io.Writer) erro
 	if _, err := lambdatest.WriteKey(keyFile, "invoke-"+time.Now().UTC().Format("2006-01-02")); err != nil {
 		return err
 	}
-	vars := lambdatest.BoltVars(filepath.Join(tmp, "data"), keyFile, "http://127.0.0.1:8080")
+	dynamoDB, stopDynalite, err := dynalitetest.Launch(root)
+	if err != nil {
+		return err
+	}
+	defer stopDynalite()
+	if err := dynamo.CreateTable(ctx, dynalitetest.Client(dynamoDB), invokeTable); err != nil {
+		return fmt.Errorf("create table: %w", err)
+	}
+	vars := lambdatest.DynamoVars(dynamoDB, invokeTable, keyFile, "http://127.0.0.1:8080")
 	emu, err := lambdatest.Start(ctx, rie, bin, lambdatest.Env(vars))
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -60,24 +61,54 @@ func Start(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("dynalite: %v", err)
 	}
-	cli := filepath.Join(root, cliPath)
-	if _, err := os.Stat(cli); err != nil {
-		unavailable(t, installHint)
-	}
-	node, err := exec.LookPath("node")
+	node, cli, err := locate(root)
 	if err != nil {
-		unavailable(t, "node is not on PATH; dynalite needs Node.js 20 or later")
+		unavailable(t, err.Error())
 	}
-	var lastErr error
+	endpoint, stop, err := run(node, cli)
+	if err != nil {
+		t.Fatalf("dynalite: %v", err)
+	}
+	t.Cleanup(stop)
+	return endpoint
+}
+
+// Launch is Start for the programs that are not tests (the benchmarks, `make invoke`): it runs a
+// fresh in-memory dynalite on 127.0.0.1 and returns its endpoint URL and the function that stops
+// it (its process group, by PID), which the caller must call. root is the repository root; a
+// missing node or dynalite is an error naming the fix.
+func Launch(root string) (endpoint string, stop func(), err error) {
+	node, cli, err := locate(root)
+	if err != nil {
+		return "", nil, err
+	}
+	if endpoint, stop, err = run(node, cli); err != nil {
+		return "", nil, fmt.Errorf("dynalite: %w", err)
+	}
+	return endpoint, stop, nil
+}
+
+// locate finds node and dynalite's server under root.
+func locate(root string) (node, cli string, err error) {
+	cli = filepath.Join(root, cliPath)
+	if _, err := os.Stat(cli); err != nil {
+		return "", "", errors.New(installHint)
+	}
+	node, err = exec.LookPath("node")
+	if err != nil {
+		return "", "", errors.New("node is not on PATH; dynalite needs Node.js 20 or later")
+	}
+	return node, cli, nil
+}
+
+// run starts dynalite, retrying when another process took the port first.
+func run(node, cli string) (endpoint string, stop func(), err error) {
 	for range startAttempts {
-		endpoint, err := start(t, node, cli)
-		if err == nil {
-			return endpoint
+		if endpoint, stop, err = start(node, cli); err == nil {
+			return endpoint, stop, nil
 		}
-		lastErr = err
 	}
-	t.Fatalf("dynalite: %v", lastErr)
-	return ""
+	return "", nil, err
 }
 
 func unavailable(t testing.TB, msg string) {
@@ -90,11 +121,11 @@ func unavailable(t testing.TB, msg string) {
 
 // start makes one attempt: pick a free port, run dynalite on it, wait for its "listening" line.
 // Waiting for that line rather than for the port to answer makes sure the server on the port is
-// ours and not some other process that took the port first.
-func start(t testing.TB, node, cli string) (string, error) {
+// ours and not some other process that took the port first. On success the caller owns stop.
+func start(node, cli string) (string, func(), error) {
 	port, err := testproc.FreePort()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	cmd := exec.Command(node, cli,
 		"--host", "127.0.0.1",
@@ -109,7 +140,7 @@ func start(t testing.TB, node, cli string) (string, error) {
 	// Wait closes a StdoutPipe under the reader's feet.
 	stdout, w, err := os.Pipe()
 	if err != nil {
-		return "", fmt.Errorf("pipe stdout: %w", err)
+		return "", nil, fmt.Errorf("pipe stdout: %w", err)
 	}
 	cmd.Stdout = w
 	stderr := testproc.TailBuffer{Max: 64 << 10}
@@ -118,7 +149,7 @@ func start(t testing.TB, node, cli string) (string, error) {
 	_ = w.Close() // the child holds its own copy
 	if err != nil {
 		_ = stdout.Close()
-		return "", fmt.Errorf("start %s: %w", cli, err)
+		return "", nil, fmt.Errorf("start %s: %w", cli, err)
 	}
 	exited := make(chan struct{})
 	go func() {
@@ -151,20 +182,20 @@ func start(t testing.TB, node, cli string) (string, error) {
 	select {
 	case <-listening:
 	case <-exited:
-		return "", fmt.Errorf("dynalite exited before listening on port %d: %s", port, stderr.String())
+		return "", nil, fmt.Errorf("dynalite exited before listening on port %d: %s", port, stderr.String())
 	case <-time.After(startTimeout):
 		stop()
-		return "", fmt.Errorf("dynalite did not listen on port %d within %s: %s", port, startTimeout, stderr.String())
+		return "", nil, fmt.Errorf("dynalite did not listen on port %d within %s: %s", port, startTimeout, stderr.String())
 	}
-	t.Cleanup(stop)
 
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	conn, err := net.DialTimeout("tcp", addr, startTimeout)
 	if err != nil {
-		return "", fmt.Errorf("dial dynalite at %s: %w", addr, err)
+		stop()
+		return "", nil, fmt.Errorf("dial dynalite at %s: %w", addr, err)
 	}
 	_ = conn.Close()
-	return "http://" + addr, nil
+	return "http://" + addr, stop, nil
 }
 
 // Client returns the functions' DynamoDB client (awsjson) for endpoint with dummy static
