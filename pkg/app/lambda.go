@@ -13,8 +13,8 @@ import (
 
 	"github.com/agent-output-verifier/verifier/pkg/config"
 	"github.com/agent-output-verifier/verifier/pkg/edge"
-	"github.com/agent-output-verifier/verifier/pkg/telemetry"
 	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/telemetry"
 	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 

@@ -151,4 +151,3 @@ func Outcomes() []Outcome {
 	}
 	return out
 }
-
