@@ -18,10 +18,13 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/app/embedded"
 	"github.com/agent-output-verifier/verifier/pkg/config"
 	"github.com/agent-output-verifier/verifier/pkg/discovery"
+	"github.com/agent-output-verifier/verifier/pkg/edge"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
 	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/service/engine"
+	"github.com/agent-output-verifier/verifier/pkg/telemetry"
+	"github.com/agent-output-verifier/verifier/pkg/telemetry/prom"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
@@ -59,14 +62,17 @@ const gcPercent = 400
 // set of concurrent verifications and the collector's own slack (TestServeMemoryUnderLargeSchemas).
 const memoryLimit = 4 * verify.SchemaCacheBytes
 
-const serveSynopsis = `  verifier serve [--addr 127.0.0.1:8080] [--data DIR]
+const serveSynopsis = `  verifier serve [--addr 127.0.0.1:8080] [--data DIR] [--metrics-addr ADDRESS]
 Serves every route on one machine with the embedded store; configured by the environment
-(docs/configuration.md). On first run it creates a signing key in the data directory.`
+(docs/configuration.md). On first run it creates a signing key in the data directory.
+GET /metrics (Prometheus) is served on --addr when it is a loopback address, else only on
+--metrics-addr.`
 
 func runServe(args []string, stdout, stderr io.Writer) (code int) {
 	c := newCommand("serve", serveSynopsis)
 	addr := c.String("addr", "127.0.0.1:8080", "listen `ADDRESS`")
 	data := c.String("data", "", "data `DIR`ectory (default $VERIFIER_DATA_DIR or .data)")
+	metricsAddr := c.String("metrics-addr", "", "serve GET /metrics on its own listen `ADDRESS` (default: on --addr when that is loopback)")
 	if code, ok := c.parse(args, stdout, stderr); !ok {
 		return code
 	}
@@ -132,8 +138,31 @@ func runServe(args []string, stdout, stderr io.Writer) (code int) {
 	stopRecording := svc.StartRecording(historyWriters)
 	defer stopRecording() // after the server stops: the queued history writes land before the store closes
 
+	// Telemetry is written once, by the router, from the outcomes; the metrics are exported on
+	// the loopback address alone unless --metrics-addr says where (SPEC §17).
+	metrics := telemetry.NewMetrics()
+	observe := func(rt *edge.Router) {
+		rt.SetObserver(telemetry.NewObserver(log, metrics, nil))
+		if *metricsAddr == "" && isLoopback(ln.Addr()) {
+			rt.Handle(http.MethodGet, metricsPath, prom.Handler(metrics).ServeHTTP)
+		}
+	}
+	if *metricsAddr != "" {
+		mln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			ln.Close()
+			fmt.Fprintf(stderr, "verifier serve: listen for metrics: %v\n", err)
+			return exitError
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET "+metricsPath, prom.Handler(metrics))
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go msrv.Serve(mln)
+		defer msrv.Close()
+		fmt.Fprintf(stdout, "metrics on http://%s%s\n", mln.Addr(), metricsPath)
+	}
 	srv := &http.Server{
-		Handler:           httpapi.Handler(svc, mcpserver.New(svc).Mount, discovery.New(svc).Mount),
+		Handler:           httpapi.Handler(svc, observe, mcpserver.New(svc).Mount, discovery.New(svc).Mount),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: writeTimeout, IdleTimeout: 120 * time.Second,
 		MaxHeaderBytes: maxHeaderBytes,
@@ -159,4 +188,14 @@ func runServe(args []string, stdout, stderr io.Writer) (code int) {
 		}
 	}
 	return exitOK
+}
+
+// metricsPath is where the Prometheus exposition is served.
+const metricsPath = "/metrics"
+
+// isLoopback reports whether a listener is bound to a loopback address only.
+func isLoopback(a net.Addr) bool {
+	host, _, err := net.SplitHostPort(a.String())
+	ip := net.ParseIP(host)
+	return err == nil && ip != nil && ip.IsLoopback()
 }

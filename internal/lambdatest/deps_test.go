@@ -134,3 +134,32 @@ func importChain(t *testing.T, root, pkg, target string) string {
 	}
 	return ""
 }
+
+// prometheusClient is the local server's metrics exporter (GET /metrics). A function writes its
+// metrics as CloudWatch EMF lines instead, so linking the client would only cost cold start.
+const prometheusClient = "github.com/prometheus/"
+
+// No function links the Prometheus client: pkg/telemetry keeps the counters and writes EMF by
+// hand; only the local server imports pkg/telemetry/prom.
+func TestNoFunctionLinksPrometheus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("lists the functions' dependencies with the go tool")
+	}
+	root := repoRoot(t)
+	deps, err := lambdatest.FunctionDeps(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for group, pkgs := range deps {
+		for _, pkg := range pkgs {
+			if strings.HasPrefix(pkg, prometheusClient) {
+				t.Errorf("functions/%s links %s: %s", group, pkg, importChain(t, root, "./functions/"+group, prometheusClient))
+				break
+			}
+		}
+	}
+	// The check can fail: the local server does link it.
+	if importChain(t, root, "./cmd/verifier", prometheusClient) == "" {
+		t.Error("cmd/verifier links no Prometheus client: the dependency listing does not see it")
+	}
+}

@@ -111,7 +111,7 @@ func eventRequest(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (*http
 		Method: method, URL: u, RequestURI: u.RequestURI(), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: header, Body: http.NoBody, ContentLength: int64(len(body)), Host: host,
 		RemoteAddr: ev.RequestContext.HTTP.SourceIP,
-	}).WithContext(ctx)
+	}).WithContext(edge.WithRequestID(ctx, ev.RequestContext.RequestID))
 	if len(body) > 0 {
 		req.Body = readCloser{bytes.NewReader(body)}
 	}

@@ -7,11 +7,14 @@ import (
 	"os"
 	"runtime/debug"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/agent-output-verifier/verifier/pkg/config"
+	"github.com/agent-output-verifier/verifier/pkg/edge"
 	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/telemetry"
 	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
@@ -64,5 +67,12 @@ func StartLambda(mount func(*service.Service) http.Handler, engine func(wire.Lim
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	lambda.Start(LambdaHandler(svc, mount(svc)))
+	h := mount(svc)
+	if rt, ok := h.(*edge.Router); ok {
+		// Telemetry on Lambda: the request line, and an EMF document CloudWatch turns into the
+		// metrics (SPEC §17), both to the function's log stream.
+		rt.SetObserver(telemetry.NewObserver(svc.Log(), nil,
+			telemetry.NewEMF(os.Stdout, os.Getenv("VERIFIER_METRICS_NAMESPACE"), time.Now)))
+	}
+	lambda.Start(LambdaHandler(svc, h))
 }

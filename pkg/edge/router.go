@@ -6,16 +6,21 @@
 package edge
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/telemetry"
 )
 
 // route is one path with a handler per method. A path ending in "/" matches by prefix (for
@@ -30,11 +35,20 @@ type route struct {
 type Router struct {
 	svc    *service.Service
 	routes []route
+	obs    *telemetry.Observer
 }
 
 // NewRouter starts an empty router that logs with svc's logger and makes its errors safe with
-// svc.PublicError.
-func NewRouter(svc *service.Service) *Router { return &Router{svc: svc} }
+// svc.PublicError. It writes request lines and no metrics until SetObserver.
+func NewRouter(svc *service.Service) *Router {
+	return &Router{svc: svc, obs: telemetry.NewObserver(svc.Log(), nil, nil)}
+}
+
+// SetObserver makes o write the router's request telemetry (the log line, metrics, EMF).
+func (rt *Router) SetObserver(o *telemetry.Observer) { rt.obs = o }
+
+// Observer is what writes the router's request telemetry.
+func (rt *Router) Observer() *telemetry.Observer { return rt.obs }
 
 // Handle registers h for method on path.
 func (rt *Router) Handle(method, path string, h http.HandlerFunc) {
@@ -57,20 +71,71 @@ func (rt *Router) match(path string) *route {
 	return nil
 }
 
-// ServeHTTP dispatches, logs one structured line per request (no payloads, IPs or keys) and
-// recovers from panics into a 500 envelope.
+// ServeHTTP dispatches, answers the request id in X-Request-Id, writes the request's telemetry
+// once (SPEC §17: no payloads, IPs or keys) and recovers from panics into a 500 envelope.
 func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w, status: 200}
+	sw.ev = telemetry.Event{RequestID: requestID(r.Context()), Method: methodLabel(r.Method), Route: rt.routeLabel(r.URL.Path)}
+	w.Header().Set("X-Request-Id", sw.ev.RequestID)
 	defer func() {
 		if p := recover(); p != nil {
-			rt.svc.Log().Error("panic", "route", rt.routeLabel(r.URL.Path), "panic", slog.AnyValue(p).String())
+			rt.svc.Log().Error("panic", "request_id", sw.ev.RequestID, "route", sw.ev.Route, "panic", slog.AnyValue(p).String())
 			Fail(sw, r, rt.svc, service.ErrPanic)
 		}
-		rt.svc.Log().Info("request", "method", methodLabel(r.Method), "route", rt.routeLabel(r.URL.Path),
-			"status", sw.status, "duration_ms", float64(time.Since(start).Microseconds())/1000)
+		sw.ev.Status, sw.ev.Duration = sw.status, time.Since(start)
+		rt.obs.Observe(&sw.ev)
 	}()
 	rt.serve(sw, r)
+}
+
+// requestIDKey is the context key of a request id the platform gave (API Gateway's).
+type requestIDKey struct{}
+
+// WithRequestID is ctx carrying the platform's id of its request (on Lambda, API Gateway's
+// requestContext.requestId), which the router logs and answers instead of making one.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// Local request ids are a random per-process prefix and a counter: unique, cheap, and never
+// taken from the caller (an X-Request-Id sent in would let anyone write into the logs).
+var (
+	requestIDPrefix = func() string {
+		var b [6]byte
+		rand.Read(b[:])
+		return hex.EncodeToString(b[:]) + "-"
+	}()
+	requestSeq atomic.Uint64
+)
+
+func requestID(ctx context.Context) string {
+	if id, ok := ctx.Value(requestIDKey{}).(string); ok && id != "" {
+		return id
+	}
+	return requestIDPrefix + strconv.FormatUint(requestSeq.Add(1), 36)
+}
+
+// EventOf is the telemetry event of the request w answers, for a transport to note its outcome
+// in; nil when w is not a router's.
+func EventOf(w http.ResponseWriter) *telemetry.Event {
+	for {
+		switch x := w.(type) {
+		case *statusWriter:
+			return &x.ev
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return nil
+		}
+	}
+}
+
+// Note records the service outcome a transport rendered to w in the request's telemetry.
+func Note(w http.ResponseWriter, o service.Outcome) {
+	if ev := EventOf(w); ev != nil {
+		ev.Note(o)
+	}
 }
 
 // CORS: browsers may call every route; the payment and allowance headers must be readable and
@@ -155,6 +220,7 @@ func methodLabel(m string) string {
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	ev     telemetry.Event // held here, so a request's telemetry costs no allocation of its own
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -179,6 +245,9 @@ func WriteError(w http.ResponseWriter, e *apperr.Error) {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
 	w.Header().Set("Cache-Control", "no-store")
+	if ev := EventOf(w); ev != nil {
+		ev.NoteError(e)
+	}
 	b, _ := json.Marshal(e)
 	WriteJSON(w, e.Status, b)
 }

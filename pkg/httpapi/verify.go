@@ -69,6 +69,7 @@ func (a api) handleVerify(w http.ResponseWriter, r *http.Request, resource strin
 // 402 with PAYMENT-REQUIRED, or the error envelope. freeTrial says whether a 402 body reports the
 // caller's free allowance (the verify routes do; /score has none).
 func (a api) render(w http.ResponseWriter, r *http.Request, o service.Outcome, freeTrial bool) {
+	edge.Note(w, o)
 	switch o.Kind {
 	case service.Answered:
 		if fa := o.FreeAllowance; fa != nil {

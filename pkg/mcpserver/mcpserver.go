@@ -27,6 +27,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/edge"
 	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/telemetry"
 	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
@@ -137,16 +138,31 @@ func Handler(svc *service.Service) http.Handler {
 	return rt
 }
 
-// callerKey is the context key of the caller's identity (edge.ClientIdentity), which the
-// tools need for the free allowance and history and which the SDK does not pass on.
-type callerKey struct{}
+// callKey is the context key of what the tools need of their HTTP request and the SDK does not
+// pass on: the caller's identity (edge.ClientIdentity), for the free allowance and history, and
+// the request's telemetry event, for the tool call's real outcome.
+type callKey struct{}
+
+type call struct {
+	client string
+	event  *telemetry.Event // nil outside the router
+}
 
 // caller is the client identity ServeHTTP put in ctx; UnknownClient when there is none.
 func caller(ctx context.Context) string {
-	if c, ok := ctx.Value(callerKey{}).(string); ok {
-		return c
+	if c, ok := ctx.Value(callKey{}).(*call); ok {
+		return c.client
 	}
 	return service.UnknownClient
+}
+
+// noteTool records a tool call's outcome as its request's: the route names the tool, and an
+// isError result is logged as the error it is, not as the transport's 200.
+func noteTool(ctx context.Context, tool string, o service.Outcome) {
+	if c, ok := ctx.Value(callKey{}).(*call); ok && c.event != nil {
+		c.event.Route = Path + " " + tool
+		c.event.Note(o)
+	}
 }
 
 // ServeHTTP is POST /mcp: it checks the Host and the Origin, reads the message within its limit,
@@ -183,7 +199,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The client is the request's, on Lambda too: the adapter puts API Gateway's sourceIp in
 	// RemoteAddr, and the SDK runs the tool with a context derived from this request's.
-	ctx := context.WithValue(r.Context(), callerKey{}, edge.ClientIdentity(r, s.svc.TrustedProxyHops()))
+	ev := edge.EventOf(w)
+	if ev != nil {
+		ev.Transport = telemetry.MCP
+	}
+	ctx := context.WithValue(r.Context(), callKey{}, &call{client: edge.ClientIdentity(r, s.svc.TrustedProxyHops()), event: ev})
 	r = r.Clone(ctx)
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	<-s.ready

@@ -80,7 +80,9 @@ func (s *Server) recovering(tool string, h mcp.ToolHandler) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 		defer func() {
 			if p := recover(); p != nil {
-				res, err = s.errorResult(tool, fmt.Errorf("panic: %s", slog.AnyValue(p).String()), nil), nil
+				e := s.svc.PublicError(Path+" "+tool, fmt.Errorf("panic: %s", slog.AnyValue(p).String()))
+				noteTool(ctx, tool, service.Outcome{Kind: service.Refused, Err: e})
+				res, err = errorResult(e, nil), nil
 			}
 		}()
 		return h(ctx, req)
@@ -125,6 +127,7 @@ func (s *Server) verifySchema(ctx context.Context, req *mcp.CallToolRequest) (*m
 		Body: args, Payment: pay, Client: caller(ctx),
 		Resource: x402.MCPResourceURL(ToolVerify), Words: mcpWords, Route: Path + " " + ToolVerify,
 	})
+	noteTool(ctx, ToolVerify, o)
 	if o.Kind == service.Answered && o.FreeAllowance != nil {
 		// What the REST answer says in its Free-Allowance-* headers.
 		fa := o.FreeAllowance
@@ -141,13 +144,16 @@ func (s *Server) verifySchema(ctx context.Context, req *mcp.CallToolRequest) (*m
 func (s *Server) verificationRecord(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	agentID, err := decodeRecordArgs(req.Params.Arguments)
 	if err != nil {
-		return s.errorResult(ToolRecord, err, nil), nil
+		e := s.svc.PublicError(Path+" "+ToolRecord, err)
+		noteTool(ctx, ToolRecord, service.Outcome{Kind: service.Refused, Err: e})
+		return errorResult(e, nil), nil
 	}
 	o := s.svc.Score(ctx, service.ScoreCall{
 		AgentID: agentID, Payment: paymentOf(req.Params.Meta),
 		Resource: x402.MCPResourceURL(ToolRecord), Description: recordResourceDescription,
 		Words: mcpWords, Route: Path + " " + ToolRecord,
 	})
+	noteTool(ctx, ToolRecord, o)
 	return s.render(ToolRecord, o), nil
 }
 
@@ -191,12 +197,6 @@ func paymentRequired(o service.Outcome) *mcp.CallToolResult {
 	}
 	b, _ = json.Marshal(doc)
 	return &mcp.CallToolResult{IsError: true, StructuredContent: json.RawMessage(b), Content: text(b), Meta: meta}
-}
-
-// errorResult is a §7 error as a tool result: isError, the envelope as structuredContent and,
-// the same JSON, as text. Errors that are not *apperr.Error are logged and answered generically.
-func (s *Server) errorResult(tool string, err error, meta mcp.Meta) *mcp.CallToolResult {
-	return errorResult(s.svc.PublicError(Path+" "+tool, err), meta)
 }
 
 // errorResult is the §7 error e as a tool result.

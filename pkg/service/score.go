@@ -213,7 +213,7 @@ func (s *Service) Score(ctx context.Context, call ScoreCall) Outcome {
 	case fail != nil:
 		return s.scorePaymentRequired(ctx, call, fail.Code, fail.Message, fail.Settlement)
 	}
-	return Outcome{Kind: Answered, Body: body, Settlement: sr}
+	return Outcome{Kind: Answered, Body: body, Settlement: sr, SettledAmount: call.Payment.Payload.Accepted.Amount}
 }
 
 // scorePaymentRequired is a score's payment-required outcome: there is no free allowance to

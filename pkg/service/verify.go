@@ -43,6 +43,11 @@ type Outcome struct {
 	// with it: set on a verification's PaymentRequired outcome and on the free-only 429.
 	FreeTrial map[string]any
 	Err       *apperr.Error
+	// VerificationID and Result (pass or fail) name a delivered verification for the operator's
+	// log; SettledAmount is what a paid call settled, in the asset's atomic units, on
+	// Settlement.Network.
+	VerificationID, Result string
+	SettledAmount          string
 }
 
 // Words are the texts a transport's answers use for what its caller sent: REST speaks of a body
@@ -142,9 +147,8 @@ func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
 		return s.refused(call.Route, err)
 	}
 	s.Record(ctx, v, call.Client, false)
-	return Outcome{Kind: Answered, Body: v.Body, FreeAllowance: &FreeAllowance{
-		Remaining: remaining, Limit: s.d.Pricing.FreeCallsPerDay, Resets: s.AllowanceResets(),
-	}}
+	return Outcome{Kind: Answered, Body: v.Body, VerificationID: v.VerificationID, Result: v.Result,
+		FreeAllowance: &FreeAllowance{Remaining: remaining, Limit: s.d.Pricing.FreeCallsPerDay, Resets: s.AllowanceResets()}}
 }
 
 // verifyPaid is Verify's paid path after the request was validated.
@@ -169,7 +173,9 @@ func (s *Service) verifyPaid(ctx context.Context, call VerifyCall, job *Job) Out
 		return s.verifyPaymentRequired(ctx, call, fail.Code, fail.Message, s.freeTrial(ctx, client, 0, false), fail.Settlement)
 	}
 	s.Record(ctx, v, call.Client, true)
-	return Outcome{Kind: Answered, Body: v.Body, Settlement: sr}
+	// x402.Match held the payment to the accepted requirements, amount included.
+	return Outcome{Kind: Answered, Body: v.Body, Settlement: sr, VerificationID: v.VerificationID, Result: v.Result,
+		SettledAmount: call.Payment.Payload.Accepted.Amount}
 }
 
 // verifyPaymentRequired is a verification's payment-required outcome, with the client's free
