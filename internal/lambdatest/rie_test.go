@@ -472,6 +472,11 @@ func comparableHeaders(h http.Header) http.Header {
 	for _, k := range []string{"Content-Length", "Date"} {
 		out.Del(k)
 	}
+	// Every answer carries a request id, whose value is the event's on Lambda and a generated one
+	// locally: compared by presence.
+	if out.Get("X-Request-Id") != "" {
+		out.Set("X-Request-Id", "(present)")
+	}
 	return out
 }
 
