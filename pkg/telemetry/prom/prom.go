@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/agent-output-verifier/verifier/pkg/telemetry"
@@ -62,6 +63,6 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 // Handler serves m (and the Go runtime's own metrics) in the Prometheus text format.
 func Handler(m *telemetry.Metrics) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collector{m}, prometheus.NewGoCollector())
+	reg.MustRegister(collector{m}, collectors.NewGoCollector())
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }
