@@ -120,7 +120,7 @@ func runServe(args []string, stdout, stderr io.Writer) (code int) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	svc, closeStore, err := app.Build(ctx, cfg, app.Options{CreateDevKey: true, Engine: engine.New, Log: log, KeySource: aws.KeySource,
+	svc, closeStore, err := app.Build(ctx, cfg, app.Options{CreateDevKey: true, Engine: engine.New, Log: log, KeySource: aws.KeySource, ReadSecret: aws.ReadSecret,
 		OpenStore: embedded.Opener{Other: aws.OpenStore, BackgroundHistory: true}.Open})
 	if err != nil {
 		ln.Close()

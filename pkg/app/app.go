@@ -34,6 +34,9 @@ type Options struct {
 	Log          *slog.Logger
 	// KeySource loads non-file keys (Secrets Manager, KMS); nil means only file: keys work.
 	KeySource func(ctx context.Context, source, version string) (receipt.Key, error)
+	// ReadSecret reads a Secrets Manager secret's value (the facilitator's auth header,
+	// X402_FACILITATOR_AUTH_SECRET); nil means this binary reads no secret.
+	ReadSecret func(ctx context.Context, id string) ([]byte, error)
 	// OpenStore opens the store the configuration names (VERIFIER_STORE), reading time from the
 	// service's clock; nil means this binary opens no store, and Build refuses to start. The
 	// Lambda functions pass AWS.OpenStore, which opens DynamoDB only; the local server passes
@@ -96,6 +99,19 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*service.Servic
 	}
 	if err := ring.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("key ring: %w", err)
+	}
+
+	if cfg.X402.AuthSecret != "" {
+		if opt.ReadSecret == nil {
+			return nil, nil, errors.New("configuration: X402_FACILITATOR_AUTH_SECRET is set, but this binary reads no Secrets Manager secret")
+		}
+		v, err := opt.ReadSecret(ctx, cfg.X402.AuthSecret)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read the facilitator auth secret: %w", err)
+		}
+		if cfg.X402, err = cfg.X402.WithAuthHeaderFromSecret(string(v)); err != nil {
+			return nil, nil, fmt.Errorf("configuration: %w", err)
+		}
 	}
 
 	if opt.OpenStore == nil {

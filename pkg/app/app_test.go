@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
@@ -330,5 +331,73 @@ func TestOneClockAtEveryEpoch(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// The facilitator's auth header comes from the Secrets Manager secret X402_FACILITATOR_AUTH_SECRET
+// names, read once by Build through the AWS client (the endpoint from the environment, as on
+// Lambda): a good value starts the service, a malformed one or an unreadable secret stops
+// start-up with an error that never repeats the value.
+func TestFacilitatorAuthHeaderFromSecret(t *testing.T) {
+	const secretValue = "X-Api-Key: sekret-value-123"
+	values := map[string]string{"good": secretValue, "malformed": "sekret-value-123 without a colon"}
+	var reads []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct{ SecretId string }
+		if r.Header.Get("X-Amz-Target") != "secretsmanager.GetSecretValue" || json.NewDecoder(r.Body).Decode(&in) != nil {
+			w.WriteHeader(400)
+			io.WriteString(w, `{"__type":"UnknownOperationException"}`)
+			return
+		}
+		reads = append(reads, in.SecretId)
+		v, ok := values[in.SecretId]
+		if !ok {
+			w.WriteHeader(400)
+			io.WriteString(w, `{"__type":"ResourceNotFoundException","message":"no such secret"}`)
+			return
+		}
+		fmt.Fprintf(w, `{"SecretString":%q}`, v)
+	}))
+	defer srv.Close()
+	t.Setenv("AWS_REGION", "eu-north-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDENV")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_ENDPOINT_URL_SECRETS_MANAGER", srv.URL)
+	aws, err := app.NewAWS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ secret, wantErr string }{
+		{"good", ""},
+		{"malformed", `X402_FACILITATOR_AUTH_SECRET names must be "Name: value"`},
+		{"missing", "read the facilitator auth secret"},
+	} {
+		t.Run(tc.secret, func(t *testing.T) {
+			reads = nil
+			cfg := load(t, map[string]string{"VERIFIER_DATA_DIR": t.TempDir(), "X402_FACILITATOR_AUTH_SECRET": tc.secret})
+			svc, closeFn, err := app.Build(context.Background(), cfg, app.Options{CreateDevKey: true, ReadSecret: aws.ReadSecret,
+				OpenStore: embedded.Opener{}.Open, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+			if len(reads) != 1 || reads[0] != tc.secret {
+				t.Errorf("secrets read: %q, want exactly [%q]", reads, tc.secret)
+			}
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				closeFn()
+				return
+			}
+			if err == nil || svc != nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("got %v, want an error with %q", err, tc.wantErr)
+			}
+			if strings.Contains(err.Error(), "sekret") {
+				t.Errorf("the error repeats the secret's value: %v", err)
+			}
+		})
+	}
+	// A binary without a secret reader refuses the variable instead of ignoring it.
+	cfg := load(t, map[string]string{"VERIFIER_DATA_DIR": t.TempDir(), "X402_FACILITATOR_AUTH_SECRET": "good"})
+	if _, _, err := app.Build(context.Background(), cfg, app.Options{CreateDevKey: true, OpenStore: embedded.Opener{}.Open}); err == nil || !strings.Contains(err.Error(), "reads no Secrets Manager secret") {
+		t.Errorf("got %v, want a refusal", err)
 	}
 }

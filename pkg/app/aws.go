@@ -62,6 +62,16 @@ func (a *AWS) KeySource(ctx context.Context, source, version string) (receipt.Ke
 	return receipt.Key{}, fmt.Errorf("unknown key source")
 }
 
+// ReadSecret reads the value of the Secrets Manager secret id (a name or an ARN), through the
+// same client the signing key is read with.
+func (a *AWS) ReadSecret(ctx context.Context, id string) ([]byte, error) {
+	c, err := keys.NewSecretsManager(a.Config)
+	if err != nil {
+		return nil, err
+	}
+	return c.GetSecretValue(ctx, id)
+}
+
 // OpenStore opens the DynamoDB store on the configured table. It makes no call: the first
 // request's is the first, and /health's Ping checks the table. It opens no other store: the
 // embedded one is pkg/app/embedded's, which the Lambda functions do not link.

@@ -62,7 +62,7 @@ func StartLambda(mount func(*service.Service) http.Handler, engine func(wire.Lim
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	svc, _, err := Build(ctx, cfg, Options{KeySource: aws.KeySource, OpenStore: aws.OpenStore, Engine: engine})
+	svc, _, err := Build(ctx, cfg, Options{KeySource: aws.KeySource, ReadSecret: aws.ReadSecret, OpenStore: aws.OpenStore, Engine: engine})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

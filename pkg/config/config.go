@@ -61,6 +61,7 @@ var Variables = []Variable{
 	{"VERIFIER_PRICE_SCORE", "0.01", "USD per paid score lookup"},
 	{"X402_FACILITATOR_URL", "", "x402 facilitator base URL (its /verify, /settle, /supported); required when a payee is set"},
 	{"X402_FACILITATOR_AUTH_HEADER", "", "optional \"Name: value\" header sent on every facilitator call"},
+	{"X402_FACILITATOR_AUTH_SECRET", "", "optional Secrets Manager secret (name or ARN) whose value is that header, read once at start-up (the Lambda functions use this one)"},
 	{"X402_PAY_TO_EVM", "", "payee address on every EVM network offered (Base)"},
 	{"X402_PAY_TO_SOLANA", "", "payee address on Solana"},
 	{"X402_NETWORKS", "", "comma-separated CAIP-2 ids to offer; default: Base and Solana mainnet where a payee is set"},

@@ -261,15 +261,23 @@ func checkEMF(t *testing.T, stream string, want int) {
 				t.Errorf("namespace %v", d["Namespace"])
 			}
 			sets, _ := d["Dimensions"].([]any)
+			total := false
 			for _, set := range sets {
 				for _, k := range set.([]any) {
 					if _, ok := doc[k.(string)].(string); !ok {
 						t.Errorf("dimension %v has no string value: %s", k, line)
 					}
 				}
-				if set.([]any)[0] == "network" {
+				switch s := set.([]any); {
+				case len(s) == 0:
+					total = true
+				case s[0] == "network":
 					paid++
 				}
+			}
+			// The request directive also publishes service-wide totals, which the alarms watch.
+			if ms, _ := d["Metrics"].([]any); !total && len(ms) > 0 && ms[0].(map[string]any)["Name"] == telemetry.MetricRequests {
+				t.Errorf("the request metrics have no empty dimension set (no totals to alarm on): %s", line)
 			}
 			ms, _ := d["Metrics"].([]any)
 			if len(sets) == 0 || len(ms) == 0 {

@@ -204,7 +204,9 @@ func NewEMF(w io.Writer, namespace string, now func() time.Time) *EMF {
 }
 
 // Write writes e's document: the request count, latency and error counts under the dimensions
-// route and outcome, and for a paid request the amount settled under the dimension network.
+// route and outcome and, through the empty dimension set, as service-wide totals (the alarms of
+// the SAM template watch those: a CloudWatch alarm cannot add up a metric's dimension values),
+// and for a paid request the amount settled under the dimension network.
 // The request id and verification id are properties (searchable, not dimensions).
 func (m *EMF) Write(e *Event) {
 	m.mu.Lock()
@@ -214,7 +216,7 @@ func (m *EMF) Write(e *Event) {
 	b = strconv.AppendInt(b, m.now().UnixMilli(), 10)
 	b = append(b, `,"CloudWatchMetrics":[{"Namespace":`...)
 	b = strconv.AppendQuote(b, m.namespace)
-	b = append(b, `,"Dimensions":[["route","outcome"]],"Metrics":[{"Name":"`+MetricRequests+`","Unit":"Count"},{"Name":"`+
+	b = append(b, `,"Dimensions":[["route","outcome"],[]],"Metrics":[{"Name":"`+MetricRequests+`","Unit":"Count"},{"Name":"`+
 		MetricDuration+`","Unit":"Seconds"},{"Name":"`+MetricStoreErrors+`","Unit":"Count"},{"Name":"`+
 		MetricFacilitatorErrors+`","Unit":"Count"},{"Name":"`+MetricSettlementFailures+`","Unit":"Count"}]}`...)
 	amount, paid := settled(e)

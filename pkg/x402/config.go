@@ -16,6 +16,7 @@ import (
 type Config struct {
 	FacilitatorURL string   // X402_FACILITATOR_URL
 	AuthHeader     string   // X402_FACILITATOR_AUTH_HEADER, optional, "Name: value" sent on every facilitator call
+	AuthSecret     string   // X402_FACILITATOR_AUTH_SECRET, optional, the Secrets Manager secret holding AuthHeader
 	PayToEVM       string   // X402_PAY_TO_EVM (0x + 40 hex; stored in EIP-55 checksummed form)
 	PayToSolana    string   // X402_PAY_TO_SOLANA (base58 of a 32-byte key)
 	Networks       []string // X402_NETWORKS CAIP-2 ids; empty = Base mainnet and Solana mainnet where a payee is set
@@ -25,6 +26,7 @@ type Config struct {
 const (
 	EnvFacilitatorURL = "X402_FACILITATOR_URL"
 	EnvAuthHeader     = "X402_FACILITATOR_AUTH_HEADER"
+	EnvAuthSecret     = "X402_FACILITATOR_AUTH_SECRET"
 	EnvPayToEVM       = "X402_PAY_TO_EVM"
 	EnvPayToSolana    = "X402_PAY_TO_SOLANA"
 	EnvNetworks       = "X402_NETWORKS"
@@ -39,6 +41,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c := Config{
 		FacilitatorURL: get(EnvFacilitatorURL),
 		AuthHeader:     get(EnvAuthHeader),
+		AuthSecret:     get(EnvAuthSecret),
 		PayToEVM:       get(EnvPayToEVM),
 		PayToSolana:    get(EnvPayToSolana),
 	}
@@ -53,6 +56,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if c.AuthHeader != "" {
 		if _, _, err := parseAuthHeader(c.AuthHeader); err != nil {
 			return Config{}, fmt.Errorf("%s %w", EnvAuthHeader, err)
+		}
+		if c.AuthSecret != "" {
+			return Config{}, fmt.Errorf("%s and %s are both set; set one", EnvAuthHeader, EnvAuthSecret)
 		}
 	}
 	if c.PayToEVM != "" {
@@ -75,6 +81,19 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if c.FacilitatorURL == "" && (c.PayToEVM != "" || c.PayToSolana != "") {
 		return Config{}, fmt.Errorf("%s is required when a payee is set", EnvFacilitatorURL)
 	}
+	return c, nil
+}
+
+// WithAuthHeaderFromSecret is c with the auth header read from the secret AuthSecret names
+// (its value, "Name: value"), checked as X402_FACILITATOR_AUTH_HEADER is. The deployment keeps
+// the header out of the function's environment, where anyone who may read the function's
+// configuration would see it. Errors never contain the value.
+func (c Config) WithAuthHeaderFromSecret(value string) (Config, error) {
+	value = strings.TrimSpace(value)
+	if _, _, err := parseAuthHeader(value); err != nil {
+		return Config{}, fmt.Errorf("the secret %s names %w", EnvAuthSecret, err)
+	}
+	c.AuthHeader = value
 	return c, nil
 }
 
