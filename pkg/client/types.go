@@ -311,6 +311,7 @@ type Health struct {
 	Version    string `json:"version"`
 	KeyVersion string `json:"key_version"`
 	Store      string `json:"store,omitempty"`
+	Key        string `json:"key,omitempty"` // whether the signing key answers
 
 	Answer `json:"-"`
 }

@@ -81,12 +81,13 @@ const reputationSchemaJSON = `{
 // healthSchemaJSON is GET /health.
 const healthSchemaJSON = `{
   "type": "object",
-  "required": ["status", "version", "key_version", "store"],
+  "required": ["status", "version", "key_version", "store", "key"],
   "properties": {
-    "status": {"type": "string", "enum": ["ok", "degraded"]},
+    "status": {"type": "string", "enum": ["ok", "degraded"], "description": "degraded (with status 503) when the store or the signing key did not answer; probed at most once every 5 seconds."},
     "version": {"type": "string"},
     "key_version": {"type": "string", "description": "The version of the key that signs now."},
-    "store": {"type": "string", "enum": ["ok", "unavailable", "none"]}
+    "store": {"type": "string", "enum": ["ok", "unavailable"], "description": "Whether the store answered a probe."},
+    "key": {"type": "string", "enum": ["ok", "unavailable"], "description": "Whether the signing key signed a probe that its public key verifies."}
   }
 }`
 

@@ -107,12 +107,20 @@ func (s wellKnown) handleX402(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s wellKnown) handleHealth(w http.ResponseWriter, r *http.Request) {
-	status, storeState := "ok", "ok"
-	if !s.svc.Health(r.Context()) {
-		status, storeState = "degraded", "unavailable"
+	h := s.svc.Health(r.Context())
+	state := func(ok bool) string {
+		if ok {
+			return "ok"
+		}
+		return "unavailable"
+	}
+	status := "ok"
+	if !h.OK() {
+		status = "degraded"
 	}
 	body, _ := json.Marshal(map[string]string{
-		"status": status, "version": wire.Version, "key_version": s.svc.Keys().Current.Version, "store": storeState,
+		"status": status, "version": wire.Version, "key_version": s.svc.Keys().Current.Version,
+		"store": state(h.Store), "key": state(h.Key),
 	})
 	w.Header().Set("Cache-Control", "no-store")
 	code := http.StatusOK

@@ -290,7 +290,10 @@ func FuzzClientIdentity(f *testing.F) {
 
 func TestHealthIndexAndCard(t *testing.T) {
 	rec := &memRecorder{}
-	svc, srv := newTestService(t, rec, nil)
+	clk := testclock.New(testclock.Epochs()[0])
+	svc := testsvc.New(t, service.Deps{Store: rec, Now: clk.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	srv := httptest.NewServer(Handler(svc, func(rt *edge.Router) { discovery.MountWellKnown(rt, svc) }))
+	t.Cleanup(srv.Close)
 	resp, b := testhttp.Do(t, "GET", srv.URL+"/health", nil)
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `"key_version":"test-v1"`) {
 		t.Errorf("health: %d %s", resp.StatusCode, b)
@@ -310,10 +313,12 @@ func TestHealthIndexAndCard(t *testing.T) {
 			t.Errorf("%s: %d %v %s", p, resp.StatusCode, err, b)
 		}
 	}
-	// A failing store probe degrades health without leaking the cause.
+	// A failing store probe degrades health without leaking the cause, once the last probe's
+	// answer (kept a few seconds) has aged.
 	rec.mu.Lock()
 	rec.fail = io.ErrUnexpectedEOF
 	rec.mu.Unlock()
+	clk.Advance(time.Minute)
 	resp, b = testhttp.Do(t, "GET", srv.URL+"/health", nil)
 	if resp.StatusCode != 503 || strings.Contains(string(b), "EOF") {
 		t.Errorf("degraded health: %d %s", resp.StatusCode, b)

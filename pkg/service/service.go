@@ -110,6 +110,13 @@ type Service struct {
 		again map[string]bool
 		wg    sync.WaitGroup
 	}
+	// health is the last /health probe and when it ran (Health).
+	health struct {
+		sync.Mutex
+		report HealthReport
+		at     time.Time
+		probed bool
+	}
 }
 
 // New checks d and builds the service. Every dependency but the payer (nil is free-only), the
@@ -205,14 +212,47 @@ var ErrPanic = apperr.New(apperr.Internal, "The request could not be completed. 
 // healthProbeTimeout bounds the store probe of /health.
 const healthProbeTimeout = 2 * time.Second
 
-// Health probes the store: ok, or false when it did not answer (the cause goes to the log only,
-// since it may name tables or endpoints).
-func (s *Service) Health(ctx context.Context) bool {
+// healthCacheTTL is how long one probe answers /health: a load balancer or canary polling every
+// second costs the store one probe per few seconds, while an outage shows within them.
+const healthCacheTTL = 5 * time.Second
+
+// HealthReport is what /health says: whether the store and the signing key answer.
+type HealthReport struct {
+	Store bool // the store answered a probe
+	Key   bool // the signing key signed a probe that its public key verifies
+}
+
+// OK says every part answered.
+func (h HealthReport) OK() bool { return h.Store && h.Key }
+
+// healthProbeContext is the attestation context of the key probe; no receipt carries it.
+const healthProbeContext = "agent-output-verifier/health-probe/v1"
+
+// Health probes the store and the signing key, at most once per healthCacheTTL of the service's
+// clock (concurrent callers share the probe). Causes go to the log only, since they may name
+// tables, endpoints or key sources.
+func (s *Service) Health(ctx context.Context) HealthReport {
+	s.health.Lock()
+	defer s.health.Unlock()
+	now := s.d.Now()
+	if s.health.probed && now.Sub(s.health.at) >= 0 && now.Sub(s.health.at) < healthCacheTTL {
+		return s.health.report
+	}
 	ctx, cancel := context.WithTimeout(ctx, healthProbeTimeout)
 	defer cancel()
+	r := HealthReport{Store: true, Key: true}
 	if err := s.d.Store.Ping(ctx); err != nil {
 		s.d.Log.Warn("health: store probe failed", "err", err.Error())
-		return false
+		r.Store = false
 	}
-	return true
+	signed, err := s.d.Keys.Current.Attest(healthProbeContext, []byte(`{"probe":true}`), receipt.FormatTime(now))
+	if err == nil {
+		err = receipt.VerifyAttestation(signed, healthProbeContext, []receipt.PublicKey{s.d.Keys.Current.Public()})
+	}
+	if err != nil {
+		s.d.Log.Warn("health: key probe failed", "err", err.Error())
+		r.Key = false
+	}
+	s.health.report, s.health.at, s.health.probed = r, now, true
+	return r
 }

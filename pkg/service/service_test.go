@@ -3,10 +3,13 @@ package service_test
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agent-output-verifier/verifier/internal/testclock"
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
@@ -68,5 +71,51 @@ func TestVerifyWithoutEngineIsAnInternalError(t *testing.T) {
 	}
 	if used, err := d.Store.AllowanceUsed(context.Background(), svc.CallerID("198.51.100.7"), testclock.Epochs()[0].Format("2006-01-02")); err != nil || used != 0 {
 		t.Fatalf("allowance used %d (%v), want 0", used, err)
+	}
+}
+
+// pingCounter is a store whose Ping answers down while down is set, counting the probes.
+type pingCounter struct {
+	service.Store
+	pings atomic.Int32
+	down  atomic.Bool
+}
+
+func (p *pingCounter) Ping(ctx context.Context) error {
+	p.pings.Add(1)
+	if p.down.Load() {
+		return errors.New("store unreachable")
+	}
+	return p.Store.Ping(ctx)
+}
+
+// Health probes the store and the signing key at most once per few seconds of the service's
+// clock, and says which part did not answer.
+func TestHealthProbesStoreAndKeyCached(t *testing.T) {
+	d := testDeps()
+	clk := testclock.New(testclock.Epochs()[0])
+	d.Now = clk.Now
+	st := &pingCounter{Store: d.Store}
+	d.Store = st
+	svc, err := service.New(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if h := svc.Health(ctx); !h.OK() || !h.Store || !h.Key {
+		t.Fatalf("healthy service: %+v", h)
+	}
+	st.down.Store(true)
+	for range 10 {
+		if h := svc.Health(ctx); !h.OK() {
+			t.Fatalf("within the cache a probe ran again: %+v", h)
+		}
+	}
+	if n := st.pings.Load(); n != 1 {
+		t.Fatalf("%d store probes within the cache, want 1", n)
+	}
+	clk.Advance(6 * time.Second)
+	if h := svc.Health(ctx); h.OK() || h.Store || !h.Key {
+		t.Fatalf("store down after the cache: %+v, want store false, key true", h)
 	}
 }

@@ -56,7 +56,7 @@ func TestOpensBoltInAPrivateDataDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeFn()
-	if !svc.Health(context.Background()) {
+	if !svc.Health(context.Background()).OK() {
 		t.Fatal("the service over the embedded store is not healthy")
 	}
 	st, err := os.Stat(dir)
