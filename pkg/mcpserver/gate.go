@@ -28,12 +28,14 @@ var sdkMethods = map[string]bool{
 	"logging/setLevel": true, "completion/complete": true, "server/discover": true, "subscriptions/listen": true,
 }
 
-// rpcCall is what the endpoint needs of one JSON-RPC request: its id (raw JSON), its method, and
-// whether it has params that are an object.
+// rpcCall is what the endpoint needs of one JSON-RPC request: its id (raw JSON), its method,
+// whether it has params that are an object, and the tool a tools/call names (params.name).
 type rpcCall struct {
 	id           jsontext.Value
 	method       string
 	paramsObject bool
+	tool         string
+	toolNamed    bool // params.name was a string
 }
 
 // readCall reads body as a single JSON-RPC 2.0 call (a request with an id), skipping over the
@@ -71,8 +73,13 @@ func readCall(body []byte) (rpcCall, bool) {
 			}
 			c.id = v.Clone()
 		case "params":
-			c.paramsObject = dec.PeekKind() == '{'
-			if err := dec.SkipValue(); err != nil {
+			if c.paramsObject = dec.PeekKind() == '{'; !c.paramsObject {
+				if err := dec.SkipValue(); err != nil {
+					return c, false
+				}
+				break
+			}
+			if !readParams(dec, &c) {
 				return c, false
 			}
 		default:
@@ -90,8 +97,34 @@ func readCall(body []byte) (rpcCall, bool) {
 	return c, version == "2.0" && hasMethod && c.id != nil
 }
 
+// readParams reads a params object, keeping its name member when it is a string.
+func readParams(dec *jsontext.Decoder, c *rpcCall) bool {
+	if _, err := dec.ReadToken(); err != nil { // {
+		return false
+	}
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil || tok.Kind() != '"' {
+			return false
+		}
+		if tok.String() == "name" && dec.PeekKind() == '"' {
+			v, err := dec.ReadToken()
+			if err != nil {
+				return false
+			}
+			c.tool, c.toolNamed = v.String(), true
+			continue
+		}
+		if err := dec.SkipValue(); err != nil {
+			return false
+		}
+	}
+	_, err := dec.ReadToken() // }
+	return err == nil
+}
+
 // callError is the JSON-RPC error this endpoint answers a call with, before the SDK sees it:
-// an unknown method, or a tools/call without params. The messages are fixed (never the caller's
+// an unknown method, a tools/call without params, or one naming a tool this server does not have. The messages are fixed (never the caller's
 // method name). Zero when the SDK should answer.
 func callError(c rpcCall) (code int, message string) {
 	switch {
@@ -99,6 +132,9 @@ func callError(c rpcCall) (code int, message string) {
 		return rpcMethodNotFound, "Method not found: this MCP server answers initialize, ping, tools/list and tools/call (and MCP's other standard methods)."
 	case c.method == "tools/call" && !c.paramsObject:
 		return rpcInvalidParams, `Invalid params: tools/call needs params, an object with the tool's name and its arguments: {"name": "verify_schema", "arguments": {...}}.`
+	case c.method == "tools/call" && c.toolNamed && c.tool != ToolVerify && c.tool != ToolRecord:
+		// The SDK's own answer would quote the caller's tool name; errors never echo input.
+		return rpcInvalidParams, "Invalid params: unknown tool; this server has the tools " + ToolVerify + " and " + ToolRecord + " (tools/list describes them)."
 	}
 	return 0, ""
 }

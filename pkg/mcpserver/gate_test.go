@@ -149,6 +149,9 @@ func TestJSONRPCErrors(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":[]}`, -32602},
 		{`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":"verify_schema"}`, -32602},
 		{` { "params" : 1 , "jsonrpc" : "2.0" , "method" : "tools/call" , "id" : "p" } `, -32602},
+		// A tool this server does not have: the SDK would quote its name.
+		{`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"` + canary + `","arguments":{}}}`, -32602},
+		{`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"arguments":{"name":"verify_schema"},"name":"verify_schema_` + canary + `"}}`, -32602},
 	}
 	for _, c := range cases {
 		for _, accept := range []string{"application/json", "text/event-stream"} {
