@@ -20,6 +20,9 @@ const (
 	// neither shared between sandboxes nor kept, so a function runs on DynamoDB alone, and linking
 	// bbolt would only cost its size and cold start.
 	embeddedStore = "go.etcd.io/bbolt"
+	// prometheusClient is the local server's metrics exporter (GET /metrics). A function writes its
+	// metrics as CloudWatch EMF lines instead, so linking the client would only cost cold start.
+	prometheusClient = "github.com/prometheus/"
 )
 
 // The leaf packages that the routes which never verify build on (the request's contract, the
@@ -61,9 +64,12 @@ func TestScoreAndWellknownLinkNoJSONSchemaLibrary(t *testing.T) {
 	}
 }
 
-// No function links the embedded store: pkg/app opens only the store it is handed, and only the
-// local server and the tests import pkg/app/embedded, which opens bbolt.
-func TestNoFunctionLinksEmbeddedStore(t *testing.T) {
+// No function links what only the local server needs: the embedded store (pkg/app opens only the
+// store it is handed; only the local server and the tests import pkg/app/embedded, which opens
+// bbolt) and the Prometheus client (pkg/telemetry keeps the counters and writes EMF by hand; only
+// the local server imports pkg/telemetry/prom). Each check can fail: cmd/verifier, built from the
+// same packages, does link both.
+func TestFunctionsLinkNoLocalOnlyPackage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("lists the functions' dependencies with the go tool")
 	}
@@ -72,17 +78,18 @@ func TestNoFunctionLinksEmbeddedStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for group, pkgs := range deps {
-		for _, pkg := range pkgs {
-			if strings.HasPrefix(pkg, embeddedStore) {
-				t.Errorf("functions/%s links %s: %s", group, pkg, importChain(t, root, "./functions/"+group, embeddedStore))
-				break
+	for _, local := range []string{embeddedStore, prometheusClient} {
+		for group, pkgs := range deps {
+			for _, pkg := range pkgs {
+				if strings.HasPrefix(pkg, local) {
+					t.Errorf("functions/%s links %s: %s", group, pkg, importChain(t, root, "./functions/"+group, local))
+					break
+				}
 			}
 		}
-	}
-	// The check can fail: the local server, built from the same packages, does link it.
-	if importChain(t, root, "./cmd/verifier", embeddedStore) == "" {
-		t.Error("cmd/verifier links no bbolt: the dependency listing does not see the embedded store")
+		if importChain(t, root, "./cmd/verifier", local) == "" {
+			t.Errorf("cmd/verifier links no %s: the dependency listing does not see it", local)
+		}
 	}
 }
 
@@ -133,33 +140,4 @@ func importChain(t *testing.T, root, pkg, target string) string {
 		}
 	}
 	return ""
-}
-
-// prometheusClient is the local server's metrics exporter (GET /metrics). A function writes its
-// metrics as CloudWatch EMF lines instead, so linking the client would only cost cold start.
-const prometheusClient = "github.com/prometheus/"
-
-// No function links the Prometheus client: pkg/telemetry keeps the counters and writes EMF by
-// hand; only the local server imports pkg/telemetry/prom.
-func TestNoFunctionLinksPrometheus(t *testing.T) {
-	if testing.Short() {
-		t.Skip("lists the functions' dependencies with the go tool")
-	}
-	root := repoRoot(t)
-	deps, err := lambdatest.FunctionDeps(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for group, pkgs := range deps {
-		for _, pkg := range pkgs {
-			if strings.HasPrefix(pkg, prometheusClient) {
-				t.Errorf("functions/%s links %s: %s", group, pkg, importChain(t, root, "./functions/"+group, prometheusClient))
-				break
-			}
-		}
-	}
-	// The check can fail: the local server does link it.
-	if importChain(t, root, "./cmd/verifier", prometheusClient) == "" {
-		t.Error("cmd/verifier links no Prometheus client: the dependency listing does not see it")
-	}
 }
