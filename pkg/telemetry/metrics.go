@@ -88,59 +88,52 @@ func (m *Metrics) Networks() []*NetworkAmount {
 }
 
 func (m *Metrics) route(name string) *RouteCounts {
-	for _, rc := range m.Routes() {
-		if rc.Route == name {
-			return rc
-		}
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	list := m.Routes()
-	for _, rc := range list {
-		if rc.Route == name {
-			return rc
-		}
-	}
-	if len(list) >= maxSeries {
-		name = "(other)"
-		for _, rc := range list {
-			if rc.Route == name {
-				return rc
-			}
-		}
-	}
-	rc := &RouteCounts{Route: name}
-	next := append(append(make([]*RouteCounts, 0, len(list)+1), list...), rc)
-	m.routes.Store(&next)
-	return rc
+	return series(&m.mu, &m.routes, name, func(rc *RouteCounts) string { return rc.Route },
+		func(name string) *RouteCounts { return &RouteCounts{Route: name} })
 }
 
 func (m *Metrics) network(name string) *NetworkAmount {
-	for _, n := range m.Networks() {
-		if n.Network == name {
-			return n
+	return series(&m.mu, &m.networks, name, func(n *NetworkAmount) string { return n.Network },
+		func(name string) *NetworkAmount { return &NetworkAmount{Network: name} })
+}
+
+// series finds the counters named name in the list at p, or appends new ones under mu: readers
+// scan the published list without a lock, and a writer publishes a copy with one more entry.
+// Past maxSeries entries, new names share the counters named "(other)".
+func series[T any](mu *sync.Mutex, p *atomic.Pointer[[]*T], name string, nameOf func(*T) string, newT func(string) *T) *T {
+	find := func(list []*T, name string) *T {
+		for _, c := range list {
+			if nameOf(c) == name {
+				return c
+			}
 		}
+		return nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	list := m.Networks()
-	for _, n := range list {
-		if n.Network == name {
-			return n
+	load := func() []*T {
+		if l := p.Load(); l != nil {
+			return *l
 		}
+		return nil
+	}
+	if c := find(load(), name); c != nil {
+		return c
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	list := load()
+	if c := find(list, name); c != nil {
+		return c
 	}
 	if len(list) >= maxSeries {
 		name = "(other)"
-		for _, n := range list {
-			if n.Network == name {
-				return n
-			}
+		if c := find(list, name); c != nil {
+			return c
 		}
 	}
-	n := &NetworkAmount{Network: name}
-	next := append(append(make([]*NetworkAmount, 0, len(list)+1), list...), n)
-	m.networks.Store(&next)
-	return n
+	c := newT(name)
+	next := append(append(make([]*T, 0, len(list)+1), list...), c)
+	p.Store(&next)
+	return c
 }
 
 // Outcomes lists every outcome, in order, for exporters.
