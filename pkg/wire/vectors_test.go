@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"testing"
@@ -27,12 +28,28 @@ func TestRequestHashVectorsMatchSeed(t *testing.T) {
 		t.Fatalf("%d vectors, want %d", len(got), len(want))
 	}
 	for i := range want {
+		// The literals travel as sent (10.0 stays 10.0): the request is the seed's text.
+		var gb, wb bytes.Buffer
+		if err := json.Compact(&gb, got[i].Request); err != nil {
+			t.Fatalf("vector %d: %v", i, err)
+		}
+		if err := json.Compact(&wb, want[i].Request); err != nil {
+			t.Fatal(err)
+		}
+		if gb.String() != wb.String() {
+			t.Errorf("vector %d: request differs:\n got %s\nwant %s", i, gb.String(), wb.String())
+		}
 		if got[i].Canonical != want[i].Canonical {
 			t.Errorf("vector %d: canonical\n got %s\nwant %s", i, got[i].Canonical, want[i].Canonical)
 		}
 		if got[i].RequestHash != want[i].RequestHash {
 			t.Errorf("vector %d: request_hash %s, want %s", i, got[i].RequestHash, want[i].RequestHash)
 		}
+	}
+	// Callers get a copy: changing it does not change what the next caller sees.
+	got[0].RequestHash = "changed"
+	if again, _ := RequestHashVectors(); again[0].RequestHash == "changed" {
+		t.Error("RequestHashVectors returns shared state")
 	}
 }
 
