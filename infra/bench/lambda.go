@@ -26,9 +26,6 @@ var functions = []struct{ name, event string }{
 	{"mcp", "events/mcp-tools-list.json"},
 }
 
-// benchBaseURL is the public base URL every measured binary is configured with.
-const benchBaseURL = "http://127.0.0.1:8080"
-
 // hello is the baseline bootstrap; it answers any event, and is sent verify's.
 const (
 	hello      = "hello"
@@ -172,13 +169,20 @@ func coldStarts(ctx context.Context, c config) ([]coldStart, error) {
 	}
 	defer stopDynalite()
 	tables := 0
-	freshVars := func() (map[string]string, error) {
+	// freshVars is the environment of the target named name, as `sam local` gives it
+	// (lambdatest.EnvFile), on a new table. Hello reads none; it gets the verify function's, so
+	// that every binary starts with the same environment.
+	freshVars := func(name string) (map[string]string, error) {
 		tables++
 		table := fmt.Sprintf("verifier-bench-%d", tables)
 		if err := dynamo.CreateTable(ctx, dynalitetest.Client(dynamoDB), table); err != nil {
 			return nil, fmt.Errorf("create table: %w", err)
 		}
-		return lambdatest.DynamoVars(dynamoDB, table, keyFile, benchBaseURL), nil
+		group := name
+		if name == hello {
+			group = "verify"
+		}
+		return lambdatest.LocalVars(c.root, group, lambdatest.Here{DynamoDB: dynamoDB, Table: table, KeyFile: keyFile})
 	}
 
 	results := make([]coldStart, len(targets))
@@ -191,7 +195,7 @@ func coldStarts(ctx context.Context, c config) ([]coldStart, error) {
 			t := targets[i]
 			// A fresh table, as a fresh data directory before: every first invoke finds an
 			// empty store.
-			vars, err := freshVars()
+			vars, err := freshVars(t.name)
 			if err != nil {
 				return nil, err
 			}
@@ -207,7 +211,7 @@ func coldStarts(ctx context.Context, c config) ([]coldStart, error) {
 		}
 	}
 	for i, t := range targets {
-		vars, err := freshVars()
+		vars, err := freshVars(t.name)
 		if err != nil {
 			return nil, err
 		}

@@ -944,6 +944,9 @@ func TestEnvironment(t *testing.T) {
 	for _, name := range setBeforeRead {
 		known[name] = true
 	}
+	// The DynamoDB client reads its endpoint override (pkg/internal/awsjson); empty on AWS, it is
+	// declared for `sam local`, which passes a function only declared variables (envfile_test.go).
+	known["AWS_ENDPOINT_URL_DYNAMODB"] = true
 	for name, fn := range tmpl.GetAllServerlessFunctionResources() {
 		t.Run(name, func(t *testing.T) {
 			vars := env(t, tmpl, fn)
@@ -973,6 +976,7 @@ func TestEnvironment(t *testing.T) {
 				"X402_FACILITATOR_URL":         "${FacilitatorUrl}",
 				"X402_PAY_TO_EVM":              "${PayToEvm}",
 				"X402_PAY_TO_SOLANA":           "${PayToSolana}",
+				"AWS_ENDPOINT_URL_DYNAMODB":    "",
 			} {
 				if vars[k] != want {
 					t.Errorf("%s = %q, want %q", k, vars[k], want)

@@ -8,9 +8,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -257,19 +259,85 @@ func Env(vars map[string]string) []string {
 	return env
 }
 
-// DynamoVars is the configuration of a function run on this machine: the DynamoDB store in table
-// on the local DynamoDB server at endpoint (dynalite: pkg/store/dynamo/dynalitetest), the signing
-// key in keyFile, with receipts naming baseURL. Env adds the region and the local credentials the
-// client signs with. A function links no embedded store, so this is the only store it can run on
-// here, as on Lambda.
-func DynamoVars(endpoint, table, keyFile, baseURL string) map[string]string {
-	return map[string]string{
-		"VERIFIER_STORE":            "dynamodb",
-		"VERIFIER_TABLE":            table,
-		"AWS_ENDPOINT_URL_DYNAMODB": endpoint,
-		"VERIFIER_SIGNING_KEY":      "file:" + keyFile,
-		"VERIFIER_BASE_URL":         baseURL,
+// EnvFile is the functions' environment for runs on a developer's machine, relative to the module
+// root: the file `sam local invoke --env-vars` and `sam local start-api --env-vars` read (SAM's
+// format: "Parameters" holds what every function gets, and an entry under a function's logical id
+// what that function alone gets, over it). The emulator runs here (the tests, `make invoke`, the
+// bench's first invokes) read their variables from the same file through LocalVars, so it cannot
+// rot; infra/sam checks it against template.yaml and pkg/config.
+const EnvFile = "infra/sam/env.local.json"
+
+// LogicalIDs maps each function group (functions/<group>) to its resource in template.yaml, the
+// key of its entry in EnvFile. infra/sam checks it against the template's FunctionNames.
+var LogicalIDs = map[string]string{
+	"verify":    "VerifyFunction",
+	"mcp":       "McpFunction",
+	"wellknown": "WellKnownFunction",
+	"score":     "ScoreFunction",
+}
+
+// EnvVars is an env-vars file in SAM's format: "Parameters" and logical ids, each naming variables.
+type EnvVars map[string]map[string]string
+
+// ReadEnvVars reads EnvFile of the module at root. Every value must be a string: SAM would turn
+// anything else into text of its own making, or into "".
+func ReadEnvVars(root string) (EnvVars, error) {
+	b, err := os.ReadFile(filepath.Join(root, EnvFile))
+	if err != nil {
+		return nil, err
 	}
+	var e EnvVars
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvFile, err)
+	}
+	return e, nil
+}
+
+// Function is what `sam local` sets, from the file, for the function logicalID: "Parameters",
+// then the function's own entry over it. (SAM passes on only the variables the template declares
+// for the function; infra/sam checks the file names no other.)
+func (e EnvVars) Function(logicalID string) map[string]string {
+	vars := map[string]string{}
+	maps.Copy(vars, e["Parameters"])
+	maps.Copy(vars, e[logicalID])
+	return vars
+}
+
+// Here is what a run on this machine must have of its own, in place of EnvFile's values: the
+// endpoint of the DynamoDB server it started (dynalite), its table there, and the key file it
+// wrote. Everything else comes from the file, as `sam local` would set it.
+type Here struct {
+	DynamoDB, Table, KeyFile string
+}
+
+// LocalVars is the environment of functions/<group> for a run on this machine: its variables in
+// EnvFile with the three of Here replaced. This is the one place where an emulator run departs
+// from the file. Env adds the region and the local credentials the client signs with, as `sam
+// local` adds the caller's.
+func LocalVars(root, group string, here Here) (map[string]string, error) {
+	id, ok := LogicalIDs[group]
+	if !ok {
+		return nil, fmt.Errorf("functions/%s has no logical id in lambdatest.LogicalIDs", group)
+	}
+	e, err := ReadEnvVars(root)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := e[id]; !ok {
+		return nil, fmt.Errorf("%s has no entry for %s", EnvFile, id)
+	}
+	vars := e.Function(id)
+	for name, v := range map[string]string{
+		"AWS_ENDPOINT_URL_DYNAMODB": here.DynamoDB,
+		"VERIFIER_TABLE":            here.Table,
+		"VERIFIER_SIGNING_KEY":      "file:" + here.KeyFile,
+	} {
+		if _, ok := vars[name]; !ok {
+			return nil, fmt.Errorf("%s does not set %s for %s", EnvFile, name, id)
+		}
+		vars[name] = v
+	}
+	return vars, nil
 }
 
 // WriteKey generates a signing key called version and writes it to a new key file at path.

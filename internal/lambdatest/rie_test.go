@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/agent-output-verifier/verifier/internal/lambdatest"
+	"github.com/agent-output-verifier/verifier/internal/testemf"
 	"github.com/agent-output-verifier/verifier/internal/testproc"
 	"github.com/agent-output-verifier/verifier/pkg/app"
 	"github.com/agent-output-verifier/verifier/pkg/app/embedded"
@@ -40,8 +41,10 @@ import (
 // keyVersion labels the key every run of this test generates.
 const keyVersion = "lambdatest-v1"
 
-// baseURL is the public URL both the functions and the local handler are configured with.
-const baseURL = "http://127.0.0.1:8080"
+// baseURL is the public URL both the functions and the local handler are configured with: the
+// VERIFIER_BASE_URL of lambdatest.EnvFile (sam local start-api's port), which startFunction
+// checks.
+const baseURL = "http://127.0.0.1:3000"
 
 // sourceIP is the client address every event carries (TEST-NET-2, never a real client).
 const sourceIP = "198.51.100.7"
@@ -372,11 +375,30 @@ func TestLambdaMatchesLocal(t *testing.T) {
 			}
 		})
 	}
+
+	// Each request wrote one EMF document to the function's log stream, and each is one CloudWatch
+	// extracts metrics from (the specification's schema and rules).
+	sent := map[string]int{}
+	for _, c := range cases {
+		sent[c.fn]++
+	}
+	for fn, e := range emulators {
+		docs := testemf.Documents(e.Logs())
+		if len(docs) != sent[fn] {
+			t.Errorf("functions/%s wrote %d EMF documents for %d requests", fn, len(docs), sent[fn])
+		}
+		for _, doc := range docs {
+			if err := testemf.Check(doc); err != nil {
+				t.Errorf("functions/%s wrote an invalid EMF document: %v\n%s", fn, err, doc)
+			}
+		}
+	}
 }
 
-// startFunction builds functions/<fn> and runs it under the emulator until the test ends, over a
-// DynamoDB table of its own on the dynalite at dynamoDB (as each function had a store of its own
-// before, and as the local service has); what it printed is logged if the test failed.
+// startFunction builds functions/<fn> and runs it under the emulator until the test ends, with
+// the variables lambdatest.EnvFile gives it for `sam local`, over a DynamoDB table of its own on
+// the dynalite at dynamoDB (as each function had a store of its own before, and as the local
+// service has) and with the key in keyFile; what it printed is logged if the test failed.
 func startFunction(ctx context.Context, t *testing.T, rie, root, fn, dynamoDB, keyFile string) *lambdatest.Emulator {
 	t.Helper()
 	bin, err := lambdatest.Build(ctx, root, fn, t.TempDir())
@@ -387,7 +409,13 @@ func startFunction(ctx context.Context, t *testing.T, rie, root, fn, dynamoDB, k
 	if err := dynamo.CreateTable(ctx, dynalitetest.Client(dynamoDB), table); err != nil {
 		t.Fatal(err)
 	}
-	vars := lambdatest.DynamoVars(dynamoDB, table, keyFile, baseURL)
+	vars, err := lambdatest.LocalVars(root, fn, lambdatest.Here{DynamoDB: dynamoDB, Table: table, KeyFile: keyFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vars["VERIFIER_BASE_URL"] != baseURL {
+		t.Fatalf("%s names %s as the base URL, and this test expects %s", lambdatest.EnvFile, vars["VERIFIER_BASE_URL"], baseURL)
+	}
 	e, err := lambdatest.Start(ctx, rie, bin, lambdatest.Env(vars))
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,8 @@
 // The function is built for the host architecture and served by the AWS Lambda Runtime Interface
 // Emulator on a free 127.0.0.1 port, with its DynamoDB store on a fresh in-memory dynalite (a
 // local server of DynamoDB's wire protocol, `make npm`) on another, and a freshly generated signing
-// key, so it needs neither Docker nor an AWS account. (A function links no embedded store.) The
+// key, so it needs neither Docker nor an AWS account. (A function links no embedded store.) Its
+// other variables are those `sam local` gives it, from lambdatest.EnvFile. The
 // response is printed like an HTTP response; the emulator and dynalite are stopped by their
 // process ids and the temporary directory removed before the command exits.
 package main
@@ -99,7 +100,10 @@ func run(fn, eventPath, rie string, verbose bool, stdout, stderr io.Writer) erro
 	if err := dynamo.CreateTable(ctx, dynalitetest.Client(dynamoDB), invokeTable); err != nil {
 		return fmt.Errorf("create table: %w", err)
 	}
-	vars := lambdatest.DynamoVars(dynamoDB, invokeTable, keyFile, "http://127.0.0.1:8080")
+	vars, err := lambdatest.LocalVars(root, fn, lambdatest.Here{DynamoDB: dynamoDB, Table: invokeTable, KeyFile: keyFile})
+	if err != nil {
+		return err
+	}
 	emu, err := lambdatest.Start(ctx, rie, bin, lambdatest.Env(vars))
 	if err != nil {
 		return err
