@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
@@ -142,7 +143,7 @@ func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
 		}
 		return s.verifyPaymentRequired(ctx, call, apperr.FreeTrialExhausted, "This client's free checks for today are used up; pay with x402 to continue.", ft, nil)
 	}
-	v, err := s.Finish(ctx, job)
+	v, err := s.Finish(ctx, job, &receipt.FreePayment)
 	if err != nil {
 		return s.refused(call.Route, err)
 	}
@@ -162,8 +163,8 @@ func (s *Service) verifyPaid(ctx context.Context, call VerifyCall, job *Job) Out
 		return s.verifyPaymentRequired(ctx, call, apperr.PaymentInvalid, w.UndecodablePayment, s.freeTrial(ctx, client, 0, false), nil)
 	}
 	var v *Verification
-	sr, fail, err := s.Charge(ctx, call.Payment.Payload, s.d.Pricing.PriceVerify, func(ctx context.Context) (err error) {
-		v, err = s.Finish(ctx, job)
+	sr, fail, err := s.Charge(ctx, call.Payment.Payload, s.d.Pricing.PriceVerify, func(ctx context.Context, binding receipt.Payment) (err error) {
+		v, err = s.Finish(ctx, job, &binding)
 		return err
 	})
 	switch {
