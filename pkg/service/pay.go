@@ -202,6 +202,9 @@ func (s *Service) Charge(ctx context.Context, payload x402.PaymentPayload, price
 		return nil, &PaymentFailure{Code: apperr.PaymentVerifyFail, Message: "The facilitator rejected the payment: " + safeReason(vr.InvalidReason) + ". Nothing was charged."}, nil
 	}
 	binding, err := x402.Binding(payload, accepted, vr.Payer)
+	if err == nil && binding.Payer == "" {
+		err = errors.New("the payer is unknown")
+	}
 	if err != nil {
 		return nil, &PaymentFailure{Code: apperr.PaymentInvalid, Message: "The payment payload is malformed. Nothing was charged."}, nil
 	}

@@ -15,7 +15,10 @@ import (
 // (its own copy, which Match returned), the payer and the payment's authorization. Every field is
 // known once the facilitator verified the payment, before settlement, so the answer's signature
 // covers it. payer is the facilitator's (VerifyResponse.Payer); when it names none, an EVM
-// payment's signed authorization.from is used.
+// payment's signed authorization.from is used, and a Solana payment's payer stays empty.
+//
+// A client computes the binding it expects from what it signed and the requirement it paid, and
+// holds the answer's payment member to it (pkg/client).
 //
 // authorization is the EIP-3009 nonce (lower-case hex) on EVM; on Solana it is the base58 first
 // signature the client put in the transaction, its own (the fee payer's slot is still empty
@@ -50,9 +53,6 @@ func Binding(p PaymentPayload, accepted Requirements, payer string) (receipt.Pay
 		}
 	default:
 		return receipt.Payment{}, fmt.Errorf("%w: unsupported network family", ErrMalformedPayment)
-	}
-	if payer == "" {
-		return receipt.Payment{}, fmt.Errorf("%w: the payer is unknown", ErrMalformedPayment)
 	}
 	return receipt.Payment{
 		Scheme: accepted.Scheme, Network: accepted.Network, Asset: accepted.Asset, Amount: accepted.Amount,
