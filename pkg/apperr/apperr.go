@@ -35,6 +35,7 @@ const (
 	PaymentReplayed    Code = "payment_replayed"
 	PaymentSettleFail  Code = "payment_settlement_failed"
 	FacilitatorDown    Code = "facilitator_unavailable"
+	PaymentIDConflict  Code = "payment_identifier_conflict"
 )
 
 // codeTable is the one place that maps a code to its HTTP status, its retryability and what it
@@ -63,6 +64,7 @@ var codeTable = map[Code]struct {
 	PaymentVerifyFail:  {402, false, true, "The facilitator found the payment invalid (signature, balance, validity window, ...); the message gives its reason. Nothing was charged."},
 	PaymentReplayed:    {402, false, true, "This payment was already used. Nothing was charged again; sign a new payment."},
 	PaymentSettleFail:  {402, false, true, "The payment could not be settled on chain; PAYMENT-RESPONSE carries the failed settlement and no answer is delivered. Nothing was charged."},
+	PaymentIDConflict:  {409, false, false, "The payment's payment-identifier id was already used for another request (another body or route) within the time answers are kept. Nothing was verified or charged; use a new id for a new request, the same id only to retry the same request."},
 	FacilitatorDown:    {503, true, true, "The payment facilitator is unavailable or slow; nothing was charged. Retry after retry_after seconds. The one exception: when the facilitator did not answer the settlement itself, the payment may have been charged, and the error says so (retryable false, charged true, next action check_payment); check the payment before paying for the same work again."},
 }
 
@@ -70,7 +72,7 @@ var codeTable = map[Code]struct {
 func Codes() []Code {
 	return []Code{InvalidRequest, SchemaTooComplex, RulesTooComplex, PayloadTooLarge, NotFound, MethodNotAllowed, Forbidden, RateLimited, Internal,
 		Unavailable, DeadlineExceeded, PaymentRequired, FreeTrialExhausted, PaymentInvalid,
-		PaymentMismatch, PaymentVerifyFail, PaymentReplayed, PaymentSettleFail, FacilitatorDown}
+		PaymentMismatch, PaymentVerifyFail, PaymentReplayed, PaymentSettleFail, FacilitatorDown, PaymentIDConflict}
 }
 
 // Status is the HTTP status of a code; unknown codes are internal errors.
@@ -134,6 +136,8 @@ func defaultAction(code Code) string {
 		return "check_route"
 	case code == MethodNotAllowed:
 		return "use_allowed_method"
+	case code == PaymentIDConflict:
+		return "use_new_payment_identifier"
 	case code.Retryable():
 		return "retry_later"
 	case code.Status() == 402:

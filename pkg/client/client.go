@@ -303,6 +303,11 @@ func (c *Client) VerifyJSON(ctx context.Context, route string, body []byte) (*Ve
 		if err := matchRequest(&v, body); err != nil {
 			return nil, &ReceiptError{Route: route, Err: err, Body: ex.body, Payment: payment}
 		}
+		if payment != nil {
+			if err := checkBinding(v.PaymentBinding, payment); err != nil {
+				return nil, &ReceiptError{Route: route, Err: err, Body: ex.body, Payment: payment}
+			}
+		}
 	}
 	v.Answer = ex.answer(payment)
 	return &v, nil
@@ -479,7 +484,7 @@ func (c *Client) attempt(ctx context.Context, cl call) (*exchange, *Payment, err
 			return nil, nil, paymentRequired(ex, false, err)
 		}
 		payment = p
-		if ex, err = c.send(ctx, cl.method, cl.path, cl.body, header); err != nil {
+		if ex, err = c.sendPaid(ctx, cl, header, p); err != nil {
 			return nil, nil, fmt.Errorf("%w (a payment of %s USD was signed for it)", err, p.USD)
 		}
 		if h := ex.header.Get(headerPaymentResponse); h != "" {
@@ -495,6 +500,44 @@ func (c *Client) attempt(ctx context.Context, cl call) (*exchange, *Payment, err
 		return nil, nil, paymentRequired(ex, payment != nil, nil)
 	}
 	return nil, nil, apiError(ex)
+}
+
+// maxPaidResends bounds how often a paid request that got no answer (a timeout, a dropped
+// connection) is sent again under its payment identifier: enough to ride out a blip, few enough
+// that a service that is down is reported soon.
+const maxPaidResends = 3
+
+// paidResendWait is the pause before sending a paid request again: time for a first request
+// still in flight to finish, so that the retry finds its answer kept.
+const paidResendWait = time.Second
+
+// sendPaid sends a paid request. When it gets no answer and the payment carries a payment
+// identifier, it sends the same payment again (SPEC §16): the service answers a request it
+// already answered from its store, without charging again, and one whose payment it never saw as
+// new. A retry that finds the first still in flight is refused as payment_replayed; it waits and
+// asks again.
+func (c *Client) sendPaid(ctx context.Context, cl call, header string, p *Payment) (*exchange, error) {
+	ex, err := c.send(ctx, cl.method, cl.path, cl.body, header)
+	for resend := 0; p.Identifier != "" && resend < maxPaidResends && ctx.Err() == nil; resend++ {
+		inFlight := err == nil && ex.status == http.StatusPaymentRequired && resend > 0 && paymentCode(ex) == string(apperr.PaymentReplayed)
+		if err == nil && !inFlight {
+			break
+		}
+		if serr := c.sleep(ctx, paidResendWait); serr != nil {
+			break
+		}
+		ex, err = c.send(ctx, cl.method, cl.path, cl.body, header)
+	}
+	return ex, err
+}
+
+// paymentCode is the code of a 402 answer's body, "" when it has none.
+func paymentCode(ex *exchange) string {
+	var b struct {
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(ex.body, &b)
+	return b.Code
 }
 
 // send makes one HTTP request and reads the whole answer (bounded).

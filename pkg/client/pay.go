@@ -2,10 +2,14 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/big"
 	"strings"
 
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
@@ -136,14 +140,64 @@ func (c *Client) paymentFor(ctx context.Context, pr x402.PaymentRequired) (strin
 		return "", nil, fmt.Errorf("sign payment: %w", err)
 	}
 	resource := pr.Resource
-	header, err := x402.EncodeHeader(x402.PaymentPayload{
-		X402Version: x402.Version, Resource: &resource, Accepted: o.req, Payload: payload,
-	})
+	pp := x402.PaymentPayload{X402Version: x402.Version, Resource: &resource, Accepted: o.req, Payload: payload}
+	var id string
+	if _, ok := pr.Extensions[x402.ExtPaymentIdentifier]; ok {
+		// The service answers a retry under the same id from its store (SPEC §16).
+		id = newPaymentIdentifier()
+		pp.Extensions = map[string]any{x402.ExtPaymentIdentifier: map[string]any{"info": map[string]any{"id": id}}}
+	}
+	// The payment member the answer must carry: what was signed, for the requirement paid. A
+	// payload it cannot be read from is sent all the same (the service refuses it as
+	// payment_invalid); an answer to it would match no binding and be refused.
+	binding, _ := x402.Binding(pp, o.req, "")
+	header, err := x402.EncodeHeader(pp)
 	if err != nil {
 		// The signed authorization is not sent anywhere, but it exists: keep it counted.
 		return "", nil, fmt.Errorf("encode payment: %w", err)
 	}
-	return header, &Payment{Requirements: o.req, USD: usd(o.price)}, nil
+	return header, &Payment{Requirements: o.req, USD: usd(o.price), Identifier: id, Binding: binding}, nil
+}
+
+// newPaymentIdentifier is a fresh payment-identifier id: "pay_" and 128 random bits in hex, as
+// the extension's specification recommends.
+func newPaymentIdentifier() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "pay_" + hex.EncodeToString(b[:])
+}
+
+// checkBinding holds a paid answer's payment member to the payment the client made: the scheme,
+// network, asset, amount and payee of the requirement it paid, the authorization it signed, the
+// requirements' hash and, where the client knows it (EVM: the authorization's from), the payer.
+// Addresses are compared without regard to case on EVM, where checksumming only changes case.
+func checkBinding(got *receipt.Payment, p *Payment) error {
+	if got == nil || got.FreeAllowance {
+		return errors.New("the paid answer does not say it was paid (payment member missing or free)")
+	}
+	want := p.Binding
+	same := func(a, b string) bool { return a == b }
+	if strings.HasPrefix(want.Network, "eip155:") {
+		same = strings.EqualFold
+	}
+	for _, f := range []struct {
+		name      string
+		got, want string
+		exact     bool
+	}{
+		{"scheme", got.Scheme, want.Scheme, true}, {"network", got.Network, want.Network, true},
+		{"amount", got.Amount, want.Amount, true}, {"asset", got.Asset, want.Asset, false},
+		{"pay_to", got.PayTo, want.PayTo, false}, {"authorization", got.Authorization, want.Authorization, true},
+		{"requirements_hash", got.RequirementsHash, want.RequirementsHash, true},
+	} {
+		if f.exact && f.got != f.want || !f.exact && !same(f.got, f.want) {
+			return fmt.Errorf("the answer's payment.%s is not what the client paid", f.name)
+		}
+	}
+	if want.Payer != "" && !same(got.Payer, want.Payer) {
+		return errors.New("the answer's payment.payer is not the client's address")
+	}
+	return nil
 }
 
 // Spent is how much the client has signed for so far, in USD.

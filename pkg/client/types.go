@@ -100,6 +100,12 @@ type Payment struct {
 	Requirements x402.Requirements
 	USD          string
 	Settlement   *x402.SettleResponse
+	// Identifier is the x402 payment-identifier the payment carried ("" when the service did not
+	// declare the extension): a retry of the call sends it again and is not charged twice.
+	Identifier string
+	// Binding is the payment member (SPEC §16) the answer had to carry, computed from what the
+	// client signed; the client refused any paid answer whose member differs.
+	Binding receipt.Payment
 }
 
 // FreeTrial is the caller's free allowance state that a 402 answer's body carries (SPEC §8.2).
@@ -209,8 +215,11 @@ type Verification struct {
 	SchemaCompliance   *Ratio        `json:"schema_compliance,omitempty"`
 	IntegrityChecks    *Ratio        `json:"integrity_checks,omitempty"`
 	Overall            *Ratio        `json:"overall,omitempty"`
-	Verify             VerifyInfo    `json:"verify"`
-	Attestation        Attestation   `json:"attestation"`
+	// PaymentBinding is the signed answer's payment member (SPEC §16): free_allowance, or what
+	// was paid, which the client held to what it signed.
+	PaymentBinding *receipt.Payment `json:"payment,omitempty"`
+	Verify         VerifyInfo       `json:"verify"`
+	Attestation    Attestation      `json:"attestation"`
 
 	Answer `json:"-"`
 }

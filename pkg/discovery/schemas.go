@@ -238,7 +238,7 @@ func paymentRequiredSchema(paymentCodes []string) map[string]any {
 			"resource": map[string]any{"type": "object", "required": []string{"url"}, "properties": map[string]any{
 				"url": map[string]any{"type": "string"}, "description": map[string]any{"type": "string"}, "mimeType": map[string]any{"type": "string"}}},
 			"accepts":    map[string]any{"type": "array", "items": map[string]any{"$ref": "#/components/schemas/PaymentRequirements"}, "description": "Empty when the deployment takes no payments (the discovery probe still answers)."},
-			"extensions": map[string]any{"type": "object", "description": "bazaar: the route's input and output, for x402 catalogues."},
+			"extensions": map[string]any{"type": "object", "description": "bazaar: the route's input and output, for x402 catalogues. payment-identifier (verification routes and tool): send extensions[\"payment-identifier\"].info.id (16-128 characters of letters, digits, - and _) in the PaymentPayload; the same id with the same body is answered again from the store, never charged twice; with another body, 409 payment_identifier_conflict."},
 			"code":       map[string]any{"type": "string", "enum": paymentCodes},
 			"status":     map[string]any{"type": "integer", "const": 402},
 			"charged":    map[string]any{"type": "boolean", "const": false},

@@ -72,9 +72,11 @@ type manifester interface {
 func PaidRoutes(svc *service.Service) []x402.ManifestItem {
 	base, p := svc.BaseURL(), svc.Pricing()
 	desc := "Verify an AI agent's JSON output against a JSON Schema and business rules; signed receipt. Free allowance first."
+	// Paid verifications are idempotent under an x402 payment identifier (SPEC §16).
+	idem := map[string]any{x402.ExtPaymentIdentifier: x402.PaymentIdentifierExtension()}
 	return []x402.ManifestItem{
-		{Resource: base + "/verify/schema", Method: http.MethodPost, Description: desc, PriceUSD: p.PriceVerify},
-		{Resource: base + "/verify/deliverable", Method: http.MethodPost, Description: desc, PriceUSD: p.PriceVerify},
+		{Resource: base + "/verify/schema", Method: http.MethodPost, Description: desc, PriceUSD: p.PriceVerify, Extensions: idem},
+		{Resource: base + "/verify/deliverable", Method: http.MethodPost, Description: desc, PriceUSD: p.PriceVerify, Extensions: idem},
 		{Resource: base + "/score/{agent_id}", Method: http.MethodGet, Description: service.ScoreDescription + " Free signed no_data answer for unknown agents.", PriceUSD: p.PriceScore},
 	}
 }

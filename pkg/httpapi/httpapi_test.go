@@ -63,6 +63,14 @@ func (m *memRecorder) PaymentReserved(ctx context.Context, id string) (bool, err
 	return m.store().PaymentReserved(ctx, id)
 }
 
+func (m *memRecorder) KeepPaidAnswer(ctx context.Context, id string, a store.PaidAnswer, expires time.Time) error {
+	return m.store().KeepPaidAnswer(ctx, id, a, expires)
+}
+
+func (m *memRecorder) PaidAnswer(ctx context.Context, id string) (store.PaidAnswer, bool, error) {
+	return m.store().PaidAnswer(ctx, id)
+}
+
 func (m *memRecorder) History(ctx context.Context, agentID string, limit int, cursor string) ([]store.Verification, string, error) {
 	return m.store().History(ctx, agentID, limit, cursor)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/agent-output-verifier/verifier/internal/testclock"
 	"github.com/agent-output-verifier/verifier/internal/testhttp"
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/bolt"
 	"github.com/agent-output-verifier/verifier/pkg/store/dynamo"
@@ -455,10 +456,10 @@ func TestPaymentNotSettledIsReleased(t *testing.T) {
 		return p
 	}
 	ctx := context.Background()
-	works := func(context.Context) error { return nil }
+	works := func(context.Context, receipt.Payment) error { return nil }
 
 	// The work fails: an error, nothing settled, and the same payment is taken afterwards.
-	failing := func(context.Context) error { return apperr.New(apperr.DeadlineExceeded, "too slow") }
+	failing := func(context.Context, receipt.Payment) error { return apperr.New(apperr.DeadlineExceeded, "too slow") }
 	if sr, fail, err := e.svc.Charge(ctx, payment(1), "0.02", failing); err == nil || sr != nil || fail != nil || payer.settles.Load() != 0 {
 		t.Fatalf("failing work: %v %v %v, settles %d", sr, fail, err, payer.settles.Load())
 	}
@@ -485,7 +486,7 @@ func TestPaymentNotSettledIsReleased(t *testing.T) {
 	}
 	// The work's own deadline leaves settlement its time.
 	var workBy time.Time
-	if _, _, err := e.svc.Charge(enough, payment(4), "0.02", func(ctx context.Context) error { workBy, _ = ctx.Deadline(); return nil }); err != nil {
+	if _, _, err := e.svc.Charge(enough, payment(4), "0.02", func(ctx context.Context, _ receipt.Payment) error { workBy, _ = ctx.Deadline(); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if want := deadline.Add(-service.AfterSettle - service.MinSettleTime); !workBy.Equal(want) {

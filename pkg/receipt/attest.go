@@ -23,6 +23,16 @@ const (
 // attestationName is the response member that carries the signature; it is not itself signed.
 const attestationName = "attestation"
 
+// Sign signs msg with the key: the one signing entry point for everything the service signs
+// besides attestations (x402 offer and receipt JWS, DSSE envelopes), so that every signature
+// comes from the same key source.
+func (k Key) Sign(msg []byte) ([]byte, error) {
+	if err := k.check(); err != nil {
+		return nil, err
+	}
+	return sign(k.Private, msg), nil
+}
+
 // Attest signs response and returns it with the attestation appended as its last member:
 //
 //	"attestation":{"algorithm":"Ed25519","key_version":v,"timestamp":ts,"signature":b64}

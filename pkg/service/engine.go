@@ -37,6 +37,8 @@ type Envelope struct {
 	VerifiedAt      time.Time
 	VerifierVersion string
 	Verify          receipt.VerifyInfo
+	// Payment is what bought the answer, signed with it (SPEC §16).
+	Payment *receipt.Payment
 }
 
 // Checked is a finished check: the signed response and what the history records of it.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
@@ -163,11 +164,12 @@ type PaymentFailure struct {
 
 // Charge is the paid path of SPEC §8.3 after the request was validated, for every transport:
 // match the payment against the server's own requirements for priceUSD, refuse a known replay,
-// verify with the facilitator, reserve the payment id, run work, settle. Nothing is settled
-// unless work succeeded, and the caller delivers nothing unless Charge returns a settlement.
+// verify with the facilitator, reserve the payment id, run work, settle. work gets the payment's
+// binding (SPEC §16), for the answer it signs. Nothing is settled unless work succeeded, and the
+// caller delivers nothing unless Charge returns a settlement.
 // A refused payment is a *PaymentFailure; a 5xx (facilitator or store down, work failed) is an
 // error.
-func (s *Service) Charge(ctx context.Context, payload x402.PaymentPayload, priceUSD string, work func(context.Context) error) (*x402.SettleResponse, *PaymentFailure, error) {
+func (s *Service) Charge(ctx context.Context, payload x402.PaymentPayload, priceUSD string, work func(context.Context, receipt.Payment) error) (*x402.SettleResponse, *PaymentFailure, error) {
 	if s.d.Payer == nil {
 		return nil, nil, apperr.Field("payment", "was sent to a deployment that takes no payments", "Send the request without a payment.")
 	}
@@ -199,6 +201,13 @@ func (s *Service) Charge(ctx context.Context, payload x402.PaymentPayload, price
 	if !vr.IsValid {
 		return nil, &PaymentFailure{Code: apperr.PaymentVerifyFail, Message: "The facilitator rejected the payment: " + safeReason(vr.InvalidReason) + ". Nothing was charged."}, nil
 	}
+	binding, err := x402.Binding(payload, accepted, vr.Payer)
+	if err == nil && binding.Payer == "" {
+		err = errors.New("the payer is unknown")
+	}
+	if err != nil {
+		return nil, &PaymentFailure{Code: apperr.PaymentInvalid, Message: "The payment payload is malformed. Nothing was charged."}, nil
+	}
 	if err := s.reservePayment(ctx, id); err != nil {
 		if errors.Is(err, store.ErrPaymentReplayed) {
 			return nil, &PaymentFailure{Code: apperr.PaymentReplayed, Message: "This payment was already used. Nothing was charged again; sign a new payment."}, nil
@@ -214,7 +223,7 @@ func (s *Service) Charge(ctx context.Context, payload x402.PaymentPayload, price
 		wctx, cancel = context.WithDeadline(ctx, d.Add(-AfterSettle-MinSettleTime))
 		defer cancel()
 	}
-	if err := work(wctx); err != nil {
+	if err := work(wctx, binding); err != nil {
 		s.releasePayment(ctx, id) // never settled: the client may send the same payment again
 		return nil, nil, err
 	}

@@ -142,8 +142,9 @@ func (s *Service) decode(ctx context.Context, body []byte, checkSchema bool) (*J
 	return &job, nil
 }
 
-// Finish checks a decoded request and signs the report within the deadline.
-func (s *Service) Finish(ctx context.Context, job *Job) (*Verification, error) {
+// Finish checks a decoded request and signs the report within the deadline. payment is what
+// bought it (SPEC §16), signed with it; nil leaves the answer without a payment member.
+func (s *Service) Finish(ctx context.Context, job *Job, payment *receipt.Payment) (*Verification, error) {
 	var v *Verification
 	err := s.withDeadline(ctx, func(ctx context.Context) error {
 		// The checks stop when the deadline answers for them, instead of running on.
@@ -151,7 +152,7 @@ func (s *Service) Finish(ctx context.Context, job *Job) (*Verification, error) {
 		now := s.d.Now()
 		env := Envelope{
 			VerificationID: s.d.NewID(), VerifiedAt: now, VerifierVersion: wire.Version,
-			Verify: receipt.NewVerifyInfo(s.d.BaseURL, s.d.Keys.Current.Version),
+			Verify: receipt.NewVerifyInfo(s.d.BaseURL, s.d.Keys.Current.Version), Payment: payment,
 		}
 		checked, err := job.check.Finish(env, s.d.Keys.Current)
 		if err != nil {
@@ -168,11 +169,12 @@ func (s *Service) Finish(ctx context.Context, job *Job) (*Verification, error) {
 }
 
 // RunVerification decodes, checks and signs one request body, with no allowance or payment: for
-// callers that did their own accounting.
-func (s *Service) RunVerification(ctx context.Context, body []byte) (*Verification, error) {
+// callers that did their own accounting, which say in payment what bought the answer (nil: the
+// answer has no payment member).
+func (s *Service) RunVerification(ctx context.Context, body []byte, payment *receipt.Payment) (*Verification, error) {
 	job, err := s.Decode(ctx, body)
 	if err != nil {
 		return nil, err
 	}
-	return s.Finish(ctx, job)
+	return s.Finish(ctx, job, payment)
 }

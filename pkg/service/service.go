@@ -42,6 +42,8 @@ type Store interface {
 	ReservePayment(ctx context.Context, id string, expires time.Time) error
 	ReleasePayment(ctx context.Context, id string) error
 	PaymentReserved(ctx context.Context, id string) (bool, error)
+	KeepPaidAnswer(ctx context.Context, id string, a store.PaidAnswer, expires time.Time) error
+	PaidAnswer(ctx context.Context, id string) (a store.PaidAnswer, ok bool, err error)
 	RecordVerification(ctx context.Context, v store.Verification) error
 	History(ctx context.Context, agentID string, limit int, cursor string) (page []store.Verification, next string, err error)
 	AgentAggregate(ctx context.Context, agentID string) (agg reputation.Aggregate, ok bool, err error)

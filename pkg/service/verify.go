@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
@@ -48,6 +51,9 @@ type Outcome struct {
 	// Settlement.Network.
 	VerificationID, Result string
 	SettledAmount          string
+	// Replayed says the answer is one kept under the payment's identifier (SPEC §16), delivered
+	// again without being verified or settled again.
+	Replayed bool
 }
 
 // Words are the texts a transport's answers use for what its caller sent: REST speaks of a body
@@ -142,7 +148,7 @@ func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
 		}
 		return s.verifyPaymentRequired(ctx, call, apperr.FreeTrialExhausted, "This client's free checks for today are used up; pay with x402 to continue.", ft, nil)
 	}
-	v, err := s.Finish(ctx, job)
+	v, err := s.Finish(ctx, job, &receipt.FreePayment)
 	if err != nil {
 		return s.refused(call.Route, err)
 	}
@@ -161,9 +167,22 @@ func (s *Service) verifyPaid(ctx context.Context, call VerifyCall, job *Job) Out
 	if call.Payment.Err != nil {
 		return s.verifyPaymentRequired(ctx, call, apperr.PaymentInvalid, w.UndecodablePayment, s.freeTrial(ctx, client, 0, false), nil)
 	}
+	// A payment identifier (SPEC §16): the same id with the same request is answered from the
+	// store, before anything is verified or settled; with another request it is a 409.
+	pid, hasPID, err := x402.PaymentIdentifier(call.Payment.Payload)
+	if err != nil {
+		return s.verifyPaymentRequired(ctx, call, apperr.PaymentInvalid, "The payment's payment-identifier id is not 16 to 128 characters of letters, digits, - and _. Nothing was charged.", s.freeTrial(ctx, client, 0, false), nil)
+	}
+	var reqHash string
+	if hasPID {
+		reqHash = paidRequestHash(call.Resource, call.Body)
+		if o, done := s.keptAnswer(ctx, call, pid, reqHash); done {
+			return o
+		}
+	}
 	var v *Verification
-	sr, fail, err := s.Charge(ctx, call.Payment.Payload, s.d.Pricing.PriceVerify, func(ctx context.Context) (err error) {
-		v, err = s.Finish(ctx, job)
+	sr, fail, err := s.Charge(ctx, call.Payment.Payload, s.d.Pricing.PriceVerify, func(ctx context.Context, binding receipt.Payment) (err error) {
+		v, err = s.Finish(ctx, job, &binding)
 		return err
 	})
 	switch {
@@ -173,6 +192,9 @@ func (s *Service) verifyPaid(ctx context.Context, call VerifyCall, job *Job) Out
 		return s.verifyPaymentRequired(ctx, call, fail.Code, fail.Message, s.freeTrial(ctx, client, 0, false), fail.Settlement)
 	}
 	s.Record(ctx, v, call.Client, true)
+	if hasPID {
+		s.keepAnswer(ctx, pid, reqHash, v.Body, sr)
+	}
 	// x402.Match held the payment to the accepted requirements, amount included.
 	return Outcome{Kind: Answered, Body: v.Body, Settlement: sr, VerificationID: v.VerificationID, Result: v.Result,
 		SettledAmount: call.Payment.Payload.Accepted.Amount}
@@ -181,7 +203,16 @@ func (s *Service) verifyPaid(ctx context.Context, call VerifyCall, job *Job) Out
 // verifyPaymentRequired is a verification's payment-required outcome, with the client's free
 // allowance state.
 func (s *Service) verifyPaymentRequired(ctx context.Context, call VerifyCall, code apperr.Code, message string, ft map[string]any, settlement *x402.SettleResponse) Outcome {
-	pr, err := s.PaymentRequiredFor(ctx, call.Resource, VerifyDescription, s.d.Pricing.PriceVerify, message, call.Extensions)
+	ext := call.Extensions
+	if s.d.Payer != nil {
+		// Paid verifications are idempotent under a payment identifier (SPEC §16).
+		ext = maps.Clone(ext)
+		if ext == nil {
+			ext = map[string]any{}
+		}
+		ext[x402.ExtPaymentIdentifier] = paymentIdentifierExtension()
+	}
+	pr, err := s.PaymentRequiredFor(ctx, call.Resource, VerifyDescription, s.d.Pricing.PriceVerify, message, ext)
 	if err != nil {
 		return s.refused(call.Route, err)
 	}
@@ -192,3 +223,6 @@ func (s *Service) verifyPaymentRequired(ctx context.Context, call VerifyCall, co
 func (s *Service) refused(route string, err error) Outcome {
 	return Outcome{Kind: Refused, Err: s.PublicError(route, err)}
 }
+
+// paymentIdentifierExtension is the payment-identifier advertisement, the same in every answer.
+var paymentIdentifierExtension = sync.OnceValue(x402.PaymentIdentifierExtension)

@@ -39,6 +39,14 @@ type Store interface {
 	// PaymentReserved tells whether a live reservation of id exists. It lets a replay be refused
 	// as such before the facilitator is asked; ReservePayment stays the one that decides.
 	PaymentReserved(ctx context.Context, id string) (bool, error)
+	// KeepPaidAnswer keeps a paid call's answer under its x402 payment identifier until expires
+	// (SPEC §16), so that the same call sent again is answered from the store instead of being
+	// verified and settled again. The first answer kept under an id stays: keeping another under
+	// a live id returns ErrPaidAnswerKept. An answer over MaxPaidAnswer is refused (an error).
+	KeepPaidAnswer(ctx context.Context, id string, a PaidAnswer, expires time.Time) error
+	// PaidAnswer returns the live answer kept under id; ok is false when there is none (never
+	// kept, or expired).
+	PaidAnswer(ctx context.Context, id string) (a PaidAnswer, ok bool, err error)
 	// RecordVerification appends a delivered verification to the agent's history and adds it to the
 	// agent's aggregate (reputation.Aggregate.Add), in O(1) whatever the history's length. A store
 	// may take the record at once and count it later (store/dynamo folds it in, at the latest when
@@ -62,6 +70,24 @@ type Store interface {
 // reserved and has not expired, so the payment layer can answer 402 payment_replayed before doing
 // any work.
 var ErrPaymentReplayed = errors.New("payment already used")
+
+// ErrPaidAnswerKept is returned (wrapped) by KeepPaidAnswer when a live answer is already kept
+// under the payment identifier: the first one stays.
+var ErrPaidAnswerKept = errors.New("an answer is already kept under this payment identifier")
+
+// PaidAnswer is a paid call's answer as kept under its payment identifier: what the call was
+// (RequestHash, which the service computes from the resource and the request), the signed answer
+// as delivered, and the settlement's JSON (the PAYMENT-RESPONSE it was delivered with).
+type PaidAnswer struct {
+	RequestHash string
+	Response    []byte
+	Settlement  []byte
+}
+
+// MaxPaidAnswer bounds the answer and settlement kept under one payment identifier: a DynamoDB
+// item holds at most 400 KB, and a verification's answer, whose lists are capped, stays far below
+// this.
+const MaxPaidAnswer = 256 << 10
 
 // ErrBadCursor is returned (wrapped) by History when the cursor was not produced by History: the
 // caller sent garbage, which the HTTP layer answers with 422 rather than 500.

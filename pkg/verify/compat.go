@@ -35,6 +35,9 @@ var Version = wire.Version
 // VerifyInfo is the verify block of signed answers (receipt.VerifyInfo).
 type VerifyInfo = receipt.VerifyInfo
 
+// Payment is the payment member of signed answers (receipt.Payment).
+type Payment = receipt.Payment
+
 // HashVector is one request-hash test vector (wire.HashVector).
 type HashVector = wire.HashVector
 

@@ -98,7 +98,10 @@ type Report struct {
 	IntegrityChecks     *Ratio        `json:"integrity_checks,omitzero"`
 	Overall             *Ratio        `json:"overall,omitzero"`
 
-	Verify VerifyInfo `json:"verify"`
+	// Payment is what bought the answer (SPEC §16); nil for an answer signed outside the
+	// service (the CLI's local check), which neither the allowance nor a payment bought.
+	Payment *Payment   `json:"payment,omitzero"`
+	Verify  VerifyInfo `json:"verify"`
 
 	overall Ratio // kept for the history even when the compact shape omits it
 
@@ -152,6 +155,7 @@ type Envelope struct {
 	VerifiedAt      time.Time
 	VerifierVersion string
 	Verify          VerifyInfo
+	Payment         *Payment // nil: no payment member
 }
 
 // buildReport shapes findings into the response of SPEC §4.6. Its lists hold at most ListCap
@@ -177,6 +181,7 @@ func buildReport(req *Request, f Findings, env Envelope) *Report {
 		OutputHash: req.Hashes.Output, SchemaHash: req.Hashes.Schema, RulesHash: req.Hashes.Rules,
 		VerifiedAt: FormatTime(env.VerifiedAt), VerifierVersion: env.VerifierVersion,
 		EnforceRules: req.EnforceRules, StrictContentCheck: req.StrictContentCheck, Verify: env.Verify,
+		Payment: env.Payment,
 	}
 	blocking := []string{}
 	// Failures in all, blocking ones, and the non-blocking ones that get a hint (all but info).

@@ -86,7 +86,9 @@ var (
 		"enforce_rules", "strict_content_check",
 		"errors", "errors_total", "errors_omitted", "errors_detail", "errors_detail_total", "errors_detail_omitted",
 		"flags", "flags_total", "flags_omitted", "hints", "hints_total", "hints_omitted",
-		"schema_compliance", "integrity_checks", "overall", "verify")
+		"schema_compliance", "integrity_checks", "overall", "payment", "verify")
+	paymentMembers = newMembers("free_allowance", "scheme", "network", "asset", "amount", "pay_to", "payer",
+		"requirements_hash", "authorization")
 )
 
 func (c *jsonWriter) report(r *Report) {
@@ -194,6 +196,11 @@ func (c *jsonWriter) report(r *Report) {
 		case 28:
 			c.ratioMember(n, r.Overall)
 		case 29:
+			if r.Payment != nil {
+				c.name(n)
+				c.payment(r.Payment)
+			}
+		case 30:
 			c.name(n)
 			c.verifyInfo(&r.Verify)
 		}
@@ -319,6 +326,43 @@ func (c *jsonWriter) verifyInfo(v *VerifyInfo) {
 			s = v.MCP
 		}
 		c.strMember(m.names[i], s)
+	}
+	c.close('}')
+}
+
+// payment writes the payment member, each field only when set (the json tags' omitzero).
+func (c *jsonWriter) payment(p *Payment) {
+	m := paymentMembers
+	c.open('{')
+	for _, i := range c.order(m) {
+		if i == 0 {
+			if p.FreeAllowance {
+				c.boolMember(m.names[i], true)
+			}
+			continue
+		}
+		var s string
+		switch i {
+		case 1:
+			s = p.Scheme
+		case 2:
+			s = p.Network
+		case 3:
+			s = p.Asset
+		case 4:
+			s = p.Amount
+		case 5:
+			s = p.PayTo
+		case 6:
+			s = p.Payer
+		case 7:
+			s = p.RequirementsHash
+		case 8:
+			s = p.Authorization
+		}
+		if s != "" {
+			c.strMember(m.names[i], s)
+		}
 	}
 	c.close('}')
 }

@@ -138,17 +138,31 @@ func TestReportCanonicalEncoder(t *testing.T) {
 		if err != nil {
 			continue // the rules cases include requests the decoder refuses
 		}
-		rep, err := eng.Check(req, sch, testEnv)
-		if err != nil {
-			t.Fatal(err)
+		// Each report in the three payment shapes: none (signed outside the service), the free
+		// allowance, and a payment (SPEC §16).
+		for _, p := range testPayments {
+			env := testEnv
+			env.Payment = p
+			rep, err := eng.Check(req, sch, env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertCanonicalReport(t, rep)
+			checked++
 		}
-		assertCanonicalReport(t, rep)
-		checked++
 	}
-	if checked < 300 {
+	if checked < 900 {
 		t.Errorf("only %d reports compared", checked)
 	}
 }
+
+// testPayments are the payment members of SPEC §16: none, free, paid (with a payer that needs
+// escaping, so that the payment member's strings take the escaping path too).
+var testPayments = []*Payment{nil, &receipt.FreePayment, {
+	Scheme: "exact", Network: "eip155:8453", Asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+	Amount: "20000", PayTo: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C", Payer: "0x857b\"\u00e9",
+	RequirementsHash: strings.Repeat("ab", 32), Authorization: "0x" + strings.Repeat("01", 32),
+}}
 
 // The signed envelope is built from the encoder's bytes and verifies with the independent
 // verifier, which rebuilds the canonical form from the wire form.
@@ -157,7 +171,9 @@ func TestRespondSignsTheCanonicalForm(t *testing.T) {
 	eng := NewEngine(Limits{})
 	signed := 0
 	for i, body := range reportShapes(t)[:60] {
-		out, _, err := eng.Respond(body, testEnv, key)
+		env := testEnv
+		env.Payment = testPayments[i%len(testPayments)]
+		out, _, err := eng.Respond(body, env, key)
 		if err != nil {
 			continue
 		}

@@ -152,6 +152,7 @@ const responseSchemaJSON = `{
       "ratio": {"type": "number", "minimum": 0, "maximum": 1}, "passed": {"type": "integer"}, "total": {"type": "integer"}}},
     "overall": {"type": "object", "required": ["ratio", "passed", "total"], "properties": {
       "ratio": {"type": "number", "minimum": 0, "maximum": 1}, "passed": {"type": "integer"}, "total": {"type": "integer"}}},
+    "payment": ` + receipt.PaymentSchemaJSON + `,
     "verify": ` + receipt.VerifyInfoSchemaJSON + `,
     "attestation": ` + receipt.AttestationSchemaJSON + `
   }

@@ -81,6 +81,9 @@ type ManifestItem struct {
 	Method      string
 	Description string
 	PriceUSD    string
+	// Extensions are the x402 extensions the route's 402 answers declare that a client may use
+	// (payment-identifier), nil for none.
+	Extensions map[string]any
 }
 
 // Manifest builds /.well-known/x402 (SPEC §8.5) from the same Requirements as the 402 answers,
@@ -99,12 +102,16 @@ func (p *Payments) Manifest(ctx context.Context, items []ManifestItem, freeAllow
 			seen[it.Resource] = true
 			resources = append(resources, it.Resource)
 		}
-		entries = append(entries, map[string]any{
+		entry := map[string]any{
 			"resource":    it.Resource,
 			"method":      strings.ToUpper(it.Method),
 			"description": it.Description,
 			"accepts":     accepts,
-		})
+		}
+		if it.Extensions != nil {
+			entry["extensions"] = it.Extensions
+		}
+		entries = append(entries, entry)
 	}
 	m := map[string]any{
 		"version":     1,

@@ -17,12 +17,15 @@ func SolanaPublicKey(address string) ([32]byte, error) {
 }
 
 // SolanaAddress is the base58 address of a 32-byte Solana public key (SolanaPublicKey's inverse).
-func SolanaAddress(key [32]byte) string {
+func SolanaAddress(key [32]byte) string { return base58Encode(key[:]) }
+
+// base58Encode is Solana's (Bitcoin's) base58 form of b: addresses and transaction signatures.
+func base58Encode(b []byte) string {
 	zeros := 0
-	for zeros < len(key) && key[zeros] == 0 {
+	for zeros < len(b) && b[zeros] == 0 {
 		zeros++
 	}
-	n := new(big.Int).SetBytes(key[:])
+	n := new(big.Int).SetBytes(b)
 	var out []byte
 	fifty8, mod := big.NewInt(58), new(big.Int)
 	for n.Sign() > 0 {

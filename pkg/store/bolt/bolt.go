@@ -5,8 +5,9 @@
 // least those granted; see allowance.go) and its expiry; bucket
 // "payments" maps a payment id to its expiry; bucket "history" holds one nested bucket per agent,
 // mapping the shared history sort key to the record as JSON; bucket "aggregates" maps an agent id
-// to its reputation.Aggregate (JSON, with a version counted up on each change). Expired counters
-// and reservations are ignored on read, deleted lazily when met, and swept when the file is opened.
+// to its reputation.Aggregate (JSON, with a version counted up on each change); bucket "answers"
+// maps a payment identifier to its expiry then the paid answer kept under it (JSON). Expired
+// counters, reservations and answers are ignored on read, deleted lazily when met, and swept when the file is opened.
 //
 // A bucket is created by the first write that needs it, and a read takes a missing bucket as
 // empty: opening a file, fresh or reopened, then commits nothing unless the sweep has something
@@ -53,6 +54,7 @@ var (
 	bucketPayments  = []byte("payments")
 	bucketHistory   = []byte("history")
 	bucketAggregate = []byte("aggregates")
+	bucketAnswers   = []byte("answers")
 )
 
 // Store is the bbolt-backed store.Store. It is safe for concurrent use: bbolt runs one write
@@ -156,7 +158,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 }
 
 // swept are the buckets whose items expire.
-var swept = [][]byte{bucketAllowance, bucketPayments}
+var swept = [][]byte{bucketAllowance, bucketPayments, bucketAnswers}
 
 // sweepExpired deletes every expired counter and reservation, so the file does not grow by one
 // counter per client per day forever.
@@ -216,8 +218,12 @@ func putIn(tx *bbolt.Tx, bucket, key, value []byte) error {
 // expiryOf reads the expiry out of a counter or reservation value; ok is false for a value this
 // version did not write, which the sweep treats as garbage.
 func expiryOf(bucket, v []byte) (int64, bool) {
-	if string(bucket) == string(bucketAllowance) {
+	switch string(bucket) {
+	case string(bucketAllowance):
 		_, exp, ok := decodeCounter(v)
+		return exp, ok
+	case string(bucketAnswers):
+		exp, _, ok := decodeAnswer(v)
 		return exp, ok
 	}
 	return decodeExpiry(v)

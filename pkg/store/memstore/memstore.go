@@ -30,6 +30,7 @@ type Store struct {
 	mu         sync.Mutex
 	allowances map[allowanceKey]counter
 	payments   map[string]int64 // payment id -> expiry, epoch seconds
+	answers    map[string]keptAnswer
 	histories  map[string][]entry
 	aggregates map[string]reputation.Aggregate
 	closed     bool
@@ -58,6 +59,7 @@ func New(now func() time.Time) *Store {
 		now:        now,
 		allowances: map[allowanceKey]counter{},
 		payments:   map[string]int64{},
+		answers:    map[string]keptAnswer{},
 		histories:  map[string][]entry{},
 		aggregates: map[string]reputation.Aggregate{},
 	}
@@ -162,6 +164,47 @@ func (s *Store) PaymentReserved(ctx context.Context, id string) (bool, error) {
 	defer s.mu.Unlock()
 	exp, ok := s.payments[id]
 	return ok && !storekey.Expired(exp, s.now()), nil
+}
+
+// keptAnswer is a paid answer and its expiry, epoch seconds.
+type keptAnswer struct {
+	a       store.PaidAnswer
+	expires int64
+}
+
+// KeepPaidAnswer implements store.Store.
+func (s *Store) KeepPaidAnswer(ctx context.Context, id string, a store.PaidAnswer, expires time.Time) error {
+	if err := storekey.CheckPaidAnswer(id, a); err != nil {
+		return fmt.Errorf("keep paid answer: %w", err)
+	}
+	if err := s.lock(ctx); err != nil {
+		return fmt.Errorf("keep paid answer: %w", err)
+	}
+	defer s.mu.Unlock()
+	if k, ok := s.answers[id]; ok && !storekey.Expired(k.expires, s.now()) {
+		return fmt.Errorf("keep paid answer: %w", store.ErrPaidAnswerKept)
+	}
+	a.Response, a.Settlement = slices.Clone(a.Response), slices.Clone(a.Settlement)
+	s.answers[id] = keptAnswer{a: a, expires: expires.Unix()}
+	return nil
+}
+
+// PaidAnswer implements store.Store.
+func (s *Store) PaidAnswer(ctx context.Context, id string) (store.PaidAnswer, bool, error) {
+	if err := storekey.CheckID("payment identifier", id); err != nil {
+		return store.PaidAnswer{}, false, fmt.Errorf("read paid answer: %w", err)
+	}
+	if err := s.lock(ctx); err != nil {
+		return store.PaidAnswer{}, false, fmt.Errorf("read paid answer: %w", err)
+	}
+	defer s.mu.Unlock()
+	k, ok := s.answers[id]
+	if !ok || storekey.Expired(k.expires, s.now()) {
+		return store.PaidAnswer{}, false, nil
+	}
+	a := k.a
+	a.Response, a.Settlement = slices.Clone(a.Response), slices.Clone(a.Settlement)
+	return a, true, nil
 }
 
 // RecordVerification implements store.Store: the record and its aggregate change together, under

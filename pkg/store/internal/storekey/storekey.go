@@ -160,3 +160,18 @@ func PageLimit(limit int) (int, error) {
 	}
 	return min(limit, store.MaxHistoryPage), nil
 }
+
+// CheckPaidAnswer checks what KeepPaidAnswer is given: a key-safe id, a request hash and an
+// answer within store.MaxPaidAnswer.
+func CheckPaidAnswer(id string, a store.PaidAnswer) error {
+	if err := CheckID("payment identifier", id); err != nil {
+		return err
+	}
+	if a.RequestHash == "" || len(a.Response) == 0 {
+		return errors.New("paid answer: request hash and response are required")
+	}
+	if len(a.Response)+len(a.Settlement)+len(a.RequestHash) > store.MaxPaidAnswer {
+		return fmt.Errorf("paid answer: over %d bytes", store.MaxPaidAnswer)
+	}
+	return nil
+}
