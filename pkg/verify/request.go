@@ -605,15 +605,15 @@ func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule,
 	}
 	if t := obj["tolerance"]; t != nil {
 		n, ok := t.(json.Number)
-		var d decimal
+		var d jsonvalue.Decimal
 		switch {
 		case !ok:
 			bad.add(at+".tolerance", "must be a number", "Send a non-negative number such as 0.01.")
-		case parseDecimal(string(n), &d) != nil || d.coef.Sign() < 0:
+		case jsonvalue.ParseDecimal(string(n), &d) != nil || d.Sign() < 0:
 			// parseDecimal bounds the exponent, so the big.Rat below stays small.
 			bad.add(at+".tolerance", "must be a finite non-negative number (exponent within ±400)", "Send a non-negative number such as 0.01.")
 		default:
-			r.Tolerance, r.ToleranceLiteral = d.rat(), n
+			r.Tolerance, r.ToleranceLiteral = d.Rat(), n
 		}
 	}
 	switch v := obj["if_present"].(type) {
@@ -689,13 +689,13 @@ func decodeBounds(bad *problems, raw jsontext.Value, v any, lim Limits) []Bound 
 		}
 		b := Bound{Path: p}
 		bad.unknown(at, at+".", unknownKeys(spec, boundFields), "is not a known bound field", "Use min, max and if_present.")
-		var limits [2]decimal
+		var limits [2]jsonvalue.Decimal
 		for i, k := range []string{"min", "max"} {
 			if spec[k] == nil {
 				continue
 			}
 			n, isNum := spec[k].(json.Number)
-			if !isNum || parseDecimal(string(n), &limits[i]) != nil {
+			if !isNum || jsonvalue.ParseDecimal(string(n), &limits[i]) != nil {
 				bad.add(at+"."+k, "must be a number (exponent within ±400)", "Send a JSON number.")
 				continue
 			}
@@ -717,7 +717,7 @@ func decodeBounds(bad *problems, raw jsontext.Value, v any, lim Limits) []Bound 
 		}
 		if b.Min != nil && b.Max != nil {
 			var c calc
-			if c.cmp(&limits[0], &limits[1]) > 0 {
+			if c.Cmp(&limits[0], &limits[1]) > 0 {
 				bad.add(at, "has min greater than max", "Swap min and max.")
 			}
 		}

@@ -1,11 +1,9 @@
 package verify
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"math/big"
 	"net/url"
 	"regexp/syntax"
@@ -918,22 +916,26 @@ type schDep struct {
 // schBound is a numeric bound of the schema, also as an exact int64 decimal when it fits (the
 // walker's fast path).
 type schBound struct {
-	r *big.Rat
-	d schDec
+	r   *big.Rat
+	d   jsonvalue.Small
+	dok bool
 }
+
+// schSmallDigits is how many fractional digits a bound may have to be held as a jsonvalue.Small.
+const schSmallDigits = 18
 
 func schBoundOf(r *big.Rat) schBound {
 	b := schBound{r: r}
 	if r == nil {
 		return b
 	}
-	if n, exact := r.FloatPrec(); exact && n < len(schPow10) {
-		scaled := new(big.Int).Mul(r.Num(), big.NewInt(schPow10[n]))
+	if n, exact := r.FloatPrec(); exact && n <= schSmallDigits {
+		scaled := new(big.Int).Mul(r.Num(), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n)), nil))
 		scaled.Quo(scaled, r.Denom())
-		if scaled.IsInt64() && scaled.CmpAbs(big.NewInt(schPow10[len(schPow10)-1])) < 0 {
-			b.d = schDec{m: scaled.Int64(), e: -n, ok: true}
-			if b.d.m == 0 {
-				b.d.e = 0
+		if scaled.IsInt64() && scaled.CmpAbs(big.NewInt(1e18)) < 0 {
+			b.d, b.dok = jsonvalue.Small{M: scaled.Int64(), E: -n}, true
+			if b.d.M == 0 {
+				b.d.E = 0
 			}
 		}
 	}
@@ -1024,7 +1026,7 @@ func schBuildGraph(root *jsonschema.Schema, resources *schemaResources) *schNode
 			n.patternSize, _ = schRegexSize(s.Pattern.String())
 		}
 		if s.Enum != nil {
-			n.enumExpected = schClip("one of "+schShowList(s.Enum.Values), FoundMaxChars)
+			n.enumExpected = jsonvalue.Clip("one of "+jsonvalue.BriefList(s.Enum.Values), FoundMaxChars)
 			n.enumDetail = fmt.Sprintf("the value is not one of the %d allowed values", len(s.Enum.Values))
 		}
 		if s.Enum != nil && len(s.Enum.Values) > schEnumScan {
@@ -1300,27 +1302,8 @@ func schJSONType(v any) string {
 	case map[string]any:
 		return "object"
 	}
-	if _, ok := schNumLit(v); ok {
+	if _, ok := jsonvalue.NumberLiteral(v); ok {
 		return "number"
 	}
 	return ""
 }
-
-// schNumLit returns a number's literal (json.Number as sent; other Go numbers formatted).
-func schNumLit(v any) (string, bool) {
-	switch n := v.(type) {
-	case json.Number:
-		return string(n), true
-	case float64:
-		return strconv.FormatFloat(n, 'g', -1, 64), !schNonFinite(n)
-	case float32:
-		return strconv.FormatFloat(float64(n), 'g', -1, 32), !schNonFinite(float64(n))
-	case int:
-		return strconv.Itoa(n), true
-	case int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
-		return fmt.Sprint(n), true
-	}
-	return "", false
-}
-
-func schNonFinite(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) }

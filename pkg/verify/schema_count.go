@@ -2,10 +2,8 @@ package verify
 
 import (
 	"container/heap"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"math/big"
 	"slices"
 	"strconv"
@@ -331,7 +329,7 @@ func (w *schWalker) undeclaredCheck(obj map[string]any, decl []*schNode) {
 	slices.Sort(bad)
 	path := schRenderPath(w.loc)
 	f := Failure{Check: "content:undeclared_property", Path: path, Field: jsonvalue.Bare(path),
-		Expected: "only properties the schema declares", Found: schClip(schPlural(len(bad), "undeclared property", "undeclared properties")+" "+schNames(bad), FoundMaxChars),
+		Expected: "only properties the schema declares", Found: jsonvalue.Clip(schPlural(len(bad), "undeclared property", "undeclared properties")+" "+schNames(bad), FoundMaxChars),
 		Detail: schPlural(len(bad), "property is", "properties are") + " not declared by the schema at this location"}
 	w.undeclared.Total++
 	w.undeclKept.add(f, w.loc)
@@ -381,7 +379,7 @@ func (w *schWalker) fail(kw, expected, found, detail string) {
 	path := schRenderPath(w.loc)
 	w.tally.Total++
 	w.kept.add(Failure{Check: "schema:" + kw, Path: path, Field: jsonvalue.Bare(path),
-		Expected: schClip(expected, FoundMaxChars), Found: schClip(found, FoundMaxChars), Detail: detail}, w.loc)
+		Expected: jsonvalue.Clip(expected, FoundMaxChars), Found: jsonvalue.Clip(found, FoundMaxChars), Detail: detail}, w.loc)
 }
 
 // spend charges units of work to the budget and reports whether the walk may go on; once it may
@@ -416,7 +414,7 @@ func (w *schWalker) eval(n *schNode, v any, count, track bool) (bool, schAnn) {
 			return true, schAnn{}
 		}
 		if count {
-			w.fail("false", "no value here (the schema is false)", schDescribe(v), "the schema allows no value at this location")
+			w.fail("false", "no value here (the schema is false)", jsonvalue.Describe(v), "the schema allows no value at this location")
 		}
 		return false, schAnn{}
 	}
@@ -482,7 +480,7 @@ func (w *schWalker) evalBody(n *schNode, v any, count, track bool) (bool, schAnn
 			return false, ann
 		}
 		if !pass && count {
-			w.fail("const", "the constant "+schShow(*s.Const), "value "+schShow(v), "the value differs from the required constant")
+			w.fail("const", "the constant "+jsonvalue.Brief(*s.Const), "value "+jsonvalue.Brief(v), "the value differs from the required constant")
 		}
 	}
 	if s.Enum != nil {
@@ -504,7 +502,7 @@ func (w *schWalker) evalBody(n *schNode, v any, count, track bool) (bool, schAnn
 			return false, ann
 		}
 		if !pass && count {
-			w.fail("enum", n.enumExpected, "value "+schShow(v), n.enumDetail)
+			w.fail("enum", n.enumExpected, "value "+jsonvalue.Brief(v), n.enumDetail)
 		}
 	}
 	if s.Format != nil {
@@ -517,7 +515,7 @@ func (w *schWalker) evalBody(n *schNode, v any, count, track bool) (bool, schAnn
 				return false, ann
 			}
 			if err != nil && count {
-				w.fail("format", "format "+schClip(s.Format.Name, 40), "value "+schShow(v), "the value is not a valid "+schClip(s.Format.Name, 40))
+				w.fail("format", "format "+jsonvalue.Clip(s.Format.Name, 40), "value "+jsonvalue.Brief(v), "the value is not a valid "+jsonvalue.Clip(s.Format.Name, 40))
 			}
 		}
 	}
@@ -552,7 +550,7 @@ func (w *schWalker) evalBody(n *schNode, v any, count, track bool) (bool, schAnn
 			if !w.str(n, str, count, &ok) {
 				return false, ann
 			}
-		} else if lit, isNum := schNumLit(v); isNum {
+		} else if lit, isNum := jsonvalue.NumberLiteral(v); isNum {
 			if !w.number(n, lit, count, &ok) {
 				return false, ann
 			}
@@ -776,7 +774,7 @@ func (w *schWalker) object(n *schNode, obj map[string]any, count, trk bool, ok *
 			return false
 		}
 		if nMissing > 0 && count {
-			w.fail("dependencies", "properties "+schNames(d.req)+" when "+schClip(d.name, 30)+" is present", "missing "+schNames(missing),
+			w.fail("dependencies", "properties "+schNames(d.req)+" when "+jsonvalue.Clip(d.name, 30)+" is present", "missing "+schNames(missing),
 				"a property that requires others is present without them")
 		}
 	}
@@ -873,7 +871,7 @@ func (w *schWalker) object(n *schNode, obj map[string]any, count, trk bool, ok *
 			return false
 		}
 		if !pass && count {
-			w.fail("propertyNames", "property names valid against propertyNames", "invalid name "+schShow(bad),
+			w.fail("propertyNames", "property names valid against propertyNames", "invalid name "+jsonvalue.Brief(bad),
 				"a property name does not satisfy propertyNames")
 		}
 	}
@@ -894,7 +892,7 @@ func (w *schWalker) object(n *schNode, obj map[string]any, count, trk bool, ok *
 			return false
 		}
 		if nMissing > 0 && count {
-			w.fail("dependentRequired", "properties "+schNames(d.req)+" when "+schClip(d.name, 30)+" is present", "missing "+schNames(missing),
+			w.fail("dependentRequired", "properties "+schNames(d.req)+" when "+jsonvalue.Clip(d.name, 30)+" is present", "missing "+schNames(missing),
 				"a property that requires others is present without them")
 		}
 	}
@@ -1132,7 +1130,7 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 			return false
 		}
 		if !pass && count {
-			w.fail("pattern", "a string matching "+s.Pattern.String(), "value "+schShow(str), "the string does not match the required pattern")
+			w.fail("pattern", "a string matching "+s.Pattern.String(), "value "+jsonvalue.Brief(str), "the string does not match the required pattern")
 		}
 	}
 	if s.ContentEncoding == nil && s.ContentMediaType == nil {
@@ -1150,8 +1148,8 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 		}
 		if err != nil {
 			if count {
-				w.fail("contentEncoding", schClip(s.ContentEncoding.Name, 30)+"-encoded content", "not valid "+schClip(s.ContentEncoding.Name, 30),
-					"the string is not valid "+schClip(s.ContentEncoding.Name, 30))
+				w.fail("contentEncoding", jsonvalue.Clip(s.ContentEncoding.Name, 30)+"-encoded content", "not valid "+jsonvalue.Clip(s.ContentEncoding.Name, 30),
+					"the string is not valid "+jsonvalue.Clip(s.ContentEncoding.Name, 30))
 			}
 			return true
 		}
@@ -1171,8 +1169,8 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 			return false
 		}
 		if err != nil && count {
-			w.fail("contentMediaType", "content of type "+schClip(s.ContentMediaType.Name, 40), "not valid "+schClip(s.ContentMediaType.Name, 40),
-				"the content is not valid "+schClip(s.ContentMediaType.Name, 40))
+			w.fail("contentMediaType", "content of type "+jsonvalue.Clip(s.ContentMediaType.Name, 40), "not valid "+jsonvalue.Clip(s.ContentMediaType.Name, 40),
+				"the content is not valid "+jsonvalue.Clip(s.ContentMediaType.Name, 40))
 		}
 	}
 	if haveValue && n.contentS != nil {
@@ -1191,11 +1189,15 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 // (the fast path), and a big.Rat made only when needed. Never float64.
 type schNumber struct {
 	lit string
-	d   schDec
+	d   jsonvalue.Small
+	dok bool
 	r   *big.Rat
 }
 
-func schParseNumber(lit string) schNumber { return schNumber{lit: lit, d: schParseDec(lit)} }
+func schParseNumber(lit string) schNumber {
+	d, ok := jsonvalue.ParseSmall(lit)
+	return schNumber{lit: lit, d: d, dok: ok}
+}
 
 func (x *schNumber) rat() *big.Rat {
 	if x.r == nil {
@@ -1210,8 +1212,8 @@ func (x *schNumber) rat() *big.Rat {
 
 // cmp compares the number with a bound: -1, 0 or 1.
 func (x *schNumber) cmp(b schBound) int {
-	if x.d.ok && b.d.ok {
-		if c, ok := schDecCmp(x.d, b.d); ok {
+	if x.dok && b.dok {
+		if c, ok := jsonvalue.CmpSmall(x.d, b.d); ok {
 			return c
 		}
 	}
@@ -1219,151 +1221,20 @@ func (x *schNumber) cmp(b schBound) int {
 }
 
 func (x *schNumber) isInteger() bool {
-	if x.d.ok {
-		if x.d.e >= 0 {
-			return true
-		}
-		if -x.d.e >= len(schPow10) {
-			return false // |m| < 10^18 and m != 0, so m / 10^19... is never whole
-		}
-		return x.d.m%schPow10[-x.d.e] == 0
+	if x.dok {
+		return x.d.IsInteger()
 	}
 	return x.rat().IsInt()
 }
 
 // multipleOf tells whether x / b is an integer.
 func (x *schNumber) multipleOf(b schBound) bool {
-	if x.d.ok && b.d.ok && b.d.m != 0 {
-		if xm, bm, ok := schDecAlign(x.d, b.d); ok {
+	if x.dok && b.dok && b.d.M != 0 {
+		if xm, bm, ok := jsonvalue.AlignSmall(x.d, b.d); ok {
 			return xm%bm == 0
 		}
 	}
 	return new(big.Rat).Quo(x.rat(), b.r).IsInt()
-}
-
-// schDec is an exact decimal m × 10^e with at most 18 significant digits; ok is false when the
-// literal does not fit (big.Rat takes over).
-type schDec struct {
-	m  int64
-	e  int
-	ok bool
-}
-
-var schPow10 = [...]int64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18}
-
-// schParseDec reads a JSON number literal.
-func schParseDec(lit string) schDec {
-	i, neg := 0, false
-	if i < len(lit) && lit[i] == '-' {
-		neg = true
-		i++
-	}
-	var m int64
-	digits, e, sawDigit := 0, 0, false
-	for ; i < len(lit) && lit[i] >= '0' && lit[i] <= '9'; i++ {
-		sawDigit = true
-		if m == 0 && lit[i] == '0' {
-			continue
-		}
-		if digits == 18 {
-			return schDec{}
-		}
-		m = m*10 + int64(lit[i]-'0')
-		digits++
-	}
-	if i < len(lit) && lit[i] == '.' {
-		for i++; i < len(lit) && lit[i] >= '0' && lit[i] <= '9'; i++ {
-			sawDigit = true
-			e--
-			if m == 0 && lit[i] == '0' {
-				continue
-			}
-			if digits == 18 {
-				return schDec{}
-			}
-			m = m*10 + int64(lit[i]-'0')
-			digits++
-		}
-	}
-	if !sawDigit {
-		return schDec{}
-	}
-	if i < len(lit) && (lit[i] == 'e' || lit[i] == 'E') {
-		i++
-		eneg := false
-		if i < len(lit) && (lit[i] == '+' || lit[i] == '-') {
-			eneg = lit[i] == '-'
-			i++
-		}
-		x, any := 0, false
-		for ; i < len(lit) && lit[i] >= '0' && lit[i] <= '9'; i++ {
-			any = true
-			if x > 100000 {
-				return schDec{}
-			}
-			x = x*10 + int(lit[i]-'0')
-		}
-		if !any {
-			return schDec{}
-		}
-		if eneg {
-			x = -x
-		}
-		e += x
-	}
-	if i != len(lit) {
-		return schDec{}
-	}
-	if m == 0 {
-		return schDec{ok: true}
-	}
-	if neg {
-		m = -m
-	}
-	return schDec{m: m, e: e, ok: true}
-}
-
-// schDecAlign brings a and b to their smaller exponent; ok is false on overflow.
-func schDecAlign(a, b schDec) (int64, int64, bool) {
-	am, bm := a.m, b.m
-	var ok bool
-	switch {
-	case a.e > b.e:
-		am, ok = schScale(am, a.e-b.e)
-	case b.e > a.e:
-		bm, ok = schScale(bm, b.e-a.e)
-	default:
-		ok = true
-	}
-	return am, bm, ok
-}
-
-func schScale(m int64, k int) (int64, bool) {
-	if m == 0 {
-		return 0, true
-	}
-	if k >= len(schPow10) {
-		return 0, false
-	}
-	p := schPow10[k]
-	if m > math.MaxInt64/p || m < -math.MaxInt64/p {
-		return 0, false
-	}
-	return m * p, true
-}
-
-func schDecCmp(a, b schDec) (int, bool) {
-	am, bm, ok := schDecAlign(a, b)
-	if !ok {
-		return 0, false
-	}
-	switch {
-	case am < bm:
-		return -1, true
-	case am > bm:
-		return 1, true
-	}
-	return 0, true
 }
 
 func (w *schWalker) number(n *schNode, lit string, count bool, ok *bool) bool {
@@ -1401,7 +1272,7 @@ func (w *schWalker) number(n *schNode, lit string, count bool, ok *bool) bool {
 			return false
 		}
 		if !pass && count {
-			w.fail(bd.kw, bd.want+schRatText(bd.b.r), "value "+schClip(lit, 60), "the value is not "+bd.want+schRatText(bd.b.r))
+			w.fail(bd.kw, bd.want+schRatText(bd.b.r), "value "+jsonvalue.Clip(lit, 60), "the value is not "+bd.want+schRatText(bd.b.r))
 		}
 	}
 	if s.MultipleOf != nil {
@@ -1410,7 +1281,7 @@ func (w *schWalker) number(n *schNode, lit string, count bool, ok *bool) bool {
 			return false
 		}
 		if !pass && count {
-			w.fail("multipleOf", "a multiple of "+schRatText(s.MultipleOf), "value "+schClip(lit, 60), "the value is not a multiple of "+schRatText(s.MultipleOf))
+			w.fail("multipleOf", "a multiple of "+schRatText(s.MultipleOf), "value "+jsonvalue.Clip(lit, 60), "the value is not a multiple of "+schRatText(s.MultipleOf))
 		}
 	}
 	return true
@@ -1419,20 +1290,20 @@ func (w *schWalker) number(n *schNode, lit string, count bool, ok *bool) bool {
 // schRatText shows a schema number compactly (decimal when exact, else a fraction).
 func schRatText(r *big.Rat) string {
 	if r.IsInt() {
-		return schClip(r.Num().String(), 40)
+		return jsonvalue.Clip(r.Num().String(), 40)
 	}
 	if d, exact := r.FloatPrec(); exact {
-		return schClip(r.FloatString(d), 40)
+		return jsonvalue.Clip(r.FloatString(d), 40)
 	}
-	return schClip(r.RatString(), 40)
+	return jsonvalue.Clip(r.RatString(), 40)
 }
 
 func (w *schWalker) failType(n *schNode, v any) {
 	want := n.s.Types.ToStrings()
 	got := schJSONType(v)
 	found := got
-	if lit, isNum := schNumLit(v); isNum && n.types&schTInteger != 0 {
-		found = "number " + schClip(lit, 40)
+	if lit, isNum := jsonvalue.NumberLiteral(v); isNum && n.types&schTInteger != 0 {
+		found = "number " + jsonvalue.Clip(lit, 40)
 	}
 	w.fail("type", "type "+strings.Join(want, " or "), found,
 		"the value is "+schemaArticle(got)+", but the schema requires "+strings.Join(want, " or "))
@@ -1451,7 +1322,7 @@ func schTypeMatches(types uint8, v any) bool {
 	case map[string]any:
 		return types&schTObject != 0
 	}
-	lit, isNum := schNumLit(v)
+	lit, isNum := jsonvalue.NumberLiteral(v)
 	if !isNum {
 		return false
 	}
@@ -1522,11 +1393,11 @@ func schEqual(a, b any) bool {
 		}
 		return true
 	}
-	la, ok := schNumLit(a)
+	la, ok := jsonvalue.NumberLiteral(a)
 	if !ok {
 		return false
 	}
-	lb, ok := schNumLit(b)
+	lb, ok := jsonvalue.NumberLiteral(b)
 	if !ok {
 		return false
 	}
@@ -1534,8 +1405,8 @@ func schEqual(a, b any) bool {
 		return true
 	}
 	x, y := schParseNumber(la), schParseNumber(lb)
-	if x.d.ok && y.d.ok {
-		if c, ok := schDecCmp(x.d, y.d); ok {
+	if x.dok && y.dok {
+		if c, ok := jsonvalue.CmpSmall(x.d, y.d); ok {
 			return c == 0
 		}
 	}
@@ -1555,129 +1426,18 @@ func schDuplicate(arr []any) (int, int) {
 		return -1, -1
 	}
 	seen := make(map[string]int, len(arr))
-	var b strings.Builder
+	var b []byte
 	for i, item := range arr {
-		b.Reset()
-		schCanon(&b, item)
-		k := b.String()
-		if j, ok := seen[k]; ok {
+		b = jsonvalue.AppendKey(b[:0], item)
+		if j, ok := seen[string(b)]; ok {
 			return j, i
 		}
-		seen[k] = i
+		seen[string(b)] = i
 	}
 	return -1, -1
 }
 
-// schCanon writes a canonical key of v for equality: numbers normalized by value, keys sorted.
-func schCanon(b *strings.Builder, v any) {
-	switch v := v.(type) {
-	case nil:
-		b.WriteString("n")
-	case bool:
-		if v {
-			b.WriteString("t")
-		} else {
-			b.WriteString("f")
-		}
-	case string:
-		b.WriteString(strconv.Quote(v))
-	case []any:
-		b.WriteByte('[')
-		for _, e := range v {
-			schCanon(b, e)
-			b.WriteByte(',')
-		}
-		b.WriteByte(']')
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		b.WriteByte('{')
-		for _, k := range keys {
-			b.WriteString(strconv.Quote(k))
-			b.WriteByte(':')
-			schCanon(b, v[k])
-			b.WriteByte(',')
-		}
-		b.WriteByte('}')
-	default:
-		if lit, ok := schNumLit(v); ok {
-			x := schParseNumber(lit)
-			b.WriteString("#" + x.rat().RatString())
-		} else {
-			b.WriteString("?")
-		}
-	}
-}
-
 // ---- failure text ----
-
-// schClip shortens s to at most max characters, marking the cut with "…".
-func schClip(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	if utf8.RuneCountInString(s) <= max {
-		return s
-	}
-	n := 0
-	for i := range s {
-		if n == max-1 {
-			return s[:i] + "…"
-		}
-		n++
-	}
-	return s
-}
-
-// schShow renders a value briefly: scalars as JSON (clipped), containers by size.
-func schShow(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return strconv.FormatBool(v)
-	case string:
-		b, _ := json.Marshal(schClip(v, FoundMaxChars-10))
-		return string(b)
-	case []any:
-		return "an array of " + schPlural(len(v), "item", "items")
-	case map[string]any:
-		return "an object with " + schPlural(len(v), "property", "properties")
-	}
-	if lit, ok := schNumLit(v); ok {
-		return schClip(lit, 60)
-	}
-	return "a non-JSON value"
-}
-
-// schShowList renders enum values as a compact JSON array, clipped.
-func schShowList(vals []any) string {
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, v := range vals {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(schShow(v))
-		if b.Len() > FoundMaxChars {
-			break
-		}
-	}
-	b.WriteByte(']')
-	return b.String()
-}
-
-// schDescribe says what kind of value is at a location that allows none.
-func schDescribe(v any) string {
-	t := schJSONType(v)
-	if t == "" {
-		return "a non-JSON value"
-	}
-	return schemaArticle(t)
-}
 
 func schPlural(n int, one, many string) string {
 	if n == 1 {
@@ -1697,7 +1457,7 @@ func schNames(names []string) string {
 			b.WriteString("…")
 			break
 		}
-		b.WriteString(schClip(n, 40))
+		b.WriteString(jsonvalue.Clip(n, 40))
 	}
 	return b.String()
 }

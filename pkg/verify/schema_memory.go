@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 	"regexp/syntax"
 )
 
@@ -66,7 +67,7 @@ func schemaMemoryBound(doc any) int {
 		case nil:
 			total += schemaBoundItem
 		default:
-			lit, _ := schNumLit(v)
+			lit, _ := jsonvalue.NumberLiteral(v)
 			total += schemaBoundScalar + schemaBoundPerByte*len(lit)
 		}
 	}
