@@ -164,9 +164,9 @@ func Brief(v any) string {
 	case string:
 		return QuoteShort(v)
 	case []any:
-		return "an array of " + count(len(v), "item", "items")
+		return "an array of " + Plural(len(v), "item", "items")
 	case map[string]any:
-		return "an object with " + count(len(v), "property", "properties")
+		return "an object with " + Plural(len(v), "property", "properties")
 	}
 	if lit, ok := NumberLiteral(v); ok {
 		return Shorten(lit)
@@ -190,7 +190,8 @@ func BriefList(vals []any) string {
 	return string(append(b, ']'))
 }
 
-func count(n int, one, many string) string {
+// Plural writes a count with its noun: "1 item", "3 items".
+func Plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/verify/schemacheck"
 	"runtime"
 	"slices"
 	"strconv"
@@ -189,7 +190,7 @@ func hostilePatternKeys(n int) string {
 // charged (what they measure, see schemaCharge), so that schemas at the pattern caps cannot pile
 // up, and a schema charged more than the whole cache is used but not kept.
 func TestSchemaCacheBoundedInBytes(t *testing.T) {
-	doc := schDecode(t, []byte(`{"allOf":[`+strings.TrimSuffix(strings.Repeat(`{"pattern":"x{97}"},`, 1000), ",")+`]}`))
+	doc := decodeValue(t, []byte(`{"allOf":[`+strings.TrimSuffix(strings.Repeat(`{"pattern":"x{97}"},`, 1000), ",")+`]}`))
 	sch, err := CompileSchema(doc, false)
 	if err != nil {
 		t.Fatal(err)
@@ -281,11 +282,11 @@ func hostileStrings(n int, prefix string) string {
 func TestHostileSchemaWork(t *testing.T) {
 	for _, c := range hostileWork {
 		t.Run(c.name, func(t *testing.T) {
-			sch, err := CompileSchema(schDecode(t, []byte(c.schema)), false)
+			sch, err := CompileSchema(decodeValue(t, []byte(c.schema)), false)
 			if err != nil {
 				t.Fatal(err)
 			}
-			out := schDecode(t, []byte(c.output))
+			out := decodeValue(t, []byte(c.output))
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
@@ -320,11 +321,11 @@ func TestHostileSchemaWork(t *testing.T) {
 // when allowed, in a bounded time (see the report of the commit that added the charges).
 func BenchmarkHostileSchemaWork(b *testing.B) {
 	for _, c := range hostileWork {
-		sch, err := CompileSchema(schDecode(b, []byte(c.schema)), false)
+		sch, err := CompileSchema(decodeValue(b, []byte(c.schema)), false)
 		if err != nil {
 			b.Fatal(err)
 		}
-		out := schDecode(b, []byte(c.output))
+		out := decodeValue(b, []byte(c.output))
 		b.Run(strings.ReplaceAll(c.name, " ", "_"), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -519,7 +520,7 @@ func TestSchemaTooComplexIsAnError(t *testing.T) {
 	body := func(schema, output string) []byte {
 		return []byte(`{"task_id":"t","agent_id":"agent-1","expected_schema":` + schema + `,"submitted_output":` + output + `}`)
 	}
-	budget := strconv.Itoa(schEvalBase + schEvalPerNode*1) // for an output of one value
+	budget := strconv.Itoa(schemacheck.EvalBase + schemacheck.EvalPerValue*1) // for an output of one value
 	for _, c := range []struct {
 		name, schema, output string
 	}{

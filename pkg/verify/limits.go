@@ -29,23 +29,6 @@ const (
 	// SchemaCacheEntryBytes is what the cache itself keeps per entry besides the schema (its list
 	// element, map entries and key), charged with it.
 	SchemaCacheEntryBytes = 512
-	// MaxSchemaMemory bounds what compiling one expected_schema may keep, judged before compiling
-	// by an upper bound computed from the document (schemaMemoryBound): the node limit below
-	// bounds subschemas but not what each holds, and a 40 KB schema of a thousand patterns with
-	// forty \p{L} classes each kept 336 MB (and allocated 750 MB compiling). 24 MiB admits every
-	// schema within the other limits that is made of plain subschemas (5,000 empty ones bound
-	// at 9 MB and keep 7.9 MB), real schemas by far (the largest measured, a 280 KB AWS resource
-	// schema of 4,136 subschemas, stays well under it), and keeps the cache able to hold two of
-	// the largest.
-	MaxSchemaMemory = 24 << 20
-	// MaxSchemaPatterns caps the regular expressions (pattern values and patternProperties keys)
-	// in one expected_schema: each compiled one keeps about 2.3 KB, and compiling takes far
-	// longer than the check, so 1,000 (2.3 MB) is ample for any real schema.
-	MaxSchemaPatterns = 1000
-	// MaxSchemaPatternSize caps the total estimated program size of those expressions, in
-	// instructions: a compiled instruction keeps 42 bytes, and a seven-character pattern such as
-	// .{1000} compiles to a thousand of them. 100,000 instructions keep about 4 MB.
-	MaxSchemaPatternSize = 100_000
 	// RuleWorkBase and RuleWorkPerValue bound the work of all rules of one request: the values
 	// they resolve, plus the size of every value unique and exists_in hash. 200 rules over the
 	// whole output would be 200 passes (200 unique rules over 46,000 objects took 15 s and

@@ -56,7 +56,7 @@ func rulesTooComplex(i, budget int) *apperr.Error {
 func (ev *evaluator) spend(n int) bool {
 	if ev.spent += n; ev.spent > ev.budget && !ev.sized {
 		ev.sized = true
-		ev.budget = RuleWorkBase + RuleWorkPerValue*schInstanceSize(ev.root)
+		ev.budget = RuleWorkBase + RuleWorkPerValue*jsonvalue.Size(ev.root)
 	}
 	ev.over = ev.over || ev.spent > ev.budget
 	return !ev.over
@@ -68,7 +68,7 @@ func (ev *evaluator) spendHashed(values []any) bool {
 	for _, v := range values {
 		switch v.(type) {
 		case []any, map[string]any:
-			n += schInstanceSize(v)
+			n += jsonvalue.Size(v)
 		}
 	}
 	return ev.spend(n)

@@ -460,3 +460,11 @@ func TestRuleTolerance(t *testing.T) {
 		t.Error("within 3/8 wrong")
 	}
 }
+
+// decodeValue parses JSON the way the engine's trees look: json.Number for numbers.
+func decodeValue(t testing.TB, b []byte) any {
+	t.Helper()
+	var v any
+	decodeJSON(t, b, &v)
+	return v
+}

@@ -3,6 +3,7 @@ package verify
 import (
 	"errors"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/verify/schemacheck"
 	"runtime"
 	"strings"
 	"testing"
@@ -119,8 +120,8 @@ func TestSchemaMemoryBoundRefuses(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	var ae *apperr.Error
 	if !errors.As(err, &ae) || ae.Status != 422 || len(ae.Fields) != 1 || ae.Fields[0].Field != "expected_schema" ||
-		!strings.Contains(ae.Fields[0].Problem, fmt.Sprintf("%d MiB", MaxSchemaMemory>>20)) {
-		t.Fatalf("got %v, want a 422 on expected_schema naming the %d MiB limit", err, MaxSchemaMemory>>20)
+		!strings.Contains(ae.Fields[0].Problem, fmt.Sprintf("%d MiB", schemacheck.MaxSchemaMemory>>20)) {
+		t.Fatalf("got %v, want a 422 on expected_schema naming the %d MiB limit", err, schemacheck.MaxSchemaMemory>>20)
 	}
 	// Parsing the patterns (twice: for the pattern caps and for the bound) takes about 28 MB;
 	// compiling them allocated 750 MB.

@@ -1,13 +1,14 @@
-package verify
+package schemacheck
 
 import (
 	"fmt"
 	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 	"regexp/syntax"
+	"strconv"
 )
 
 // What compiling a schema may keep, at most, by what its document holds (an upper bound of what
-// heapBytes measures afterwards, held to it by TestSchemaMemoryBound over schemas of every shape
+// HeapBytes measures afterwards, held to it by TestSchemaMemoryBound over schemas of every shape
 // the reviewers named): an object or boolean may become a subschema (the library's schema object
 // of about 900 bytes, the walker's node of about 500, their location strings and the parent's
 // map or slice entries: 1.6 KB measured for an empty one) and a member a map entry, a bound or a
@@ -31,12 +32,12 @@ const (
 	schemaBoundRegexLimit = 1 << 40 // where a pattern's bound stops growing, far above MaxSchemaMemory
 )
 
-// schemaMemoryBound is an upper bound of the bytes that compiling doc would keep (see the
+// MemoryBound is an upper bound of the bytes that compiling doc would keep (see the
 // schemaBound constants), computed from the document alone, before anything is compiled: the
 // compiler's own working memory grows with the same things, so refusing a schema past
 // MaxSchemaMemory here bounds what one request may make the process allocate as well as what the
 // cache would have to hold.
-func schemaMemoryBound(doc any) int {
+func MemoryBound(doc any) int {
 	total := 0
 	var walk func(v any, pointer int)
 	walk = func(v any, pointer int) {
@@ -58,7 +59,7 @@ func schemaMemoryBound(doc any) int {
 		case []any:
 			total += schemaBoundArray + schemaBoundItem*len(v)
 			for i, e := range v {
-				walk(e, pointer+1+decimalDigits(i))
+				walk(e, pointer+1+len(strconv.Itoa(i)))
 			}
 		case bool:
 			total += schemaBoundObject + schemaBoundPointer*pointer

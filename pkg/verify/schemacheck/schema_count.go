@@ -1,4 +1,4 @@
-package verify
+package schemacheck
 
 import (
 	"container/heap"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -34,18 +33,16 @@ import (
 // validate again. The library stays the authority in the differential tests: the walker and the
 // library's Validate agree on the whole JSON-Schema-Test-Suite, on the project's own cases and
 // under fuzzing (schema_suite_test.go, schema_test.go, FuzzSchemaCheck), all through crossCheck.
-func (s *Schema) Check(instance any) (schema Tally, undeclared Tally, err error) {
-	return s.check(instance, nil)
-}
-
-// check is Check that stops early once stop is closed (Request.StopWhen), answering ErrStopped.
-func (s *Schema) check(instance any, stop <-chan struct{}) (schema Tally, undeclared Tally, err error) {
-	r := s.walk(instance, stop)
+//
+// Each Result keeps its first keep failures in document order and counts the others. Check stops
+// early once stop is closed (nil never is), answering ErrStopped.
+func (s *Schema) Check(instance any, keep int, stop <-chan struct{}) (schema Result, undeclared Result, err error) {
+	r := s.walk(instance, keep, stop)
 	switch {
 	case r.stopped:
-		return Tally{}, Tally{}, ErrStopped
+		return Result{}, Result{}, ErrStopped
 	case r.over:
-		return Tally{}, Tally{}, schemaTooComplex(r.budget)
+		return Result{}, Result{}, schemaTooComplex(r.budget)
 	}
 	return r.schema, r.undeclared, nil
 }
@@ -56,7 +53,7 @@ var ErrStopped = errors.New("verify: the check was stopped before it finished")
 
 // schCheckResult is a walk's answer; libValid is filled in by crossCheck only.
 type schCheckResult struct {
-	schema, undeclared Tally
+	schema, undeclared Result
 	walkerValid        bool
 	over               bool // the evaluation budget ran out: no verdict
 	stopped            bool // Request.StopWhen's channel closed: no verdict
@@ -64,9 +61,10 @@ type schCheckResult struct {
 	libValid           bool
 }
 
-func (s *Schema) walk(instance any, stop <-chan struct{}) schCheckResult {
+func (s *Schema) walk(instance any, keep int, stop <-chan struct{}) schCheckResult {
 	w := schWalkerPool.Get().(*schWalker)
 	w.stop = stop
+	w.kept.keep, w.undeclKept.keep = keep, keep
 	ok := w.walk(s.root, instance)
 	if w.over {
 		r := schCheckResult{over: !w.stopped, stopped: w.stopped, budget: w.budget}
@@ -84,12 +82,12 @@ func (s *Schema) walk(instance any, stop <-chan struct{}) schCheckResult {
 // (allOf of two $refs to a schema that does the same, thirty levels deep, is a 2 KB schema and
 // 2^30 evaluations), and every evaluation of a keyword that reads a whole string or array
 // multiplies with them, so the walker charges one unit per subschema evaluation plus the work of
-// such keywords (see the schCost constants) and stops past schEvalBase plus schEvalPerNode for
+// such keywords (see the schCost constants) and stops past EvalBase plus EvalPerValue for
 // every unit of output size (schInstanceSize). Real schemas stay far below: the seed invoice
 // spends 22 units, of a budget of 103,328 for its 13.
 const (
-	schEvalBase    = 100_000
-	schEvalPerNode = 256
+	EvalBase     = 100_000
+	EvalPerValue = 256
 )
 
 // What the keywords whose work grows with the value cost, in evaluation units (one unit is about
@@ -109,7 +107,7 @@ const (
 //   - required, dependencies and dependentRequired cost a unit per schLookupsPerUnit names
 //     looked up (a lookup takes 15-25 ns).
 const (
-	schBytesPerUnit   = 16
+	schBytesPerUnit   = jsonvalue.SizeBytesPerUnit
 	schMatchPerUnit   = 16
 	schCompilePerInst = 8
 	schUniquePerValue = 16
@@ -129,7 +127,7 @@ func schemaTooComplex(budget int) *apperr.Error {
 	e := apperr.Field("expected_schema",
 		fmt.Sprintf("needs more evaluation work for this submitted_output than the verifier's limit of %d units "+
 			"(%d, plus %d for each value of the output, 16 bytes of string counting as a value); a unit is one application of a subschema, "+
-			"and patterns, formats, enums, const and uniqueItems cost more by the size of what they read", budget, schEvalBase, schEvalPerNode),
+			"and patterns, formats, enums, const and uniqueItems cost more by the size of what they read", budget, EvalBase, EvalPerValue),
 		"Keep subschemas from multiplying: each allOf, anyOf or oneOf branch and each $ref applies its target again, so definitions that "+
 			"refer twice to the next level double the work at every level (16 such levels apply the last one 65,536 times). "+
 			"Refer to each definition once, flatten nested allOf, and apply costly patterns, large enums and uniqueItems once per value; "+
@@ -138,29 +136,6 @@ func schemaTooComplex(budget int) *apperr.Error {
 	e.Message = "The check could not finish: expected_schema needs more evaluation work for this output than the verifier's limit, " +
 		"so there is no verdict on the output. Nothing was charged, counted against the free allowance or recorded; simplify the schema and send it again."
 	return e
-}
-
-// schInstanceSize is the size of a value in budget terms: one per value, plus one per
-// schBytesPerUnit bytes of each string. It sizes the evaluation budget and the work of keywords
-// that read a whole value (const, enum, uniqueItems).
-func schInstanceSize(v any) int {
-	switch v := v.(type) {
-	case string:
-		return 1 + len(v)/schBytesPerUnit
-	case []any:
-		n := 1
-		for _, e := range v {
-			n += schInstanceSize(e)
-		}
-		return n
-	case map[string]any:
-		n := 1
-		for k, e := range v {
-			n += len(k)/schBytesPerUnit + schInstanceSize(e)
-		}
-		return n
-	}
-	return 1
 }
 
 // ---- the walker ----
@@ -173,7 +148,7 @@ type schWalker struct {
 	instance any             // the whole output, for sizing the budget
 	evals    int             // work units spent so far
 	nextLook int             // evals at which to look at stop next
-	budget   int             // units allowed; schEvalBase until the output has been measured
+	budget   int             // units allowed; EvalBase until the output has been measured
 	sized    bool            // budget includes the per-value allowance
 	over     bool            // budget exceeded or stopped: every evaluation now fails at once
 	stopped  bool            // over because stop closed, not because of the budget
@@ -189,7 +164,7 @@ type schWalker struct {
 	declOn     bool
 	declSpeaks bool
 
-	tally, undeclared Tally // the counts; the failures are in kept and undeclKept until the end
+	tally, undeclared Result // the counts; the failures are in kept and undeclKept until the end
 	kept, undeclKept  schKept
 }
 
@@ -206,7 +181,7 @@ type schLoc struct {
 
 // walk evaluates the whole instance in counting mode within the evaluation budget.
 func (w *schWalker) walk(root *schNode, instance any) bool {
-	w.instance, w.budget, w.nextLook = instance, schEvalBase, schStopEvery
+	w.instance, w.budget, w.nextLook = instance, EvalBase, schStopEvery
 	return w.enter(root, instance, true)
 }
 
@@ -214,7 +189,7 @@ func (w *schWalker) release() {
 	w.scope, w.loc, w.keys, w.decl = w.scope[:0], w.loc[:0], w.keys[:0], w.decl[:0]
 	w.base, w.vid, w.declFrom, w.declOn, w.declSpeaks = 0, 0, 0, false, false
 	w.instance, w.evals, w.nextLook, w.budget, w.sized, w.over, w.stopped, w.stop = nil, 0, 0, 0, false, false, false, nil
-	w.tally, w.undeclared = Tally{}, Tally{}
+	w.tally, w.undeclared = Result{}, Result{}
 	w.kept.reset()
 	w.undeclKept.reset()
 	schWalkerPool.Put(w)
@@ -323,14 +298,13 @@ func (w *schWalker) undeclaredCheck(obj map[string]any, decl []*schNode) {
 		}
 	}
 	if len(bad) == 0 {
-		w.undeclared.Pass()
+		w.undeclared.pass()
 		return
 	}
 	slices.Sort(bad)
-	path := schRenderPath(w.loc)
-	f := Failure{Check: "content:undeclared_property", Path: path, Field: jsonvalue.Bare(path),
-		Expected: "only properties the schema declares", Found: jsonvalue.Clip(schPlural(len(bad), "undeclared property", "undeclared properties")+" "+schNames(bad), FoundMaxChars),
-		Detail: schPlural(len(bad), "property is", "properties are") + " not declared by the schema at this location"}
+	f := Failure{
+		Expected: "only properties the schema declares", Found: jsonvalue.Shorten(jsonvalue.Plural(len(bad), "undeclared property", "undeclared properties") + " " + schNames(bad)),
+		Detail: jsonvalue.Plural(len(bad), "property is", "properties are") + " not declared by the schema at this location"}
 	w.undeclared.Total++
 	w.undeclKept.add(f, w.loc)
 }
@@ -373,13 +347,11 @@ func (w *schWalker) spendFormat(name string, v any) bool {
 }
 
 // pass and fail record one check in counting mode.
-func (w *schWalker) pass() { w.tally.Pass() }
+func (w *schWalker) pass() { w.tally.pass() }
 
 func (w *schWalker) fail(kw, expected, found, detail string) {
-	path := schRenderPath(w.loc)
 	w.tally.Total++
-	w.kept.add(Failure{Check: "schema:" + kw, Path: path, Field: jsonvalue.Bare(path),
-		Expected: jsonvalue.Clip(expected, FoundMaxChars), Found: jsonvalue.Clip(found, FoundMaxChars), Detail: detail}, w.loc)
+	w.kept.add(Failure{Keyword: kw, Expected: jsonvalue.Shorten(expected), Found: jsonvalue.Shorten(found), Detail: detail}, w.loc)
 }
 
 // spend charges units of work to the budget and reports whether the walk may go on; once it may
@@ -388,14 +360,18 @@ func (w *schWalker) spend(units int) bool {
 	if w.evals += units; w.evals > w.budget {
 		if !w.sized {
 			w.sized = true
-			w.budget = schEvalBase + schEvalPerNode*schInstanceSize(w.instance)
+			w.budget = EvalBase + EvalPerValue*jsonvalue.Size(w.instance)
 		}
 		w.over = w.over || w.evals > w.budget
 	}
 	if w.evals >= w.nextLook {
 		w.nextLook = w.evals + schStopEvery
-		if !w.over && stopped(w.stop) {
-			w.over, w.stopped = true, true // nobody waits for the answer any more
+		select {
+		case <-w.stop:
+			if !w.over {
+				w.over, w.stopped = true, true // nobody waits for the answer any more
+			}
+		default:
 		}
 	}
 	return !w.over
@@ -472,7 +448,7 @@ func (w *schWalker) evalBody(n *schNode, v any, count, track bool) (bool, schAnn
 		}
 	}
 	if s.Const != nil {
-		if !w.spend(schInstanceSize(v) / schEqualPerUnit) {
+		if !w.spend(jsonvalue.Size(v) / schEqualPerUnit) {
 			return false, ann
 		}
 		pass := schEqual(v, *s.Const)
@@ -488,7 +464,7 @@ func (w *schWalker) evalBody(n *schNode, v any, count, track bool) (bool, schAnn
 		if str, isStr := v.(string); isStr && n.enumStrs != nil {
 			_, pass = n.enumStrs[str]
 		} else {
-			if !w.spend(len(s.Enum.Values) * schInstanceSize(v) / schEqualPerUnit) {
+			if !w.spend(len(s.Enum.Values) * jsonvalue.Size(v) / schEqualPerUnit) {
 				return false, ann
 			}
 			for _, e := range s.Enum.Values {
@@ -733,7 +709,7 @@ func (w *schWalker) object(n *schNode, obj map[string]any, count, trk bool, ok *
 			return false
 		}
 		if !pass && count {
-			w.fail("minProperties", "at least "+schPlural(*s.MinProperties, "property", "properties"), schPlural(len(obj), "property", "properties"),
+			w.fail("minProperties", "at least "+jsonvalue.Plural(*s.MinProperties, "property", "properties"), jsonvalue.Plural(len(obj), "property", "properties"),
 				"the object has fewer properties than the minimum")
 		}
 	}
@@ -743,7 +719,7 @@ func (w *schWalker) object(n *schNode, obj map[string]any, count, trk bool, ok *
 			return false
 		}
 		if !pass && count {
-			w.fail("maxProperties", "at most "+schPlural(*s.MaxProperties, "property", "properties"), schPlural(len(obj), "property", "properties"),
+			w.fail("maxProperties", "at most "+jsonvalue.Plural(*s.MaxProperties, "property", "properties"), jsonvalue.Plural(len(obj), "property", "properties"),
 				"the object has more properties than the maximum")
 		}
 	}
@@ -755,7 +731,7 @@ func (w *schWalker) object(n *schNode, obj map[string]any, count, trk bool, ok *
 		}
 		if nMissing > 0 && count {
 			w.fail("required", n.requiredExpected, "missing "+schNames(missing),
-				schPlural(nMissing, "required property is", "required properties are")+" missing")
+				jsonvalue.Plural(nMissing, "required property is", "required properties are")+" missing")
 		}
 	}
 	for _, d := range n.deps {
@@ -851,8 +827,8 @@ func (w *schWalker) object(n *schNode, obj map[string]any, count, trk bool, ok *
 			}
 			if len(extra) > 0 && count {
 				w.fail("additionalProperties", "no properties beyond those declared",
-					schPlural(len(extra), "undeclared property", "undeclared properties")+" "+schNames(extra),
-					schPlural(len(extra), "property is", "properties are")+" not allowed by the schema")
+					jsonvalue.Plural(len(extra), "undeclared property", "undeclared properties")+" "+schNames(extra),
+					jsonvalue.Plural(len(extra), "property is", "properties are")+" not allowed by the schema")
 			}
 		}
 	}
@@ -926,8 +902,8 @@ func (w *schWalker) unevaluatedProps(n *schNode, obj map[string]any, count bool,
 					return false
 				}
 				w.fail("unevaluatedProperties", "no properties beyond those the schema evaluates",
-					schPlural(len(extra), "unevaluated property", "unevaluated properties")+" "+schNames(extra),
-					schPlural(len(extra), "property is", "properties are")+" not evaluated by any subschema")
+					jsonvalue.Plural(len(extra), "unevaluated property", "unevaluated properties")+" "+schNames(extra),
+					jsonvalue.Plural(len(extra), "property is", "properties are")+" not evaluated by any subschema")
 			} else if count {
 				w.pass()
 			}
@@ -961,7 +937,7 @@ func (w *schWalker) unevaluatedItems(n *schNode, arr []any, count bool, ok *bool
 			if !count {
 				return false
 			}
-			w.fail("unevaluatedItems", "no items beyond those the schema evaluates", schPlural(extra, "unevaluated item", "unevaluated items"),
+			w.fail("unevaluatedItems", "no items beyond those the schema evaluates", jsonvalue.Plural(extra, "unevaluated item", "unevaluated items"),
 				"some items are not evaluated by any subschema")
 		} else if count {
 			w.pass()
@@ -989,7 +965,7 @@ func (w *schWalker) array(n *schNode, arr []any, count, trk bool, ok *bool, ann 
 			return false
 		}
 		if !pass && count {
-			w.fail("minItems", "at least "+schPlural(*s.MinItems, "item", "items"), schPlural(len(arr), "item", "items"), "the array has fewer items than the minimum")
+			w.fail("minItems", "at least "+jsonvalue.Plural(*s.MinItems, "item", "items"), jsonvalue.Plural(len(arr), "item", "items"), "the array has fewer items than the minimum")
 		}
 	}
 	if s.MaxItems != nil {
@@ -998,11 +974,11 @@ func (w *schWalker) array(n *schNode, arr []any, count, trk bool, ok *bool, ann 
 			return false
 		}
 		if !pass && count {
-			w.fail("maxItems", "at most "+schPlural(*s.MaxItems, "item", "items"), schPlural(len(arr), "item", "items"), "the array has more items than the maximum")
+			w.fail("maxItems", "at most "+jsonvalue.Plural(*s.MaxItems, "item", "items"), jsonvalue.Plural(len(arr), "item", "items"), "the array has more items than the maximum")
 		}
 	}
 	if s.UniqueItems {
-		if !w.spend(schUniquePerValue * schInstanceSize(arr)) {
+		if !w.spend(schUniquePerValue * jsonvalue.Size(arr)) {
 			return false
 		}
 		i, j := schDuplicate(arr)
@@ -1028,7 +1004,7 @@ func (w *schWalker) array(n *schNode, arr []any, count, trk bool, ok *bool, ann 
 			return false
 		}
 		if !pass && count {
-			w.fail(n.restFalse, "at most "+schPlural(len(n.prefix), "item", "items"), schPlural(len(arr), "item", "items"),
+			w.fail(n.restFalse, "at most "+jsonvalue.Plural(len(n.prefix), "item", "items"), jsonvalue.Plural(len(arr), "item", "items"),
 				"the array has more items than the schema allows")
 		}
 	} else if n.rest != nil && n.rest.boolean <= 0 {
@@ -1073,11 +1049,11 @@ func (w *schWalker) array(n *schNode, arr []any, count, trk bool, ok *bool, ann 
 			case s.MinContains != nil && s.MaxContains != nil:
 				want = fmt.Sprintf("between %d and %d items matching contains", *s.MinContains, *s.MaxContains)
 			case s.MinContains != nil:
-				want = fmt.Sprintf("at least %s matching contains", schPlural(*s.MinContains, "item", "items"))
+				want = fmt.Sprintf("at least %s matching contains", jsonvalue.Plural(*s.MinContains, "item", "items"))
 			case s.MaxContains != nil:
 				want = fmt.Sprintf("at least 1 and at most %d items matching contains", *s.MaxContains)
 			}
-			w.fail("contains", want, schPlural(matched, "matching item", "matching items"), "the number of items matching contains is outside the allowed range")
+			w.fail("contains", want, jsonvalue.Plural(matched, "matching item", "matching items"), "the number of items matching contains is outside the allowed range")
 		}
 	}
 	return true
@@ -1106,7 +1082,7 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 				return false
 			}
 			if !pass && count {
-				w.fail("minLength", "at least "+schPlural(*s.MinLength, "character", "characters"), schPlural(l, "character", "characters"),
+				w.fail("minLength", "at least "+jsonvalue.Plural(*s.MinLength, "character", "characters"), jsonvalue.Plural(l, "character", "characters"),
 					"the string is shorter than the minimum length")
 			}
 		}
@@ -1116,7 +1092,7 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 				return false
 			}
 			if !pass && count {
-				w.fail("maxLength", "at most "+schPlural(*s.MaxLength, "character", "characters"), schPlural(l, "character", "characters"),
+				w.fail("maxLength", "at most "+jsonvalue.Plural(*s.MaxLength, "character", "characters"), jsonvalue.Plural(l, "character", "characters"),
 					"the string is longer than the maximum length")
 			}
 		}
@@ -1352,10 +1328,10 @@ func schMissing(obj map[string]any, names []string) (shown []string, n int) {
 }
 
 // schShownNames is how many names schMissing keeps for a failure's text: more than schNames
-// shows of any list (each name adds at least ", " to FoundMaxChars), so that the text is the same
+// shows of any list (each name adds at least ", " to jsonvalue.ShownChars), so that the text is the same
 // as of the whole list, which for thousands of required names and as many objects missing them
 // was gigabytes of allocation.
-const schShownNames = FoundMaxChars/2 + 8
+const schShownNames = jsonvalue.ShownChars/2 + 8
 
 // schEqual is JSON equality as the library defines it: numbers by value (1 equals 1.0), objects
 // by content.
@@ -1439,13 +1415,6 @@ func schDuplicate(arr []any) (int, int) {
 
 // ---- failure text ----
 
-func schPlural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
-}
-
 // schNames joins property names for a message, each clipped, the whole kept short.
 func schNames(names []string) string {
 	var b strings.Builder
@@ -1453,7 +1422,7 @@ func schNames(names []string) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		if b.Len() > FoundMaxChars {
+		if b.Len() > jsonvalue.ShownChars {
 			b.WriteString("…")
 			break
 		}
@@ -1462,33 +1431,17 @@ func schNames(names []string) string {
 	return b.String()
 }
 
-// schRenderPath renders an instance location as every path of a report is (jsonvalue.AppendPath).
-func schRenderPath(loc []schLoc) string {
-	steps := make([]jsonvalue.Step, len(loc))
-	for i, l := range loc {
-		if l.idx >= 0 {
-			steps[i] = jsonvalue.Step{Kind: jsonvalue.StepIndex, Index: l.idx}
-		} else {
-			steps[i] = jsonvalue.Step{Kind: jsonvalue.StepKey, Key: l.key}
-		}
-	}
-	return jsonvalue.Render(steps, nil)
-}
-
-// schKept holds the failures of a walk that a report can show: the first ListCap in document
+// schKept holds the failures of a walk that a report can show: the first keep in document
 // order (object keys sorted, array indices ascending, a container before its contents; the walk's
 // keyword order within one location), which the walk does not meet in that order. They are kept
 // in a heap whose top is the last of them; a failure after it is only counted, with the first
 // position of each check name that only such failures have.
 type schKept struct {
+	keep    int // how many to keep
 	heap    []schFailureAt
 	found   int            // failures added, the seq of the next
 	dropped []schFailureAt // per check name among the failures not kept, the first (no Failure)
 }
-
-// schKeepCap is how many failures a walk keeps: ListCap, except in a test that compares with
-// keeping them all.
-var schKeepCap = ListCap
 
 // schFailureAt is a failure with its instance location and the order the walk found it in.
 type schFailureAt struct {
@@ -1514,32 +1467,32 @@ func (k *schKept) reset() {
 func (k *schKept) add(f Failure, loc []schLoc) {
 	seq := k.found
 	k.found++
-	if len(k.heap) < schKeepCap {
+	if len(k.heap) < k.keep {
 		k.heap = append(k.heap, schFailureAt{f, slices.Clone(loc), seq})
 		heap.Fix(k, len(k.heap)-1)
 		return
 	}
 	top := &k.heap[0]
 	if top.compare(loc, seq) < 0 {
-		k.drop(f.Check, loc, seq)
+		k.drop(f.Keyword, loc, seq)
 		return
 	}
-	k.drop(top.f.Check, top.loc, top.seq)
+	k.drop(top.f.Keyword, top.loc, top.seq)
 	*top = schFailureAt{f, slices.Clone(loc), seq}
 	heap.Fix(k, 0)
 }
 
-// drop notes a failure not kept: its check name's first position among those.
-func (k *schKept) drop(check string, loc []schLoc, seq int) {
+// drop notes a failure not kept: its keyword's first position among those.
+func (k *schKept) drop(keyword string, loc []schLoc, seq int) {
 	for i := range k.dropped {
-		if d := &k.dropped[i]; d.f.Check == check {
+		if d := &k.dropped[i]; d.f.Keyword == keyword {
 			if d.compare(loc, seq) > 0 {
 				d.loc, d.seq = slices.Clone(loc), seq
 			}
 			return
 		}
 	}
-	k.dropped = append(k.dropped, schFailureAt{Failure{Check: check}, slices.Clone(loc), seq})
+	k.dropped = append(k.dropped, schFailureAt{Failure{Keyword: keyword}, slices.Clone(loc), seq})
 }
 
 // schKept is a heap (container/heap) of the kept failures with the last, in document order, on
@@ -1555,21 +1508,22 @@ func (k *schKept) Pop() any {
 	return last
 }
 
-// into puts the kept failures in t in document order, and counts the others.
-func (k *schKept) into(t *Tally) {
+// into puts the kept failures in r in document order, located, and counts the others.
+func (k *schKept) into(r *Result) {
 	byPosition := func(a, b schFailureAt) int { return a.compare(b.loc, b.seq) }
 	slices.SortFunc(k.heap, byPosition)
 	if len(k.heap) > 0 {
-		t.Failures = make([]Failure, len(k.heap))
+		r.Failures = make([]Failure, len(k.heap))
 		for i := range k.heap {
-			t.Failures[i] = k.heap[i].f
+			r.Failures[i] = k.heap[i].f
+			r.Failures[i].At = steps(k.heap[i].loc)
 		}
 	}
 	slices.SortFunc(k.dropped, byPosition)
 	for _, d := range k.dropped {
-		t.dropCheck(d.f.Check)
+		r.addOmitted(d.f.Keyword)
 	}
-	t.dropped = k.found - len(k.heap)
+	r.Omitted = k.found - len(k.heap)
 }
 
 func schCompareLoc(a, b []schLoc) int {
