@@ -522,23 +522,83 @@ type Small struct {
 }
 
 // ParseSmall reads lit as a Small; ok is false when lit is not a JSON number or has more than 18
-// significant digits or an exponent too large to hold, and the caller computes with big.Rat.
+// digits after its leading zeros or an exponent too large to hold, and the caller computes with
+// big.Rat. It follows splitNumber's grammar in one pass, without normalizing (1.50 is 150×10^-2),
+// since the evaluator reads every number of an output with it (TestParseSmall holds the two to
+// the same values).
 func ParseSmall(lit string) (s Small, ok bool) {
-	p, ok := splitNumber(lit)
-	if !ok || p.huge || p.digits() > 18 {
-		return Small{}, false
+	i, neg := 0, false
+	if i < len(lit) && lit[i] == '-' {
+		neg = true
+		i++
 	}
 	var m int64
-	for i := 0; i < p.digits(); i++ {
-		m = m*10 + int64(p.digit(i)-'0')
+	digits, e := 0, 0
+	add := func(c byte) bool {
+		if m == 0 && c == '0' {
+			return true
+		}
+		if digits == 18 {
+			return false
+		}
+		m = m*10 + int64(c-'0')
+		digits++
+		return true
 	}
-	if p.neg {
-		m = -m
+	start := i
+	for ; i < len(lit) && isDecimalDigit(lit[i]); i++ {
+		if !add(lit[i]) {
+			return Small{}, false
+		}
+	}
+	if i == start || (lit[start] == '0' && i-start > 1) {
+		return Small{}, false
+	}
+	if i < len(lit) && lit[i] == '.' {
+		i++
+		frac := i
+		for ; i < len(lit) && isDecimalDigit(lit[i]); i++ {
+			if !add(lit[i]) {
+				return Small{}, false
+			}
+			e--
+		}
+		if i == frac {
+			return Small{}, false
+		}
+	}
+	if i < len(lit) && (lit[i] == 'e' || lit[i] == 'E') {
+		i++
+		eneg := false
+		if i < len(lit) && (lit[i] == '+' || lit[i] == '-') {
+			eneg = lit[i] == '-'
+			i++
+		}
+		x, from := 0, i
+		for ; i < len(lit) && isDecimalDigit(lit[i]); i++ {
+			if x >= maxExponentLiteral {
+				return Small{}, false
+			}
+			x = x*10 + int(lit[i]-'0')
+		}
+		if i == from {
+			return Small{}, false
+		}
+		if eneg {
+			x = -x
+		}
+		e += x
+	}
+	if i != len(lit) {
+		return Small{}, false
 	}
 	if m == 0 {
 		return Small{}, true
 	}
-	return Small{M: m, E: p.exp}, true
+	if neg {
+		m = -m
+	}
+	return Small{M: m, E: e}, true
 }
 
 // AlignSmall brings a and b to their smaller exponent; ok is false when a coefficient would

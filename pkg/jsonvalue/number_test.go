@@ -255,3 +255,51 @@ func TestInexactNumber(t *testing.T) {
 		}
 	}
 }
+
+// TestParseSmall: ParseSmall reads every literal it accepts to the value ParseDecimal reads,
+// refuses what splitNumber refuses, and accepts every literal of at most 18 characters.
+func TestParseSmall(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	lits := []string{"0", "-0", "0.000", "1.50", "01", "1.", ".5", "+1", "1e", "1e+", "-", "", "1 ", "1e99999999999",
+		"123456789012345678", "1234567890123456789", "0.000000000000000000000001", "1E-3", "-12.5e2", "100"}
+	for range 5000 {
+		var b strings.Builder
+		if rng.IntN(3) == 0 {
+			b.WriteByte('-')
+		}
+		b.WriteString(strconv.FormatUint(rng.Uint64N(1<<uint(rng.IntN(63)+1)), 10))
+		if rng.IntN(2) == 0 {
+			b.WriteString("." + strings.Repeat("0", rng.IntN(3)) + strconv.Itoa(rng.IntN(100000)))
+		}
+		if rng.IntN(3) == 0 {
+			b.WriteString("e" + strconv.Itoa(rng.IntN(80)-40))
+		}
+		lits = append(lits, b.String())
+	}
+	for _, lit := range lits {
+		s, ok := ParseSmall(lit)
+		_, valid := splitNumber(lit)
+		if !valid {
+			if ok {
+				t.Errorf("ParseSmall(%q) accepted a literal that is not a JSON number", lit)
+			}
+			continue
+		}
+		if !ok {
+			if len(lit) <= 18 && !strings.ContainsAny(lit, "eE") {
+				t.Errorf("ParseSmall(%q) refused a literal of at most 18 digits", lit)
+			}
+			continue
+		}
+		want, _ := new(big.Rat).SetString(lit)
+		got := new(big.Rat).SetInt64(s.M)
+		if s.E >= 0 {
+			got.Mul(got, new(big.Rat).SetInt(pow10(s.E)))
+		} else {
+			got.Quo(got, new(big.Rat).SetInt(pow10(-s.E)))
+		}
+		if got.Cmp(want) != 0 {
+			t.Errorf("ParseSmall(%q) = %d e%d, want %s", lit, s.M, s.E, want.RatString())
+		}
+	}
+}
