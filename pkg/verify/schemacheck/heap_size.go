@@ -3,7 +3,6 @@ package schemacheck
 import (
 	"reflect"
 	"sync"
-	"unsafe"
 )
 
 // HeapBytes measures what the object graph reachable from root holds on the heap: every object
@@ -28,15 +27,19 @@ type heapMeter struct {
 	total int
 }
 
-// first records p and tells whether it was not seen before.
-func (m *heapMeter) first(p unsafe.Pointer) bool {
-	if p == nil {
+// first records the object v refers to (a pointer, slice, string or map: reflect.Value.Pointer,
+// its first byte) and tells whether it was not seen before. An address held as a number is a
+// safe identity here: everything measured stays reachable from root while the meter runs, and
+// Go's collector does not move objects.
+func (m *heapMeter) first(v reflect.Value) bool {
+	p := v.Pointer()
+	if p == 0 {
 		return false
 	}
-	if _, ok := m.seen[uintptr(p)]; ok {
+	if _, ok := m.seen[p]; ok {
 		return false
 	}
-	m.seen[uintptr(p)] = struct{}{}
+	m.seen[p] = struct{}{}
 	return true
 }
 
@@ -44,7 +47,7 @@ func (m *heapMeter) first(p unsafe.Pointer) bool {
 func (m *heapMeter) value(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Pointer:
-		if !m.first(v.UnsafePointer()) {
+		if !m.first(v) {
 			return
 		}
 		e := v.Elem()
@@ -53,11 +56,11 @@ func (m *heapMeter) value(v reflect.Value) {
 			m.value(e)
 		}
 	case reflect.String:
-		if v.Len() > 0 && m.first(unsafe.Pointer(unsafe.StringData(v.String()))) {
+		if v.Len() > 0 && m.first(v) {
 			m.total += HeapAllocSize(v.Len())
 		}
 	case reflect.Slice:
-		if v.Cap() == 0 || !m.first(v.UnsafePointer()) {
+		if v.Cap() == 0 || !m.first(v) {
 			return
 		}
 		et := v.Type().Elem()
@@ -78,7 +81,7 @@ func (m *heapMeter) value(v reflect.Value) {
 			m.value(v.Field(i))
 		}
 	case reflect.Map:
-		if v.IsNil() || !m.first(v.UnsafePointer()) {
+		if v.IsNil() || !m.first(v) {
 			return
 		}
 		t := v.Type()
