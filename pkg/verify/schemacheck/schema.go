@@ -951,203 +951,247 @@ const (
 // schBuildGraph converts the compiled schema graph (with its $ref cycles) into nodes, iteratively
 // so that long reference chains cannot exhaust the stack.
 func schBuildGraph(root *jsonschema.Schema, resources *schemaResources) *schNode {
-	memo := map[*jsonschema.Schema]*schNode{}
-	var queue []*schNode
-	get := func(s *jsonschema.Schema) *schNode {
-		if s == nil {
-			return nil
-		}
-		if n, ok := memo[s]; ok {
-			return n
-		}
-		n := &schNode{s: s}
-		memo[s] = n
-		queue = append(queue, n)
-		return n
-	}
-	list := func(ss []*jsonschema.Schema) []*schNode {
-		if len(ss) == 0 {
-			return nil
-		}
-		out := make([]*schNode, len(ss))
-		for i, s := range ss {
-			out[i] = get(s)
-		}
-		return out
-	}
-	named := func(m map[string]*jsonschema.Schema) []schNamed {
-		if len(m) == 0 {
-			return nil
-		}
-		out := make([]schNamed, 0, len(m))
-		for k, s := range m {
-			out = append(out, schNamed{k, get(s)})
-		}
-		slices.SortFunc(out, func(a, b schNamed) int { return strings.Compare(a.name, b.name) })
-		return out
-	}
-	dynamic := false
-	fill := func(n *schNode) {
-		s := n.s
-		n.draft = s.DraftVersion
-		// The library registers one checker per format name; where a draft defines a name
-		// differently, the schemas of that draft get their own, which the library's Validate
-		// and the walker then share.
-		s.Format = schemaFormatForDraft(s.Format, s.DraftVersion)
-		if s.Bool != nil {
-			n.boolean = -1
-			if *s.Bool {
-				n.boolean = 1
-			}
-			return
-		}
-		if s.Types != nil {
-			for _, t := range s.Types.ToStrings() {
-				n.types |= schTypeBit(t)
-			}
-		}
-		n.minI, n.maxI = schBoundOf(s.Minimum), schBoundOf(s.Maximum)
-		n.exMinI, n.exMaxI = schBoundOf(s.ExclusiveMinimum), schBoundOf(s.ExclusiveMaximum)
-		n.multI = schBoundOf(s.MultipleOf)
-		n.required = s.Required
-		if len(s.Required) > 0 {
-			n.requiredExpected = "required properties " + schNames(s.Required)
-		}
-		if s.Pattern != nil {
-			n.patternSize, _ = schRegexSize(s.Pattern.String())
-		}
-		if s.Enum != nil {
-			n.enumExpected = jsonvalue.Clip("one of "+jsonvalue.BriefList(s.Enum.Values), jsonvalue.ShownChars)
-			n.enumDetail = fmt.Sprintf("the value is not one of the %d allowed values", len(s.Enum.Values))
-		}
-		if s.Enum != nil && len(s.Enum.Values) > schEnumScan {
-			n.enumStrs = map[string]struct{}{}
-			for _, e := range s.Enum.Values {
-				if str, ok := e.(string); ok {
-					n.enumStrs[str] = struct{}{}
-				}
-			}
-		}
-		n.ref, n.recRef = get(s.Ref), get(s.RecursiveRef)
-		if s.DynamicRef != nil {
-			n.dynRef = get(s.DynamicRef.Ref)
-			if s.DynamicRef.Anchor != "" && s.DynamicRef.Ref.DynamicAnchor == s.DynamicRef.Anchor {
-				n.dynAnchor = s.DynamicRef.Anchor
-			}
-		}
-		if s.RecursiveRef != nil || s.DynamicRef != nil {
-			dynamic = true
-		}
-		n.allOf, n.anyOf, n.oneOf = list(s.AllOf), list(s.AnyOf), list(s.OneOf)
-		n.not, n.ifS, n.thenS, n.elseS = get(s.Not), get(s.If), get(s.Then), get(s.Else)
-		n.props = named(s.Properties)
-		if len(n.props) > 0 {
-			n.propMap = make(map[string]*schNode, len(n.props))
-			for _, p := range n.props {
-				n.propMap[p.name] = p.n
-			}
-		}
-		for re, ps := range s.PatternProperties {
-			size, _ := schRegexSize(re.String()) // it compiled, so it parses
-			n.patterns = append(n.patterns, schPattern{re, size, get(ps)})
-		}
-		slices.SortFunc(n.patterns, func(a, b schPattern) int { return strings.Compare(a.re.String(), b.re.String()) })
-		switch a := s.AdditionalProperties.(type) {
-		case bool:
-			n.addl = -1
-			if a {
-				n.addl = 1
-			}
-		case *jsonschema.Schema:
-			n.addlS = get(a)
-		}
-		for name, d := range s.Dependencies {
-			switch d := d.(type) {
-			case []string:
-				n.deps = append(n.deps, schDep{name: name, req: append([]string{}, d...)})
-			case *jsonschema.Schema:
-				n.deps = append(n.deps, schDep{name: name, n: get(d)})
-			}
-		}
-		slices.SortFunc(n.deps, func(a, b schDep) int { return strings.Compare(a.name, b.name) })
-		for name, req := range s.DependentRequired {
-			n.depReq = append(n.depReq, schDep{name: name, req: append([]string{}, req...)})
-		}
-		slices.SortFunc(n.depReq, func(a, b schDep) int { return strings.Compare(a.name, b.name) })
-		n.depSchemas = named(s.DependentSchemas)
-		n.propNames = get(s.PropertyNames)
-		n.unevProps, n.unevItems = get(s.UnevaluatedProperties), get(s.UnevaluatedItems)
-		if s.DraftVersion < 2020 {
-			switch it := s.Items.(type) {
-			case *jsonschema.Schema:
-				n.rest, n.restAll = get(it), true
-			case []*jsonschema.Schema:
-				n.prefix = list(it)
-				switch ai := s.AdditionalItems.(type) {
-				case bool:
-					n.restAll = true
-					if !ai {
-						n.restFalse = "additionalItems"
-					}
-				case *jsonschema.Schema:
-					n.rest, n.restAll = get(ai), true
-				}
-			}
-		} else {
-			n.prefix = list(s.PrefixItems)
-			if s.Items2020 != nil {
-				n.rest, n.restAll = get(s.Items2020), true
-			}
-		}
-		if n.rest != nil && n.rest.s.Bool != nil && !*n.rest.s.Bool {
-			// items: false forbids every item after the prefix: one check per array, like
-			// additionalItems: false, instead of one failing false schema per item.
-			n.rest, n.restFalse = nil, "items"
-		}
-		n.contains = get(s.Contains)
-		n.contentS = get(s.ContentSchema)
-		n.declares = len(n.props) > 0 || len(n.patterns) > 0
-		n.speaks = s.AdditionalProperties != nil || s.UnevaluatedProperties != nil
-	}
-	rootNode := get(root)
-	filled := 0
-	fillQueued := func() {
-		for ; filled < len(queue); filled++ {
-			fill(queue[filled])
-		}
-	}
-	fillQueued()
-	if dynamic {
-		// $dynamicRef and $recursiveRef resolve through the resources of the schemas on the
-		// dynamic scope: each schema's resource and that resource's dynamic anchors are read
-		// from the schema document itself (schemaResources), once, at compile time.
-		byResource := map[*jsonschema.Schema]map[string]*schNode{}
-		for i := 0; i < len(queue); i++ {
-			n := queue[i]
-			if n.boolean != 0 {
-				continue
-			}
-			res, anchors, ok := resources.of(n.s)
-			if !ok {
-				continue
-			}
-			n.resRecursive = res.RecursiveAnchor
-			if len(anchors) == 0 {
-				continue
-			}
-			m, seen := byResource[res]
-			if !seen {
-				m = make(map[string]*schNode, len(anchors))
-				for name, a := range anchors {
-					m[name] = get(a)
-				}
-				byResource[res] = m
-				fillQueued() // anchors no reference names statically join the graph here
-			}
-			n.resAnchors = m
-		}
+	g := schGraph{memo: map[*jsonschema.Schema]*schNode{}}
+	rootNode := g.get(root)
+	g.fillQueued()
+	if g.dynamic {
+		g.dynamicAnchors(resources)
 	}
 	return rootNode
+}
+
+// schGraph builds the node graph: every schema met gets its node once (memo) and waits in queue
+// until fillQueued fills it.
+type schGraph struct {
+	memo    map[*jsonschema.Schema]*schNode
+	queue   []*schNode
+	filled  int  // queue[:filled] are filled
+	dynamic bool // some schema has $dynamicRef or $recursiveRef
+}
+
+// get is the node of s, queued to be filled when it is new; nil for nil.
+func (g *schGraph) get(s *jsonschema.Schema) *schNode {
+	if s == nil {
+		return nil
+	}
+	if n, ok := g.memo[s]; ok {
+		return n
+	}
+	n := &schNode{s: s}
+	g.memo[s] = n
+	g.queue = append(g.queue, n)
+	return n
+}
+
+func (g *schGraph) list(ss []*jsonschema.Schema) []*schNode {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make([]*schNode, len(ss))
+	for i, s := range ss {
+		out[i] = g.get(s)
+	}
+	return out
+}
+
+// named is the nodes of m sorted by name.
+func (g *schGraph) named(m map[string]*jsonschema.Schema) []schNamed {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make([]schNamed, 0, len(m))
+	for k, s := range m {
+		out = append(out, schNamed{k, g.get(s)})
+	}
+	slices.SortFunc(out, func(a, b schNamed) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+func (g *schGraph) fillQueued() {
+	for ; g.filled < len(g.queue); g.filled++ {
+		g.fill(g.queue[g.filled])
+	}
+}
+
+// fill sets n's fields from its schema, queueing the schemas it refers to.
+func (g *schGraph) fill(n *schNode) {
+	s := n.s
+	n.draft = s.DraftVersion
+	// The library registers one checker per format name; where a draft defines a name
+	// differently, the schemas of that draft get their own, which the library's Validate and the
+	// walker then share.
+	s.Format = schemaFormatForDraft(s.Format, s.DraftVersion)
+	if s.Bool != nil {
+		n.boolean = -1
+		if *s.Bool {
+			n.boolean = 1
+		}
+		return
+	}
+	fillValues(n)
+	g.fillApplicators(n)
+	g.fillObject(n)
+	g.fillArray(n)
+}
+
+// fillValues prepares the keywords that read a value: type, the numeric bounds, required,
+// pattern and enum, with the texts their failures show.
+func fillValues(n *schNode) {
+	s := n.s
+	if s.Types != nil {
+		for _, t := range s.Types.ToStrings() {
+			n.types |= schTypeBit(t)
+		}
+	}
+	n.minI, n.maxI = schBoundOf(s.Minimum), schBoundOf(s.Maximum)
+	n.exMinI, n.exMaxI = schBoundOf(s.ExclusiveMinimum), schBoundOf(s.ExclusiveMaximum)
+	n.multI = schBoundOf(s.MultipleOf)
+	n.required = s.Required
+	if len(s.Required) > 0 {
+		n.requiredExpected = "required properties " + schNames(s.Required)
+	}
+	if s.Pattern != nil {
+		n.patternSize, _ = schRegexSize(s.Pattern.String())
+	}
+	if s.Enum != nil {
+		n.enumExpected = jsonvalue.Clip("one of "+jsonvalue.BriefList(s.Enum.Values), jsonvalue.ShownChars)
+		n.enumDetail = fmt.Sprintf("the value is not one of the %d allowed values", len(s.Enum.Values))
+	}
+	if s.Enum != nil && len(s.Enum.Values) > schEnumScan {
+		n.enumStrs = map[string]struct{}{}
+		for _, e := range s.Enum.Values {
+			if str, ok := e.(string); ok {
+				n.enumStrs[str] = struct{}{}
+			}
+		}
+	}
+}
+
+// fillApplicators links the references and the in-place applicators.
+func (g *schGraph) fillApplicators(n *schNode) {
+	s := n.s
+	n.ref, n.recRef = g.get(s.Ref), g.get(s.RecursiveRef)
+	if s.DynamicRef != nil {
+		n.dynRef = g.get(s.DynamicRef.Ref)
+		if s.DynamicRef.Anchor != "" && s.DynamicRef.Ref.DynamicAnchor == s.DynamicRef.Anchor {
+			n.dynAnchor = s.DynamicRef.Anchor
+		}
+	}
+	if s.RecursiveRef != nil || s.DynamicRef != nil {
+		g.dynamic = true
+	}
+	n.allOf, n.anyOf, n.oneOf = g.list(s.AllOf), g.list(s.AnyOf), g.list(s.OneOf)
+	n.not, n.ifS, n.thenS, n.elseS = g.get(s.Not), g.get(s.If), g.get(s.Then), g.get(s.Else)
+	n.contentS = g.get(s.ContentSchema)
+}
+
+// fillObject links the object keywords, each list in the order the walker visits it.
+func (g *schGraph) fillObject(n *schNode) {
+	s := n.s
+	n.props = g.named(s.Properties)
+	if len(n.props) > 0 {
+		n.propMap = make(map[string]*schNode, len(n.props))
+		for _, p := range n.props {
+			n.propMap[p.name] = p.n
+		}
+	}
+	for re, ps := range s.PatternProperties {
+		size, _ := schRegexSize(re.String()) // it compiled, so it parses
+		n.patterns = append(n.patterns, schPattern{re, size, g.get(ps)})
+	}
+	slices.SortFunc(n.patterns, func(a, b schPattern) int { return strings.Compare(a.re.String(), b.re.String()) })
+	switch a := s.AdditionalProperties.(type) {
+	case bool:
+		n.addl = -1
+		if a {
+			n.addl = 1
+		}
+	case *jsonschema.Schema:
+		n.addlS = g.get(a)
+	}
+	for name, d := range s.Dependencies {
+		switch d := d.(type) {
+		case []string:
+			n.deps = append(n.deps, schDep{name: name, req: append([]string{}, d...)})
+		case *jsonschema.Schema:
+			n.deps = append(n.deps, schDep{name: name, n: g.get(d)})
+		}
+	}
+	slices.SortFunc(n.deps, func(a, b schDep) int { return strings.Compare(a.name, b.name) })
+	for name, req := range s.DependentRequired {
+		n.depReq = append(n.depReq, schDep{name: name, req: append([]string{}, req...)})
+	}
+	slices.SortFunc(n.depReq, func(a, b schDep) int { return strings.Compare(a.name, b.name) })
+	n.depSchemas = g.named(s.DependentSchemas)
+	n.propNames = g.get(s.PropertyNames)
+	n.unevProps = g.get(s.UnevaluatedProperties)
+	n.declares = len(n.props) > 0 || len(n.patterns) > 0
+	n.speaks = s.AdditionalProperties != nil || s.UnevaluatedProperties != nil
+}
+
+// fillArray links the array keywords: items as each draft spells them, and contains.
+func (g *schGraph) fillArray(n *schNode) {
+	s := n.s
+	n.unevItems = g.get(s.UnevaluatedItems)
+	if s.DraftVersion < 2020 {
+		switch it := s.Items.(type) {
+		case *jsonschema.Schema:
+			n.rest, n.restAll = g.get(it), true
+		case []*jsonschema.Schema:
+			n.prefix = g.list(it)
+			switch ai := s.AdditionalItems.(type) {
+			case bool:
+				n.restAll = true
+				if !ai {
+					n.restFalse = "additionalItems"
+				}
+			case *jsonschema.Schema:
+				n.rest, n.restAll = g.get(ai), true
+			}
+		}
+	} else {
+		n.prefix = g.list(s.PrefixItems)
+		if s.Items2020 != nil {
+			n.rest, n.restAll = g.get(s.Items2020), true
+		}
+	}
+	if n.rest != nil && n.rest.s.Bool != nil && !*n.rest.s.Bool {
+		// items: false forbids every item after the prefix: one check per array, like
+		// additionalItems: false, instead of one failing false schema per item.
+		n.rest, n.restFalse = nil, "items"
+	}
+	n.contains = g.get(s.Contains)
+}
+
+// dynamicAnchors prepares $dynamicRef and $recursiveRef, which resolve through the resources of
+// the schemas on the dynamic scope: each schema's resource and that resource's dynamic anchors
+// are read from the schema document itself (schemaResources), once, at compile time.
+func (g *schGraph) dynamicAnchors(resources *schemaResources) {
+	byResource := map[*jsonschema.Schema]map[string]*schNode{}
+	for i := 0; i < len(g.queue); i++ {
+		n := g.queue[i]
+		if n.boolean != 0 {
+			continue
+		}
+		res, anchors, ok := resources.of(n.s)
+		if !ok {
+			continue
+		}
+		n.resRecursive = res.RecursiveAnchor
+		if len(anchors) == 0 {
+			continue
+		}
+		m, seen := byResource[res]
+		if !seen {
+			m = make(map[string]*schNode, len(anchors))
+			for name, a := range anchors {
+				m[name] = g.get(a)
+			}
+			byResource[res] = m
+			g.fillQueued() // anchors no reference names statically join the graph here
+		}
+		n.resAnchors = m
+	}
 }
 
 // schemaResources finds, in the schema document a Schema was compiled from, the schema resource

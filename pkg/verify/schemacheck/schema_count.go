@@ -411,7 +411,6 @@ func (w *schWalker) eval(n *schNode, v any, count, track bool) (bool, schAnn) {
 }
 
 func (w *schWalker) evalBody(n *schNode, v any, count, track bool) (bool, schAnn) {
-	s := n.s
 	ok := true
 	var ann schAnn
 	obj, isObj := v.(map[string]any)
@@ -425,75 +424,8 @@ func (w *schWalker) evalBody(n *schNode, v any, count, track bool) (bool, schAnn
 			w.declSpeaks = true
 		}
 	}
-
-	// check records one assertion; in silent mode a failure ends the evaluation.
-	check := func(pass bool) bool {
-		if pass {
-			if count {
-				w.pass()
-			}
-			return true
-		}
-		ok = false
-		return count
-	}
-
-	if n.types != 0 {
-		pass := schTypeMatches(n.types, v)
-		if !check(pass) {
-			return false, ann
-		}
-		if !pass && count {
-			w.failType(n, v)
-		}
-	}
-	if s.Const != nil {
-		if !w.spend(jsonvalue.Size(v) / schEqualPerUnit) {
-			return false, ann
-		}
-		pass := schEqual(v, *s.Const)
-		if !check(pass) {
-			return false, ann
-		}
-		if !pass && count {
-			w.fail("const", "the constant "+jsonvalue.Brief(*s.Const), "value "+jsonvalue.Brief(v), "the value differs from the required constant")
-		}
-	}
-	if s.Enum != nil {
-		pass := false
-		if str, isStr := v.(string); isStr && n.enumStrs != nil {
-			_, pass = n.enumStrs[str]
-		} else {
-			if !w.spend(len(s.Enum.Values) * jsonvalue.Size(v) / schEqualPerUnit) {
-				return false, ann
-			}
-			for _, e := range s.Enum.Values {
-				if schEqual(v, e) {
-					pass = true
-					break
-				}
-			}
-		}
-		if !check(pass) {
-			return false, ann
-		}
-		if !pass && count {
-			w.fail("enum", n.enumExpected, "value "+jsonvalue.Brief(v), n.enumDetail)
-		}
-	}
-	if s.Format != nil {
-		if !w.spendFormat(s.Format.Name, v) {
-			return false, ann
-		}
-		err := s.Format.Validate(v)
-		if _, isStr := v.(string); isStr || err != nil {
-			if !check(err == nil) {
-				return false, ann
-			}
-			if err != nil && count {
-				w.fail("format", "format "+jsonvalue.Clip(s.Format.Name, 40), "value "+jsonvalue.Brief(v), "the value is not a valid "+jsonvalue.Clip(s.Format.Name, 40))
-			}
-		}
+	if !w.values(n, v, count, &ok) {
+		return false, ann
 	}
 	if n.ref != nil {
 		rok, rann := w.eval(n.ref, v, count, trk)
@@ -511,133 +443,186 @@ func (w *schWalker) evalBody(n *schNode, v any, count, track bool) (bool, schAnn
 			return ok, ann
 		}
 	}
-
-	switch {
-	case isObj:
-		if !w.object(n, obj, count, trk, &ok, &ann) {
-			return false, ann
-		}
-	case isArr:
-		if !w.array(n, arr, count, trk, &ok, &ann) {
-			return false, ann
-		}
-	default:
-		if str, isStr := v.(string); isStr {
-			if !w.str(n, str, count, &ok) {
-				return false, ann
-			}
-		} else if lit, isNum := jsonvalue.NumberLiteral(v); isNum {
-			if !w.number(n, lit, count, &ok) {
-				return false, ann
-			}
-		} else if _, isBool := v.(bool); !isBool && v != nil {
-			// Not a JSON value at all (only possible from a Go caller): the library fails it too.
-			if !check(false) {
-				return false, ann
-			}
-			w.fail("type", "a JSON value", "unsupported value", "the value is not JSON")
-		}
+	if !w.byKind(n, v, count, trk, &ok, &ann) ||
+		n.draft >= 2019 && !w.dynamicRefs(n, v, count, trk, &ok, &ann) ||
+		!w.logic(n, v, count, trk, &ok, &ann) {
+		return false, ann
 	}
-
 	if n.draft >= 2019 {
-		if n.recRef != nil {
-			target := n.recRef
-			if target.s.RecursiveAnchor {
-				for i := w.base; i < len(w.scope); i++ {
-					if w.scope[i].n.resRecursive {
-						target = w.scope[i].n
-						break
-					}
-				}
-			}
-			if !w.inPlace(target, v, count, trk, &ok, &ann) {
-				return false, ann
-			}
+		if isObj && n.unevProps != nil && !w.unevaluatedProps(n, obj, count, &ok, &ann) {
+			return false, ann
 		}
-		if n.dynRef != nil {
-			target := n.dynRef
-			if n.dynAnchor != "" {
-				for i := w.base; i < len(w.scope); i++ {
-					if d, found := w.scope[i].n.resAnchors[n.dynAnchor]; found {
-						target = d
-						break
-					}
-				}
+		if isArr && n.unevItems != nil && !w.unevaluatedItems(n, arr, count, &ok, &ann) {
+			return false, ann
+		}
+	}
+	return ok, ann
+}
+
+// check records one assertion and answers whether the evaluation goes on: always in counting
+// mode, and in silent mode (count false) only while everything passed.
+func (w *schWalker) check(pass, count bool, ok *bool) bool {
+	if pass {
+		if count {
+			w.pass()
+		}
+		return true
+	}
+	*ok = false
+	return count
+}
+
+// values checks the keywords that apply to a value of any kind: type, const, enum and format.
+// Like every part of evalBody it returns false when silent evaluation must stop.
+func (w *schWalker) values(n *schNode, v any, count bool, ok *bool) bool {
+	s := n.s
+	if n.types != 0 {
+		pass := schTypeMatches(n.types, v)
+		if !w.check(pass, count, ok) {
+			return false
+		}
+		if !pass && count {
+			w.failType(n, v)
+		}
+	}
+	if s.Const != nil {
+		if !w.spend(jsonvalue.Size(v) / schEqualPerUnit) {
+			return false
+		}
+		pass := schEqual(v, *s.Const)
+		if !w.check(pass, count, ok) {
+			return false
+		}
+		if !pass && count {
+			w.fail("const", "the constant "+jsonvalue.Brief(*s.Const), "value "+jsonvalue.Brief(v), "the value differs from the required constant")
+		}
+	}
+	if s.Enum != nil && !w.enum(n, v, count, ok) {
+		return false
+	}
+	if s.Format != nil {
+		if !w.spendFormat(s.Format.Name, v) {
+			return false
+		}
+		err := s.Format.Validate(v)
+		if _, isStr := v.(string); isStr || err != nil {
+			if !w.check(err == nil, count, ok) {
+				return false
 			}
-			if !w.inPlace(target, v, count, trk, &ok, &ann) {
-				return false, ann
+			if err != nil && count {
+				w.fail("format", "format "+jsonvalue.Clip(s.Format.Name, 40), "value "+jsonvalue.Brief(v), "the value is not a valid "+jsonvalue.Clip(s.Format.Name, 40))
 			}
 		}
 	}
+	return true
+}
 
+// enum checks enum: a string against a large enum by one lookup, anything else by comparison.
+func (w *schWalker) enum(n *schNode, v any, count bool, ok *bool) bool {
+	pass := false
+	if str, isStr := v.(string); isStr && n.enumStrs != nil {
+		_, pass = n.enumStrs[str]
+	} else {
+		if !w.spend(len(n.s.Enum.Values) * jsonvalue.Size(v) / schEqualPerUnit) {
+			return false
+		}
+		for _, e := range n.s.Enum.Values {
+			if schEqual(v, e) {
+				pass = true
+				break
+			}
+		}
+	}
+	if !w.check(pass, count, ok) {
+		return false
+	}
+	if !pass && count {
+		w.fail("enum", n.enumExpected, "value "+jsonvalue.Brief(v), n.enumDetail)
+	}
+	return true
+}
+
+// byKind checks the keywords of the value's own kind: object, array, string or number.
+func (w *schWalker) byKind(n *schNode, v any, count, trk bool, ok *bool, ann *schAnn) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		return w.object(n, x, count, trk, ok, ann)
+	case []any:
+		return w.array(n, x, count, trk, ok, ann)
+	case string:
+		return w.str(n, x, count, ok)
+	case bool, nil:
+		return true
+	}
+	if lit, isNum := jsonvalue.NumberLiteral(v); isNum {
+		return w.number(n, lit, count, ok)
+	}
+	// Not a JSON value at all (only possible from a Go caller): the library fails it too.
+	if !w.check(false, count, ok) {
+		return false
+	}
+	w.fail("type", "a JSON value", "unsupported value", "the value is not JSON")
+	return true
+}
+
+// dynamicRefs applies $recursiveRef (2019-09) and $dynamicRef (2020-12), each resolved in the
+// dynamic scope.
+func (w *schWalker) dynamicRefs(n *schNode, v any, count, trk bool, ok *bool, ann *schAnn) bool {
+	if n.recRef != nil {
+		target := n.recRef
+		if target.s.RecursiveAnchor {
+			for i := w.base; i < len(w.scope); i++ {
+				if w.scope[i].n.resRecursive {
+					target = w.scope[i].n
+					break
+				}
+			}
+		}
+		if !w.inPlace(target, v, count, trk, ok, ann) {
+			return false
+		}
+	}
+	if n.dynRef != nil {
+		target := n.dynRef
+		if n.dynAnchor != "" {
+			for i := w.base; i < len(w.scope); i++ {
+				if d, found := w.scope[i].n.resAnchors[n.dynAnchor]; found {
+					target = d
+					break
+				}
+			}
+		}
+		if !w.inPlace(target, v, count, trk, ok, ann) {
+			return false
+		}
+	}
+	return true
+}
+
+// logic applies the in-place applicators: not, allOf, anyOf, oneOf and if/then/else.
+func (w *schWalker) logic(n *schNode, v any, count, trk bool, ok *bool, ann *schAnn) bool {
 	if n.not != nil {
 		nok, _ := w.eval(n.not, v, false, false)
-		if !check(!nok) {
-			return false, ann
+		if !w.check(!nok, count, ok) {
+			return false
 		}
 		if nok && count {
 			w.fail("not", "a value that does not match the not subschema", "matches it", "the value matches the subschema it must not match")
 		}
 	}
 	for _, a := range n.allOf {
-		if !w.inPlace(a, v, count, trk, &ok, &ann) {
-			return false, ann
+		if !w.inPlace(a, v, count, trk, ok, ann) {
+			return false
 		}
 	}
-	if len(n.anyOf) > 0 {
-		matched := false
-		for _, b := range n.anyOf {
-			bok, bann := w.eval(b, v, false, trk)
-			if bok {
-				matched = true
-				if !trk {
-					break
-				}
-				ann.merge(bann)
-			}
-		}
-		if !check(matched) {
-			return false, ann
-		}
-		if !matched && count {
-			w.fail("anyOf", fmt.Sprintf("a match for at least one of %d anyOf subschemas", len(n.anyOf)), "matches none",
-				"the value matches none of the anyOf subschemas")
-		}
-	}
-	if len(n.oneOf) > 0 {
-		first, second := -1, -1
-		var firstAnn schAnn
-		for i, b := range n.oneOf {
-			bok, bann := w.eval(b, v, false, trk && first < 0)
-			if bok {
-				if first < 0 {
-					first, firstAnn = i, bann
-				} else {
-					second = i
-					break
-				}
-			}
-		}
-		pass := first >= 0 && second < 0
-		if !check(pass) {
-			return false, ann
-		}
-		if pass && trk {
-			ann.merge(firstAnn)
-		}
-		if !pass && count {
-			found := "matches none"
-			if first >= 0 {
-				found = fmt.Sprintf("matches subschemas %d and %d", first, second)
-			}
-			w.fail("oneOf", fmt.Sprintf("a match for exactly one of %d oneOf subschemas", len(n.oneOf)), found,
-				"the value must match exactly one of the oneOf subschemas")
-		}
+	if len(n.anyOf) > 0 && !w.anyOf(n, v, count, trk, ok, ann) ||
+		len(n.oneOf) > 0 && !w.oneOf(n, v, count, trk, ok, ann) {
+		return false
 	}
 	if n.ifS != nil {
 		// The if check itself never fails: its outcome picks the branch, whose assertions count.
 		iok, iann := w.eval(n.ifS, v, false, trk)
-		check(true)
+		w.check(true, count, ok)
 		branch := n.elseS
 		if iok {
 			if trk {
@@ -645,24 +630,67 @@ func (w *schWalker) evalBody(n *schNode, v any, count, track bool) (bool, schAnn
 			}
 			branch = n.thenS
 		}
-		if branch != nil && !w.inPlace(branch, v, count, trk, &ok, &ann) {
-			return false, ann
+		if branch != nil && !w.inPlace(branch, v, count, trk, ok, ann) {
+			return false
 		}
 	}
+	return true
+}
 
-	if n.draft >= 2019 {
-		if isObj && n.unevProps != nil {
-			if !w.unevaluatedProps(n, obj, count, &ok, &ann) {
-				return false, ann
+// anyOf is one check: some branch matches. With annotations tracked every branch is evaluated.
+func (w *schWalker) anyOf(n *schNode, v any, count, trk bool, ok *bool, ann *schAnn) bool {
+	matched := false
+	for _, b := range n.anyOf {
+		bok, bann := w.eval(b, v, false, trk)
+		if bok {
+			matched = true
+			if !trk {
+				break
 			}
+			ann.merge(bann)
 		}
-		if isArr && n.unevItems != nil {
-			if !w.unevaluatedItems(n, arr, count, &ok, &ann) {
-				return false, ann
+	}
+	if !w.check(matched, count, ok) {
+		return false
+	}
+	if !matched && count {
+		w.fail("anyOf", fmt.Sprintf("a match for at least one of %d anyOf subschemas", len(n.anyOf)), "matches none",
+			"the value matches none of the anyOf subschemas")
+	}
+	return true
+}
+
+// oneOf is one check: exactly one branch matches.
+func (w *schWalker) oneOf(n *schNode, v any, count, trk bool, ok *bool, ann *schAnn) bool {
+	first, second := -1, -1
+	var firstAnn schAnn
+	for i, b := range n.oneOf {
+		bok, bann := w.eval(b, v, false, trk && first < 0)
+		if bok {
+			if first < 0 {
+				first, firstAnn = i, bann
+			} else {
+				second = i
+				break
 			}
 		}
 	}
-	return ok, ann
+	pass := first >= 0 && second < 0
+	if !w.check(pass, count, ok) {
+		return false
+	}
+	if pass && trk {
+		ann.merge(firstAnn)
+	}
+	if !pass && count {
+		found := "matches none"
+		if first >= 0 {
+			found = fmt.Sprintf("matches subschemas %d and %d", first, second)
+		}
+		w.fail("oneOf", fmt.Sprintf("a match for exactly one of %d oneOf subschemas", len(n.oneOf)), found,
+			"the value must match exactly one of the oneOf subschemas")
+	}
+	return true
 }
 
 // inPlace applies a subschema to the same value (transparent applicators) and merges its
@@ -691,70 +719,12 @@ func (w *schWalker) sortedKeys(obj map[string]any) (keys []string, from int) {
 	return w.keys[from:end:end], from
 }
 
+// object checks the object keywords of n on obj. Like every part of evalBody it returns false
+// when silent evaluation must stop.
 func (w *schWalker) object(n *schNode, obj map[string]any, count, trk bool, ok *bool, ann *schAnn) bool {
-	s := n.s
-	check := func(pass bool) bool {
-		if pass {
-			if count {
-				w.pass()
-			}
-			return true
-		}
-		*ok = false
-		return count
+	if !w.objectSize(n, obj, count, ok) || !w.objectRequired(n, obj, count, trk, ok, ann) {
+		return false
 	}
-	if s.MinProperties != nil {
-		pass := len(obj) >= *s.MinProperties
-		if !check(pass) {
-			return false
-		}
-		if !pass && count {
-			w.fail("minProperties", "at least "+jsonvalue.Plural(*s.MinProperties, "property", "properties"), jsonvalue.Plural(len(obj), "property", "properties"),
-				"the object has fewer properties than the minimum")
-		}
-	}
-	if s.MaxProperties != nil {
-		pass := len(obj) <= *s.MaxProperties
-		if !check(pass) {
-			return false
-		}
-		if !pass && count {
-			w.fail("maxProperties", "at most "+jsonvalue.Plural(*s.MaxProperties, "property", "properties"), jsonvalue.Plural(len(obj), "property", "properties"),
-				"the object has more properties than the maximum")
-		}
-	}
-	if len(n.required) > 0 {
-		w.spend(len(n.required) / schLookupsPerUnit) // a walk over budget stops at its next evaluation
-		missing, nMissing := schMissing(obj, n.required)
-		if !check(nMissing == 0) {
-			return false
-		}
-		if nMissing > 0 && count {
-			w.fail("required", n.requiredExpected, "missing "+schNames(missing),
-				jsonvalue.Plural(nMissing, "required property is", "required properties are")+" missing")
-		}
-	}
-	for _, d := range n.deps {
-		if _, present := obj[d.name]; !present {
-			continue
-		}
-		if d.n != nil {
-			if !w.inPlace(d.n, obj, count, trk, ok, ann) {
-				return false
-			}
-			continue
-		}
-		w.spend(len(d.req) / schLookupsPerUnit)
-		missing, nMissing := schMissing(obj, d.req)
-		if !check(nMissing == 0) {
-			return false
-		}
-		if nMissing > 0 && count {
-			w.fail("dependencies", "properties "+schNames(d.req)+" when "+jsonvalue.Clip(d.name, 30)+" is present", "missing "+schNames(missing),
-				"a property that requires others is present without them")
-		}
-	}
-
 	if len(n.patterns) == 0 && n.addl == 0 && n.addlS == nil && !trk {
 		// Fast path: only declared properties to visit, in sorted order.
 		for _, p := range n.props {
@@ -771,85 +741,14 @@ func (w *schWalker) object(n *schNode, obj map[string]any, count, trk bool, ok *
 		}
 	} else {
 		keys, from := w.sortedKeys(obj)
-		var extra []string
-		for _, k := range keys {
-			evaluated := false
-			if pn, found := n.propMap[k]; found {
-				evaluated = true
-				if !w.child(pn, obj[k], count, k, -1) {
-					*ok = false
-					if !count {
-						w.keys = w.keys[:from]
-						return false
-					}
-				}
-			}
-			for _, p := range n.patterns {
-				if !w.spend(schMatchCost(k, p.size)) {
-					w.keys = w.keys[:from]
-					return false
-				}
-				if !p.re.MatchString(k) {
-					continue
-				}
-				evaluated = true
-				if !w.child(p.n, obj[k], count, k, -1) {
-					*ok = false
-					if !count {
-						w.keys = w.keys[:from]
-						return false
-					}
-				}
-			}
-			if !evaluated {
-				switch {
-				case n.addl < 0:
-					extra = append(extra, k)
-				case n.addlS != nil:
-					if !w.child(n.addlS, obj[k], count, k, -1) {
-						*ok = false
-						if !count {
-							w.keys = w.keys[:from]
-							return false
-						}
-					}
-				}
-				evaluated = n.addl != 0 || n.addlS != nil
-			}
-			if evaluated && trk {
-				ann.addProp(k)
-			}
-		}
+		goOn := w.members(n, obj, keys, count, trk, ok, ann)
 		w.keys = w.keys[:from]
-		if n.addl < 0 {
-			if !check(len(extra) == 0) {
-				return false
-			}
-			if len(extra) > 0 && count {
-				w.fail("additionalProperties", "no properties beyond those declared",
-					jsonvalue.Plural(len(extra), "undeclared property", "undeclared properties")+" "+schNames(extra),
-					jsonvalue.Plural(len(extra), "property is", "properties are")+" not allowed by the schema")
-			}
-		}
-	}
-
-	if n.propNames != nil {
-		keys, from := w.sortedKeys(obj)
-		pass, bad := true, ""
-		for _, k := range keys {
-			if !w.fresh(n.propNames, k) {
-				pass, bad = false, k
-				break
-			}
-		}
-		w.keys = w.keys[:from]
-		if !check(pass) {
+		if !goOn {
 			return false
 		}
-		if !pass && count {
-			w.fail("propertyNames", "property names valid against propertyNames", "invalid name "+jsonvalue.Brief(bad),
-				"a property name does not satisfy propertyNames")
-		}
+	}
+	if n.propNames != nil && !w.propertyNames(n, obj, count, ok) {
+		return false
 	}
 	for _, d := range n.depSchemas {
 		if _, present := obj[d.name]; present {
@@ -859,18 +758,162 @@ func (w *schWalker) object(n *schNode, obj map[string]any, count, trk bool, ok *
 		}
 	}
 	for _, d := range n.depReq {
-		if _, present := obj[d.name]; !present {
-			continue
+		if _, present := obj[d.name]; present && !w.requires(d, "dependentRequired", obj, count, ok) {
+			return false
 		}
-		w.spend(len(d.req) / schLookupsPerUnit)
-		missing, nMissing := schMissing(obj, d.req)
-		if !check(nMissing == 0) {
+	}
+	return true
+}
+
+// objectSize checks minProperties and maxProperties.
+func (w *schWalker) objectSize(n *schNode, obj map[string]any, count bool, ok *bool) bool {
+	s := n.s
+	if s.MinProperties != nil {
+		pass := len(obj) >= *s.MinProperties
+		if !w.check(pass, count, ok) {
+			return false
+		}
+		if !pass && count {
+			w.fail("minProperties", "at least "+jsonvalue.Plural(*s.MinProperties, "property", "properties"), jsonvalue.Plural(len(obj), "property", "properties"),
+				"the object has fewer properties than the minimum")
+		}
+	}
+	if s.MaxProperties != nil {
+		pass := len(obj) <= *s.MaxProperties
+		if !w.check(pass, count, ok) {
+			return false
+		}
+		if !pass && count {
+			w.fail("maxProperties", "at most "+jsonvalue.Plural(*s.MaxProperties, "property", "properties"), jsonvalue.Plural(len(obj), "property", "properties"),
+				"the object has more properties than the maximum")
+		}
+	}
+	return true
+}
+
+// objectRequired checks required and draft 4-7's dependencies (names, or a schema applied in
+// place).
+func (w *schWalker) objectRequired(n *schNode, obj map[string]any, count, trk bool, ok *bool, ann *schAnn) bool {
+	if len(n.required) > 0 {
+		w.spend(len(n.required) / schLookupsPerUnit) // a walk over budget stops at its next evaluation
+		missing, nMissing := schMissing(obj, n.required)
+		if !w.check(nMissing == 0, count, ok) {
 			return false
 		}
 		if nMissing > 0 && count {
-			w.fail("dependentRequired", "properties "+schNames(d.req)+" when "+jsonvalue.Clip(d.name, 30)+" is present", "missing "+schNames(missing),
-				"a property that requires others is present without them")
+			w.fail("required", n.requiredExpected, "missing "+schNames(missing),
+				jsonvalue.Plural(nMissing, "required property is", "required properties are")+" missing")
 		}
+	}
+	for _, d := range n.deps {
+		if _, present := obj[d.name]; !present {
+			continue
+		}
+		if d.n != nil {
+			if !w.inPlace(d.n, obj, count, trk, ok, ann) {
+				return false
+			}
+		} else if !w.requires(d, "dependencies", obj, count, ok) {
+			return false
+		}
+	}
+	return true
+}
+
+// requires checks that obj, which holds d.name, holds every name d requires (dependentRequired,
+// or dependencies before 2019-09), under keyword kw.
+func (w *schWalker) requires(d schDep, kw string, obj map[string]any, count bool, ok *bool) bool {
+	w.spend(len(d.req) / schLookupsPerUnit)
+	missing, nMissing := schMissing(obj, d.req)
+	if !w.check(nMissing == 0, count, ok) {
+		return false
+	}
+	if nMissing > 0 && count {
+		w.fail(kw, "properties "+schNames(d.req)+" when "+jsonvalue.Clip(d.name, 30)+" is present", "missing "+schNames(missing),
+			"a property that requires others is present without them")
+	}
+	return true
+}
+
+// members walks every member of obj in sorted key order through properties,
+// patternProperties and additionalProperties, noting the evaluated ones when trk.
+func (w *schWalker) members(n *schNode, obj map[string]any, keys []string, count, trk bool, ok *bool, ann *schAnn) bool {
+	var extra []string
+	for _, k := range keys {
+		evaluated := false
+		if pn, found := n.propMap[k]; found {
+			evaluated = true
+			if !w.child(pn, obj[k], count, k, -1) {
+				*ok = false
+				if !count {
+					return false
+				}
+			}
+		}
+		for _, p := range n.patterns {
+			if !w.spend(schMatchCost(k, p.size)) {
+				return false
+			}
+			if !p.re.MatchString(k) {
+				continue
+			}
+			evaluated = true
+			if !w.child(p.n, obj[k], count, k, -1) {
+				*ok = false
+				if !count {
+					return false
+				}
+			}
+		}
+		if !evaluated {
+			switch {
+			case n.addl < 0:
+				extra = append(extra, k)
+			case n.addlS != nil:
+				if !w.child(n.addlS, obj[k], count, k, -1) {
+					*ok = false
+					if !count {
+						return false
+					}
+				}
+			}
+			evaluated = n.addl != 0 || n.addlS != nil
+		}
+		if evaluated && trk {
+			ann.addProp(k)
+		}
+	}
+	if n.addl >= 0 {
+		return true
+	}
+	if !w.check(len(extra) == 0, count, ok) {
+		return false
+	}
+	if len(extra) > 0 && count {
+		w.fail("additionalProperties", "no properties beyond those declared",
+			jsonvalue.Plural(len(extra), "undeclared property", "undeclared properties")+" "+schNames(extra),
+			jsonvalue.Plural(len(extra), "property is", "properties are")+" not allowed by the schema")
+	}
+	return true
+}
+
+// propertyNames is one check: every key of obj is valid against n.propNames.
+func (w *schWalker) propertyNames(n *schNode, obj map[string]any, count bool, ok *bool) bool {
+	keys, from := w.sortedKeys(obj)
+	pass, bad := true, ""
+	for _, k := range keys {
+		if !w.fresh(n.propNames, k) {
+			pass, bad = false, k
+			break
+		}
+	}
+	w.keys = w.keys[:from]
+	if !w.check(pass, count, ok) {
+		return false
+	}
+	if !pass && count {
+		w.fail("propertyNames", "property names valid against propertyNames", "invalid name "+jsonvalue.Brief(bad),
+			"a property name does not satisfy propertyNames")
 	}
 	return true
 }
@@ -949,19 +992,9 @@ func (w *schWalker) unevaluatedItems(n *schNode, arr []any, count bool, ok *bool
 
 func (w *schWalker) array(n *schNode, arr []any, count, trk bool, ok *bool, ann *schAnn) bool {
 	s := n.s
-	check := func(pass bool) bool {
-		if pass {
-			if count {
-				w.pass()
-			}
-			return true
-		}
-		*ok = false
-		return count
-	}
 	if s.MinItems != nil {
 		pass := len(arr) >= *s.MinItems
-		if !check(pass) {
+		if !w.check(pass, count, ok) {
 			return false
 		}
 		if !pass && count {
@@ -970,7 +1003,7 @@ func (w *schWalker) array(n *schNode, arr []any, count, trk bool, ok *bool, ann 
 	}
 	if s.MaxItems != nil {
 		pass := len(arr) <= *s.MaxItems
-		if !check(pass) {
+		if !w.check(pass, count, ok) {
 			return false
 		}
 		if !pass && count {
@@ -982,7 +1015,7 @@ func (w *schWalker) array(n *schNode, arr []any, count, trk bool, ok *bool, ann 
 			return false
 		}
 		i, j := schDuplicate(arr)
-		if !check(i < 0) {
+		if !w.check(i < 0, count, ok) {
 			return false
 		}
 		if i >= 0 && count {
@@ -1000,7 +1033,7 @@ func (w *schWalker) array(n *schNode, arr []any, count, trk bool, ok *bool, ann 
 	}
 	if n.restFalse != "" {
 		pass := len(arr) <= len(n.prefix)
-		if !check(pass) {
+		if !w.check(pass, count, ok) {
 			return false
 		}
 		if !pass && count {
@@ -1040,7 +1073,7 @@ func (w *schWalker) array(n *schNode, arr []any, count, trk bool, ok *bool, ann 
 		if s.MaxContains != nil && matched > *s.MaxContains {
 			pass = false
 		}
-		if !check(pass) {
+		if !w.check(pass, count, ok) {
 			return false
 		}
 		if !pass && count {
@@ -1061,16 +1094,6 @@ func (w *schWalker) array(n *schNode, arr []any, count, trk bool, ok *bool, ann 
 
 func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 	s := n.s
-	check := func(pass bool) bool {
-		if pass {
-			if count {
-				w.pass()
-			}
-			return true
-		}
-		*ok = false
-		return count
-	}
 	if s.MinLength != nil || s.MaxLength != nil {
 		if !w.spend(len(str) / schBytesPerUnit) {
 			return false
@@ -1078,7 +1101,7 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 		l := utf8.RuneCountInString(str)
 		if s.MinLength != nil {
 			pass := l >= *s.MinLength
-			if !check(pass) {
+			if !w.check(pass, count, ok) {
 				return false
 			}
 			if !pass && count {
@@ -1088,7 +1111,7 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 		}
 		if s.MaxLength != nil {
 			pass := l <= *s.MaxLength
-			if !check(pass) {
+			if !w.check(pass, count, ok) {
 				return false
 			}
 			if !pass && count {
@@ -1102,7 +1125,7 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 			return false
 		}
 		pass := s.Pattern.MatchString(str)
-		if !check(pass) {
+		if !w.check(pass, count, ok) {
 			return false
 		}
 		if !pass && count {
@@ -1119,7 +1142,7 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 	decoded := []byte(str)
 	if s.ContentEncoding != nil {
 		d, err := s.ContentEncoding.Decode(str)
-		if !check(err == nil) {
+		if !w.check(err == nil, count, ok) {
 			return false
 		}
 		if err != nil {
@@ -1141,7 +1164,7 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 			deserialized, err = s.ContentMediaType.UnmarshalJSON(decoded)
 			haveValue = err == nil
 		}
-		if !check(err == nil) {
+		if !w.check(err == nil, count, ok) {
 			return false
 		}
 		if err != nil && count {
@@ -1151,7 +1174,7 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 	}
 	if haveValue && n.contentS != nil {
 		pass := w.fresh(n.contentS, deserialized)
-		if !check(pass) {
+		if !w.check(pass, count, ok) {
 			return false
 		}
 		if !pass && count {
@@ -1219,16 +1242,6 @@ func (w *schWalker) number(n *schNode, lit string, count bool, ok *bool) bool {
 		return true
 	}
 	x := schParseNumber(lit)
-	check := func(pass bool) bool {
-		if pass {
-			if count {
-				w.pass()
-			}
-			return true
-		}
-		*ok = false
-		return count
-	}
 	bounds := [...]struct {
 		kw, want string
 		b        schBound
@@ -1244,7 +1257,7 @@ func (w *schWalker) number(n *schNode, lit string, count bool, ok *bool) bool {
 			continue
 		}
 		pass := bd.pass(x.cmp(bd.b))
-		if !check(pass) {
+		if !w.check(pass, count, ok) {
 			return false
 		}
 		if !pass && count {
@@ -1253,7 +1266,7 @@ func (w *schWalker) number(n *schNode, lit string, count bool, ok *bool) bool {
 	}
 	if s.MultipleOf != nil {
 		pass := x.multipleOf(n.multI)
-		if !check(pass) {
+		if !w.check(pass, count, ok) {
 			return false
 		}
 		if !pass && count {
