@@ -79,33 +79,34 @@ func (s *Schema) walk(instance any, keep int, stop <-chan struct{}) schCheckResu
 }
 
 // The evaluation budget, in work units. Subschema applications can multiply without any cycle
-// (allOf of two $refs to a schema that does the same, thirty levels deep, is a 2 KB schema and
+// (allOf of two $refs to a schema that does the same, thirty levels deep, is a small schema and
 // 2^30 evaluations), and every evaluation of a keyword that reads a whole string or array
 // multiplies with them, so the walker charges one unit per subschema evaluation plus the work of
-// such keywords (see the schCost constants) and stops past EvalBase plus EvalPerValue for
-// every unit of output size (schInstanceSize). Real schemas stay far below: the seed invoice
-// spends 22 units, of a budget of 103,328 for its 13.
+// such keywords (see the schCost constants) and stops past EvalBase plus EvalPerValue for every
+// unit of output size (jsonvalue.Size). Real schemas stay far below: the seed invoice spends 22
+// units, of a budget of 103,328 for its 13.
 const (
 	EvalBase     = 100_000
 	EvalPerValue = 256
 )
 
-// What the keywords whose work grows with the value cost, in evaluation units (one unit is about
-// the 60-100 ns of one subschema evaluation; measured on the reviewer's cases):
+// What the keywords whose work grows with the value cost, in evaluation units, each set to its
+// time relative to one subschema evaluation (BenchmarkHostileSchemaWork in docs/PERFORMANCE.md
+// measures the shapes each charge stops, at the budget):
 //   - schBytesPerUnit: reading a string (length, format, content decoding) costs a unit per 16
 //     bytes, and 16 bytes of string count as one value when the budget is sized, so a long
 //     string is not refused for being read once or a few times;
-//   - a pattern match costs length × compiled program size / schMatchPerUnit: Go's regexp runs
-//     its NFA at up to 6 ns per byte and instruction, so (?:a?){1000}b over 60,000 bytes is
-//     7.5 million units where ^a+$ is 22,000;
+//   - a pattern match costs length × compiled program size / schMatchPerUnit, as Go's regexp runs
+//     its NFA in time proportional to both: (?:a?){1000}b over 60,000 bytes is 7.5 million units
+//     where ^a+$ is 22,000;
 //   - compiling a value for format "regex" costs schCompilePerInst units per instruction of its
-//     estimated program (compiling .{1000} takes 180 µs and allocates 108 KB);
-//   - uniqueItems costs schUniquePerValue units per value in the array (its canonical keys took
-//     520 ns and about 100 bytes per number); const and enum cost the compared value's size for
-//     every candidate, divided by schEqualPerUnit (one comparison of two numbers takes 7 ns),
-//     except a string against a large enum, which is one lookup (schNode.enumStrs);
+//     estimated program;
+//   - uniqueItems costs schUniquePerValue units per value in the array (a canonical key each);
+//     const and enum cost the compared value's size for every candidate, divided by
+//     schEqualPerUnit, except a string against a large enum, which is one lookup
+//     (schNode.enumStrs);
 //   - required, dependencies and dependentRequired cost a unit per schLookupsPerUnit names
-//     looked up (a lookup takes 15-25 ns).
+//     looked up.
 const (
 	schBytesPerUnit   = jsonvalue.SizeBytesPerUnit
 	schMatchPerUnit   = 16
@@ -115,8 +116,8 @@ const (
 	schLookupsPerUnit = 4
 )
 
-// schStopEvery is how many units pass between two looks at Request.StopWhen's channel: often
-// enough that a stopped check ends within milliseconds, rarely enough to cost nothing.
+// schStopEvery is how many units pass between two looks at the stop channel: often enough that a
+// stopped check ends at once, rarely enough to cost nothing (TestStoppedCheckEndsEarly).
 const schStopEvery = 1024
 
 // schemaTooComplex is the answer for a schema that exceeds the evaluation budget for this output:
