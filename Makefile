@@ -36,7 +36,7 @@ openapi:
 # (which `unit` already runs): requests, paths, canonical JSON, receipts, signatures, payment
 # headers and payloads, cursors, stored aggregates, client answers, MCP tool arguments and _meta.
 FUZZ_TARGETS := \
-	pkg/verify:FuzzDecodeRequest pkg/verify:FuzzParsePath pkg/jsonvalue:FuzzRender pkg/verify:FuzzSchemaCheck pkg/verify:FuzzCanonicalTree \
+	pkg/verify:FuzzDecodeRequest pkg/verify:FuzzParsePath pkg/jsonvalue:FuzzRender pkg/verify/schemacheck:FuzzSchemaCheck pkg/verify:FuzzCanonicalTree \
 	pkg/receipt:FuzzCanonicalEqual pkg/receipt:FuzzVerifyAttestation pkg/receipt:FuzzRequestHashes pkg/receipt:FuzzCardKeys \
 	pkg/receipt:FuzzSignMatchesStdlib \
 	pkg/x402:FuzzDecodePaymentSignature pkg/x402:FuzzDecodePaymentRequired pkg/x402:FuzzDecodeSettleResponse \

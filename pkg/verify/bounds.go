@@ -31,15 +31,15 @@ func (ev *evaluator) bound(b *Bound, t *Tally) {
 	// The limits are parsed into ev.target (min) and ev.total (max) once per bound.
 	for _, lim := range []struct {
 		lit  *json.Number
-		into *decimal
+		into *jsonvalue.Decimal
 		name string
 	}{{b.Min, &ev.target, "minimum"}, {b.Max, &ev.total, "maximum"}} {
 		if lim.lit == nil {
 			continue
 		}
-		if err := parseDecimal(string(*lim.lit), lim.into); err != nil {
+		if err := jsonvalue.ParseDecimal(string(*lim.lit), lim.into); err != nil {
 			t.Fail(Failure{Check: boundsCheck, Path: b.Path.Display(), Field: b.Path.String(), Expected: boundExpected(b),
-				Found: foundValue(*lim.lit, err), Detail: "the bound's " + lim.name + " " + shorten(string(*lim.lit)) + " " + err.Error()})
+				Found: foundValue(*lim.lit, err), Detail: "the bound's " + lim.name + " " + jsonvalue.Shorten(string(*lim.lit)) + " " + err.Error()})
 			return
 		}
 	}
@@ -56,10 +56,10 @@ func (ev *evaluator) bound(b *Bound, t *Tally) {
 		n, ok := v.(json.Number)
 		var err error
 		if ok {
-			err = parseDecimal(string(n), &ev.x)
+			err = jsonvalue.ParseDecimal(string(n), &ev.x)
 		}
-		low := ok && err == nil && b.Min != nil && ev.c.cmp(&ev.x, &ev.target) < 0
-		high := ok && err == nil && !low && b.Max != nil && ev.c.cmp(&ev.x, &ev.total) > 0
+		low := ok && err == nil && b.Min != nil && ev.c.Cmp(&ev.x, &ev.target) < 0
+		high := ok && err == nil && !low && b.Max != nil && ev.c.Cmp(&ev.x, &ev.total) > 0
 		if ok && err == nil && !low && !high {
 			t.Pass()
 			continue
@@ -71,9 +71,9 @@ func (ev *evaluator) bound(b *Bound, t *Tally) {
 		var detail string
 		switch {
 		case low:
-			detail = describe(v) + " is below the minimum " + shorten(string(*b.Min))
+			detail = jsonvalue.Describe(v) + " is below the minimum " + jsonvalue.Shorten(string(*b.Min))
 		case high:
-			detail = describe(v) + " is above the maximum " + shorten(string(*b.Max))
+			detail = jsonvalue.Describe(v) + " is above the maximum " + jsonvalue.Shorten(string(*b.Max))
 		default:
 			detail = notNumberDetail(loc, v, err)
 		}
@@ -87,11 +87,11 @@ func (ev *evaluator) bound(b *Bound, t *Tally) {
 func boundExpected(b *Bound) string {
 	switch {
 	case b.Min != nil && b.Max != nil:
-		return "a number between " + shorten(string(*b.Min)) + " and " + shorten(string(*b.Max))
+		return "a number between " + jsonvalue.Shorten(string(*b.Min)) + " and " + jsonvalue.Shorten(string(*b.Max))
 	case b.Min != nil:
-		return "a number >= " + shorten(string(*b.Min))
+		return "a number >= " + jsonvalue.Shorten(string(*b.Min))
 	case b.Max != nil:
-		return "a number <= " + shorten(string(*b.Max))
+		return "a number <= " + jsonvalue.Shorten(string(*b.Max))
 	}
 	return "a number"
 }

@@ -52,7 +52,7 @@ func scanContent(v any, strict bool, checks *int) (problem bool) {
 		if strict {
 			*checks++
 		}
-		inexact, _ := inexactNumber(string(x))
+		inexact, _ := jsonvalue.InexactNumber(string(x))
 		return inexact
 	case []any:
 		for _, e := range x {
@@ -90,13 +90,13 @@ func (w *contentWalker) walk(v any) {
 		if check == checkPlaceholder {
 			expected = "real content, not placeholder text"
 		}
-		w.t.Fail(w.failure(check, expected, describe(x), detail))
+		w.t.Fail(w.failure(check, expected, jsonvalue.Describe(x), detail))
 	case json.Number:
-		inexact, becomes := inexactNumber(string(x))
+		inexact, becomes := jsonvalue.InexactNumber(string(x))
 		switch {
 		case inexact:
-			f := w.failure(checkInexactNumber, "a number that IEEE-754 double precision holds exactly", describe(x),
-				describe(x)+" does not survive IEEE-754 double precision: it reads as "+becomes+
+			f := w.failure(checkInexactNumber, "a number that IEEE-754 double precision holds exactly", jsonvalue.Describe(x),
+				jsonvalue.Describe(x)+" does not survive IEEE-754 double precision: it reads as "+becomes+
 					", so its output_hash cannot tell it from that number")
 			if w.strict {
 				w.t.Fail(f)

@@ -160,44 +160,6 @@ func TestContentPlaceholderLinear(t *testing.T) {
 	}
 }
 
-func TestContentNumbers(t *testing.T) {
-	for _, c := range []struct {
-		lit     string
-		inexact bool
-		becomes string
-	}{
-		{"0.1", false, ""},
-		{"0.30000000000000004", false, ""},
-		{"135.0", false, ""},
-		{"1.0", false, ""},
-		{"-0", false, ""},
-		{"-0.0e5", false, ""},
-		{"1e21", false, ""},
-		{"1e23", false, ""},
-		{"9007199254740992", false, ""},
-		{"9007199254740993", true, "9007199254740992"},
-		{"9007199254740994", false, ""},
-		{"-9007199254740993", true, "-9007199254740992"},
-		{"123456789012345678", true, "123456789012345680"},
-		{"1.00000000000000000001", true, "1"},
-		{"0.1000000000000000055511151231257827", true, "0.1"},
-		{"0.000000000931322574615478515625", true, "9.313225746154785e-10"}, // 2^-30, exact but not shortest
-		{"1.7976931348623157e308", false, ""},
-		{"5e-324", false, ""},
-		{"4.9e-324", true, "5e-324"},
-		{"1e-400", true, "0"},
-		{"1e400", true, "infinity, beyond double range"},
-		{"1e-99999999999999999999", true, "0"},
-		{"2.5e-8", false, ""},
-		{"12345678901234567", true, "12345678901234568"},
-	} {
-		inexact, becomes := inexactNumber(c.lit)
-		if inexact != c.inexact || becomes != c.becomes {
-			t.Errorf("inexactNumber(%q) = %v %q, want %v %q", c.lit, inexact, becomes, c.inexact, c.becomes)
-		}
-	}
-}
-
 func TestContentCheck(t *testing.T) {
 	var output any
 	decodeJSON(t, []byte(`{

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 	"io"
 	"strconv"
 	"strings"
@@ -193,7 +194,7 @@ func (b *treeBuilder) value() (any, error) {
 			return nil, errNumberRange
 		}
 		// Literals such as 1e-1999999 parse as 0 but cost exact arithmetic dearly: refuse them.
-		if p, ok := splitNumber(lit); !ok || p.check() != nil {
+		if jsonvalue.CheckNumber(lit) != nil {
 			return nil, errNumberSize
 		}
 		return json.Number(lit), nil

@@ -81,7 +81,7 @@ func (e *Engine) CheckSchema(req *Request, sch *Schema) error {
 	if req.schemaChecked {
 		return nil
 	}
-	schema, undeclared, err := sch.check(req.Output, req.stop)
+	schema, undeclared, err := sch.checkUntil(req.Output, req.stop)
 	if err != nil {
 		return err
 	}

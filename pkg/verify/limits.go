@@ -19,38 +19,22 @@ const (
 	// SchemaCacheSize is how many compiled schemas the engine keeps (LRU by schema_hash).
 	SchemaCacheSize = 256
 	// SchemaCacheBytes bounds the heap the compiled schemas the engine keeps really hold, each
-	// charged what heapBytes measures of it (TestSchemaMemoryMeasured holds that to the runtime's
-	// own count). 64 MiB is an eighth of the 512 MB a function has: with the Go collector letting
-	// the heap grow to twice what is live, a full cache plus the largest request's working memory
-	// stays well inside the function (docs/SECURITY.md has the measurements). It holds a few
-	// hundred ordinary schemas (a typical one keeps 20 to 200 KB) and at least two of the largest
-	// MaxSchemaMemory allows; a schema charged more than the whole bound is used but not kept.
+	// charged what schemacheck.HeapBytes measures of it (TestSchemaMemoryMeasured holds that to the
+	// runtime's own count). 64 MiB is an eighth of the 512 MB a function has: with the Go collector
+	// letting the heap grow to twice what is live, a full cache plus the largest request's working
+	// memory stays well inside the function (docs/SECURITY.md). It holds a few hundred ordinary
+	// schemas and at least two of the largest schemacheck.MaxSchemaMemory allows; a schema charged
+	// more than the whole bound is used but not kept.
 	SchemaCacheBytes = 64 << 20
 	// SchemaCacheEntryBytes is what the cache itself keeps per entry besides the schema (its list
 	// element, map entries and key), charged with it.
 	SchemaCacheEntryBytes = 512
-	// MaxSchemaMemory bounds what compiling one expected_schema may keep, judged before compiling
-	// by an upper bound computed from the document (schemaMemoryBound): the node limit below
-	// bounds subschemas but not what each holds, and a 40 KB schema of a thousand patterns with
-	// forty \p{L} classes each kept 336 MB (and allocated 750 MB compiling). 24 MiB admits every
-	// schema within the other limits that is made of plain subschemas (5,000 empty ones bound
-	// at 9 MB and keep 7.9 MB), real schemas by far (the largest measured, a 280 KB AWS resource
-	// schema of 4,136 subschemas, stays well under it), and keeps the cache able to hold two of
-	// the largest.
-	MaxSchemaMemory = 24 << 20
-	// MaxSchemaPatterns caps the regular expressions (pattern values and patternProperties keys)
-	// in one expected_schema: each compiled one keeps about 2.3 KB, and compiling takes far
-	// longer than the check, so 1,000 (2.3 MB) is ample for any real schema.
-	MaxSchemaPatterns = 1000
-	// MaxSchemaPatternSize caps the total estimated program size of those expressions, in
-	// instructions: a compiled instruction keeps 42 bytes, and a seven-character pattern such as
-	// .{1000} compiles to a thousand of them. 100,000 instructions keep about 4 MB.
-	MaxSchemaPatternSize = 100_000
 	// RuleWorkBase and RuleWorkPerValue bound the work of all rules of one request: the values
 	// they resolve, plus the size of every value unique and exists_in hash. 200 rules over the
-	// whole output would be 200 passes (200 unique rules over 46,000 objects took 15 s and
-	// 4.5 GB); eight passes, past a base that no small output reaches, cover real rule sets. Past
-	// the bound the remaining rules are not evaluated and the request is the error rules_too_complex.
+	// whole output would be 200 passes, seconds and gigabytes over a 1 MiB output; eight passes,
+	// past a base that no small output reaches, cover real rule sets. Past the bound the remaining
+	// rules are not evaluated and the request is the error rules_too_complex
+	// (BenchmarkHostileRuleWork in docs/PERFORMANCE.md measures such rule sets at the bound).
 	RuleWorkBase     = 100_000
 	RuleWorkPerValue = 8
 	// MaxSchemaNodes bounds the subschemas of expected_schema, because the schema compiler
@@ -59,9 +43,10 @@ const (
 	// dynamic anchor with every other. So every object and boolean in the schema counts, whether it
 	// sits where a schema goes or not, once and once more for every SchemaPointerBytes bytes of its
 	// JSON pointer; a string $id (draft 4: id) or $dynamicAnchor counts the same way, by its own
-	// length. A hostile schema at the limit compiles in about 0.2 s (BenchmarkHostileSchema: 40,000
-	// subschemas took 6 s, 1 MiB of them did not finish in 20 minutes); the largest real schema
-	// measured, a 280 KB AWS resource schema, counts 4,136.
+	// length. The limit keeps the compile time of the most costly shapes a small fraction of a
+	// request's deadline (BenchmarkHostileSchema in docs/PERFORMANCE.md measures each shape at the
+	// limit), and sits above the largest real schema tried, a 280 KB AWS resource schema that
+	// counts 4,136.
 	MaxSchemaNodes = 5000
 	// SchemaPointerBytes is how many bytes of a JSON pointer or id cost the compiler's comparisons
 	// about as much as one more subschema.

@@ -115,7 +115,7 @@ type Report struct {
 func (r *Report) OverallRatio() float64 { return r.overall.Ratio }
 
 // JSON is the report's wire form (without attestation).
-// The buffer holds a typical full report (the seed's is 2.3 KB) without growing.
+// The buffer holds a typical full report, the seed's included, without growing.
 func (r *Report) JSON() ([]byte, error) { return r.wireJSON(make([]byte, 0, 3072)) }
 
 // Passed reports whether nothing blocked.

@@ -16,8 +16,9 @@ import (
 func TestReportOnePathSyntax(t *testing.T) {
 	body := []byte(`{"task_id":"paths","enforce_rules":true,"strict_content_check":true,
 	  "expected_schema":{"type":"object","properties":{"items":{"type":"array","items":{"type":"object",
-	    "properties":{"unit price":{"type":"number","minimum":0},"a.b[0]":{"type":"integer"}}}}}},
-	  "submitted_output":{"items":[{"unit price":-1,"a.b[0]":1.5,"say \"hi\"":"","it's\\":" TODO "}]},
+	    "properties":{"unit price":{"type":"number","minimum":0},"a.b[0]":{"type":"integer"},
+	    "deep key":{"properties":{"a":{}}}}}}}},
+	  "submitted_output":{"items":[{"unit price":-1,"a.b[0]":1.5,"say \"hi\"":"","it's\\":" TODO ","deep key":{"x y":1}}]},
 	  "rules":[{"type":"gte","field":"items[].unit price","value":1}],
 	  "bounds":{"items[][\"a.b[0]\"]":{"max":1}}}`)
 	out, rep, err := NewEngine(Limits{}).Respond(body, testEnv, nil)
@@ -56,6 +57,8 @@ func TestReportOnePathSyntax(t *testing.T) {
 		"bounds:range":         `$.items[0]['a.b[0]']`,
 		"content:empty_string": `$.items[0]['say "hi"']`,
 		"content:placeholder":  `$.items[0]['it\'s\\']`,
+		// The schema evaluator's own check, located by it and rendered by the report.
+		"content:undeclared_property": `$.items[0]['deep key']`,
 	}
 	got := map[string]string{}
 	for _, d := range doc.ErrorsDetail {

@@ -92,33 +92,9 @@ var ruleFields = []string{"type", "field", "equals_field", "equals", "other_fiel
 
 var boundFields = []string{"min", "max", "if_present"}
 
-// problems collects field problems so one 422 can name all of them, up to ListCap: the problems
-// past ListCap-1 are counted in one last entry, so that the answer stays small whatever the input.
-type problems struct {
-	list    []apperr.FieldProblem
-	omitted int
-}
-
-func (p *problems) add(field, problem, fix string) {
-	if len(p.list) >= ListCap-1 {
-		p.omitted++
-		return
-	}
-	p.list = append(p.list, apperr.FieldProblem{Field: field, Problem: problem, Fix: fix})
-}
-
-// count is how many problems were found, listed or not.
-func (p *problems) count() int { return len(p.list) + p.omitted }
-
-// err is the 422 naming the problems found.
-func (p *problems) err() error {
-	list := p.list
-	if p.omitted > 0 {
-		list = append(list, apperr.FieldProblem{Field: "body", Problem: "has " + schPlural(p.omitted, "more problem", "more problems"),
-			Fix: "Fix the problems named and send the request again to see the rest."})
-	}
-	return apperr.Invalid(list...)
-}
+// problems collects field problems so one 422 can name all of them (apperr.Problems), with
+// unknown members named only when that is safe.
+type problems struct{ apperr.Problems }
 
 // unknown files the unknown members of one object, names in the order given. A member is named
 // (as prefix+name) only when its name is short and printable and the 422 has room for it; the
@@ -128,8 +104,8 @@ func (p *problems) unknown(at, prefix string, names []string, problem, fix strin
 	hidden := 0
 	for _, name := range names {
 		// The last free entry is kept for the count of the others.
-		if shownName(name) && len(p.list) < ListCap-2 {
-			p.add(prefix+name, problem, fix)
+		if shownName(name) && len(p.List) < apperr.MaxProblems-2 {
+			p.Add(prefix+name, problem, fix)
 		} else {
 			hidden++
 		}
@@ -139,7 +115,7 @@ func (p *problems) unknown(at, prefix string, names []string, problem, fix strin
 		if hidden < len(names) {
 			what = "more unknown member"
 		}
-		p.add(at, "has "+schPlural(hidden, what, what+"s")+fmt.Sprintf(" (a name is shown only when it is printable and at most %d characters long)", ShownNameMaxChars), fix)
+		p.Add(at, "has "+jsonvalue.Plural(hidden, what, what+"s")+fmt.Sprintf(" (a name is shown only when it is printable and at most %d characters long)", ShownNameMaxChars), fix)
 	}
 }
 
@@ -187,20 +163,20 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias, []byte) *Sch
 		switch {
 		case errors.Is(err, errDepth):
 			problem, fix := depthProblem(lim.MaxDepth)
-			bad.add(name, problem, fix)
+			bad.Add(name, problem, fix)
 		case errors.Is(err, errNumberRange):
-			bad.add(name, errNumberRange.Error(), "Send numbers within ±1.7976931348623157e308.")
+			bad.Add(name, errNumberRange.Error(), "Send numbers within ±1.7976931348623157e308.")
 		case errors.Is(err, errNumberSize):
-			bad.add(name, errNumberSize.Error(), "Send numbers as ordinary decimals.")
+			bad.Add(name, errNumberSize.Error(), "Send numbers as ordinary decimals.")
 		case errors.Is(err, errSchemaSize):
-			bad.add(name, fmt.Sprintf("has more than %d subschemas: every object, boolean, $id and $dynamicAnchor in it counts, once more for each %d bytes of its JSON pointer (of an $id or anchor: of its length)", MaxSchemaNodes, SchemaPointerBytes),
+			bad.Add(name, fmt.Sprintf("has more than %d subschemas: every object, boolean, $id and $dynamicAnchor in it counts, once more for each %d bytes of its JSON pointer (of an $id or anchor: of its length)", MaxSchemaNodes, SchemaPointerBytes),
 				"Send a smaller schema: share repeated parts through $defs and $ref.")
 		case errors.Is(err, jsontext.ErrDuplicateName):
 			// The body's syntax was checked as it was split into members; a repeated member
 			// name inside expected_schema is what only the tree builder sees.
-			bad.add(name, "has a duplicate object member name", "Send each member name once in every object.")
+			bad.Add(name, "has a duplicate object member name", "Send each member name once in every object.")
 		default:
-			bad.add(name, "could not be read", "Send valid JSON.")
+			bad.Add(name, "could not be read", "Send valid JSON.")
 		}
 	}
 	for _, m := range members {
@@ -215,7 +191,7 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias, []byte) *Sch
 	}
 	for _, f := range []int{fieldTaskID, fieldSchema, fieldOutput} {
 		if !ms.seen[f] {
-			bad.add(requestFields[f], "is required", "Add "+requestFields[f]+".")
+			bad.Add(requestFields[f], "is required", "Add "+requestFields[f]+".")
 		}
 	}
 	// Unknown members are filed after the problems above, which a flood of them must not crowd out.
@@ -236,8 +212,8 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias, []byte) *Sch
 			}
 		}
 	}
-	if bad.count() > 0 {
-		return nil, bad.err()
+	if bad.Count() > 0 {
+		return nil, bad.Err()
 	}
 
 	// From here on every required member is present with its tree (the schema's unless the
@@ -248,7 +224,7 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias, []byte) *Sch
 	if v := ms.trees[fieldAgentID]; ms.seen[fieldAgentID] {
 		if id, ok := idField(&bad, "agent_id", v, true); ok && v != nil {
 			if problem, fix := CheckAgentID(id); problem != "" {
-				bad.add("agent_id", problem, fix)
+				bad.Add("agent_id", problem, fix)
 			} else {
 				id = strings.Clone(id)
 				req.AgentID = &id
@@ -260,7 +236,7 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias, []byte) *Sch
 		case map[string]any, bool:
 			req.Schema = v
 		default:
-			bad.add("expected_schema", "must be a JSON Schema (an object or a boolean)", "Send a JSON Schema object.")
+			bad.Add("expected_schema", "must be a JSON Schema (an object or a boolean)", "Send a JSON Schema object.")
 		}
 	}
 	req.Output = ms.trees[fieldOutput]
@@ -272,13 +248,13 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias, []byte) *Sch
 		case "compact":
 			req.Detail = DetailCompact
 		default:
-			bad.add("detail", "is not one of the allowed values", "Use 'full' or 'compact'.")
+			bad.Add("detail", "is not one of the allowed values", "Use 'full' or 'compact'.")
 		}
 	}
 	req.Rules = decodeRules(&bad, ms.trees[fieldRules], req.Output, lim)
 	req.Bounds = decodeBounds(&bad, ms.raw[fieldBounds], ms.trees[fieldBounds], lim)
-	if bad.count() > 0 {
-		return nil, bad.err()
+	if bad.Count() > 0 {
+		return nil, bad.Err()
 	}
 	if err := req.hash(&ms); err != nil {
 		return nil, err
@@ -426,11 +402,11 @@ func idField(bad *problems, name string, v any, nullable bool) (string, bool) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		bad.add(name, "must be a string", fmt.Sprintf("Send %s as a string of 1 to %d characters.", name, MaxIDLen))
+		bad.Add(name, "must be a string", fmt.Sprintf("Send %s as a string of 1 to %d characters.", name, MaxIDLen))
 		return "", false
 	}
 	if n := utf8.RuneCountInString(s); n == 0 || n > MaxIDLen {
-		bad.add(name, fmt.Sprintf("must be 1 to %d characters long", MaxIDLen), fmt.Sprintf("Shorten %s to at most %d characters.", name, MaxIDLen))
+		bad.Add(name, fmt.Sprintf("must be 1 to %d characters long", MaxIDLen), fmt.Sprintf("Shorten %s to at most %d characters.", name, MaxIDLen))
 		return "", false
 	}
 	return s, true
@@ -443,7 +419,7 @@ func boolField(bad *problems, name string, v any) bool {
 	case bool:
 		return v
 	}
-	bad.add(name, "must be a boolean", "Send true or false.")
+	bad.Add(name, "must be a boolean", "Send true or false.")
 	return false
 }
 
@@ -455,11 +431,11 @@ func decodeRules(bad *problems, v any, output any, lim Limits) []Rule {
 	}
 	arr, ok := v.([]any)
 	if !ok {
-		bad.add("rules", "must be an array of rule objects", "Send rules as a JSON array, or omit it.")
+		bad.Add("rules", "must be an array of rule objects", "Send rules as a JSON array, or omit it.")
 		return nil
 	}
 	if len(arr) > lim.MaxRules {
-		bad.add("rules", fmt.Sprintf("has more than %d rules", lim.MaxRules), fmt.Sprintf("Send at most %d rules.", lim.MaxRules))
+		bad.Add("rules", fmt.Sprintf("has more than %d rules", lim.MaxRules), fmt.Sprintf("Send at most %d rules.", lim.MaxRules))
 		return nil
 	}
 	rules := make([]Rule, 0, len(arr))
@@ -467,7 +443,7 @@ func decodeRules(bad *problems, v any, output any, lim Limits) []Rule {
 		at := "rules[" + strconv.Itoa(i) + "]"
 		obj, ok := e.(map[string]any)
 		if !ok {
-			bad.add(at, "must be an object", "Send each rule as an object with type and field.")
+			bad.Add(at, "must be an object", "Send each rule as an object with type and field.")
 			continue
 		}
 		if r, ok := decodeRule(bad, at, obj, lim); ok && refuseWholeValues(bad, at, &r, output) {
@@ -486,21 +462,21 @@ const wholeValueFix = "Add [] after the array's name (e.g. 'items[].sku' or 'tag
 // output. exists_in's field or in_field without `[]` that names an array in output would look the
 // whole array up, or look values up in a set whose one member is the array.
 func refuseWholeValues(bad *problems, at string, r *Rule, output any) bool {
-	before := bad.count()
+	before := bad.Count()
 	switch r.Type {
 	case Unique:
 		if jsonvalue.CountAll(r.Field.Steps) == 0 {
-			bad.add(at+".field", "has no []: unique compares the values a path selects through [], and one value is always unique", wholeValueFix)
+			bad.Add(at+".field", "has no []: unique compares the values a path selects through [], and one value is always unique", wholeValueFix)
 		}
 	case ExistsIn:
 		if jsonvalue.ArrayWithoutAll(r.Field, output) {
-			bad.add(at+".field", "names an array in submitted_output but has no []: exists_in would look the whole array up as one value", wholeValueFix)
+			bad.Add(at+".field", "names an array in submitted_output but has no []: exists_in would look the whole array up as one value", wholeValueFix)
 		}
 		if r.InField != nil && jsonvalue.ArrayWithoutAll(*r.InField, output) {
-			bad.add(at+".in_field", "names an array in submitted_output but has no []: exists_in would use the whole array as the one allowed value", wholeValueFix)
+			bad.Add(at+".in_field", "names an array in submitted_output but has no []: exists_in would use the whole array as the one allowed value", wholeValueFix)
 		}
 	}
-	return bad.count() == before
+	return bad.Count() == before
 }
 
 var typeFix = "Use one of: 'sum_equals', 'gte', 'lte', 'exists_in' or 'unique'."
@@ -515,7 +491,7 @@ var operands = map[RuleType][]string{
 }
 
 func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule, bool) {
-	before := bad.count()
+	before := bad.Count()
 	for k := range obj {
 		if !slices.Contains(ruleFields, k) {
 			// Named in sorted order, so that the answer does not depend on map order.
@@ -527,14 +503,14 @@ func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule,
 	typ, ok := obj["type"].(string)
 	switch {
 	case obj["type"] == nil:
-		bad.add(at+".type", "is required", typeFix)
+		bad.Add(at+".type", "is required", typeFix)
 	case !ok || operands[RuleType(typ)] == nil:
-		bad.add(at+".type", "is not one of the allowed values", typeFix)
+		bad.Add(at+".type", "is not one of the allowed values", typeFix)
 	default:
 		r.Type = RuleType(typ)
 	}
 	if obj["field"] == nil {
-		bad.add(at+".field", "is required", "Give the path of the value(s) to check, e.g. 'line_items[].line_total'.")
+		bad.Add(at+".field", "is required", "Give the path of the value(s) to check, e.g. 'line_items[].line_total'.")
 	} else if p, ok := pathField(bad, at, ".field", obj["field"], lim); ok {
 		r.Field = p
 	}
@@ -549,7 +525,7 @@ func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule,
 		allowed := operands[r.Type]
 		for _, k := range set {
 			if !slices.Contains(allowed, k) {
-				bad.add(at+"."+k, "does not apply to rule type "+string(r.Type), operandFix(r.Type))
+				bad.Add(at+"."+k, "does not apply to rule type "+string(r.Type), operandFix(r.Type))
 			}
 		}
 		given := 0
@@ -560,9 +536,9 @@ func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule,
 		}
 		switch {
 		case len(allowed) > 0 && given == 0:
-			bad.add(at, "is missing its operand", operandFix(r.Type))
+			bad.Add(at, "is missing its operand", operandFix(r.Type))
 		case given > 1:
-			bad.add(at, "has two operands", operandFix(r.Type))
+			bad.Add(at, "has two operands", operandFix(r.Type))
 		}
 	}
 	for _, k := range []string{"equals_field", "other_field", "in_field"} {
@@ -586,7 +562,7 @@ func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule,
 		}
 		n, ok := obj[k].(json.Number)
 		if !ok {
-			bad.add(at+"."+k, "must be a number", "Send a JSON number.")
+			bad.Add(at+"."+k, "must be a number", "Send a JSON number.")
 			continue
 		}
 		if k == "equals" {
@@ -598,22 +574,22 @@ func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule,
 	if obj["values"] != nil {
 		vs, ok := obj["values"].([]any)
 		if !ok {
-			bad.add(at+".values", "must be an array", "Send the allowed values as a JSON array.")
+			bad.Add(at+".values", "must be an array", "Send the allowed values as a JSON array.")
 		} else {
 			r.Values = vs
 		}
 	}
 	if t := obj["tolerance"]; t != nil {
 		n, ok := t.(json.Number)
-		var d decimal
+		var d jsonvalue.Decimal
 		switch {
 		case !ok:
-			bad.add(at+".tolerance", "must be a number", "Send a non-negative number such as 0.01.")
-		case parseDecimal(string(n), &d) != nil || d.coef.Sign() < 0:
+			bad.Add(at+".tolerance", "must be a number", "Send a non-negative number such as 0.01.")
+		case jsonvalue.ParseDecimal(string(n), &d) != nil || d.Sign() < 0:
 			// parseDecimal bounds the exponent, so the big.Rat below stays small.
-			bad.add(at+".tolerance", "must be a finite non-negative number (exponent within ±400)", "Send a non-negative number such as 0.01.")
+			bad.Add(at+".tolerance", "must be a finite non-negative number (exponent within ±400)", "Send a non-negative number such as 0.01.")
 		default:
-			r.Tolerance, r.ToleranceLiteral = d.rat(), n
+			r.Tolerance, r.ToleranceLiteral = d.Rat(), n
 		}
 	}
 	switch v := obj["if_present"].(type) {
@@ -621,9 +597,9 @@ func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule,
 	case bool:
 		r.IfPresent = v
 	default:
-		bad.add(at+".if_present", "must be a boolean", "Send true or false.")
+		bad.Add(at+".if_present", "must be a boolean", "Send true or false.")
 	}
-	return r, bad.count() == before
+	return r, bad.Count() == before
 }
 
 func operandFix(t RuleType) string {
@@ -648,16 +624,16 @@ func defaultTolerance() *big.Rat { return defaultToleranceRat }
 func pathField(bad *problems, at, member string, v any, lim Limits) (Path, bool) {
 	s, ok := v.(string)
 	if !ok {
-		bad.add(at+member, "must be a string path", "Write a path such as 'items[].price'.")
+		bad.Add(at+member, "must be a string path", "Write a path such as 'items[].price'.")
 		return Path{}, false
 	}
 	if len(s) > lim.MaxPathLen {
-		bad.add(at+member, fmt.Sprintf("is longer than %d bytes", lim.MaxPathLen), "Shorten the path.")
+		bad.Add(at+member, fmt.Sprintf("is longer than %d bytes", lim.MaxPathLen), "Shorten the path.")
 		return Path{}, false
 	}
 	p, err := ParsePath(s)
 	if err != nil {
-		bad.add(at+member, "is not a valid path: it "+err.Error(), "Write a path such as 'a.b', 'items[].price', 'items[0].id' or '[\"key.with.dots\"]'.")
+		bad.Add(at+member, "is not a valid path: it "+err.Error(), "Write a path such as 'a.b', 'items[].price', 'items[0].id' or '[\"key.with.dots\"]'.")
 		return Path{}, false
 	}
 	return p, true
@@ -671,11 +647,11 @@ func decodeBounds(bad *problems, raw jsontext.Value, v any, lim Limits) []Bound 
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		bad.add("bounds", "must be an object mapping paths to {min, max}", "Send bounds as a JSON object, or omit it.")
+		bad.Add("bounds", "must be an object mapping paths to {min, max}", "Send bounds as a JSON object, or omit it.")
 		return nil
 	}
 	if len(obj) > lim.MaxBounds {
-		bad.add("bounds", fmt.Sprintf("has more than %d bounds", lim.MaxBounds), fmt.Sprintf("Send at most %d bounds.", lim.MaxBounds))
+		bad.Add("bounds", fmt.Sprintf("has more than %d bounds", lim.MaxBounds), fmt.Sprintf("Send at most %d bounds.", lim.MaxBounds))
 		return nil
 	}
 	bounds := make([]Bound, 0, len(obj))
@@ -684,19 +660,19 @@ func decodeBounds(bad *problems, raw jsontext.Value, v any, lim Limits) []Bound 
 		p, ok := pathField(bad, at, "", path, lim)
 		spec, isObj := obj[path].(map[string]any)
 		if !isObj {
-			bad.add(at, "must be an object with min and/or max", "Send {\"min\": 0, \"max\": 100}.")
+			bad.Add(at, "must be an object with min and/or max", "Send {\"min\": 0, \"max\": 100}.")
 			continue
 		}
 		b := Bound{Path: p}
 		bad.unknown(at, at+".", unknownKeys(spec, boundFields), "is not a known bound field", "Use min, max and if_present.")
-		var limits [2]decimal
+		var limits [2]jsonvalue.Decimal
 		for i, k := range []string{"min", "max"} {
 			if spec[k] == nil {
 				continue
 			}
 			n, isNum := spec[k].(json.Number)
-			if !isNum || parseDecimal(string(n), &limits[i]) != nil {
-				bad.add(at+"."+k, "must be a number (exponent within ±400)", "Send a JSON number.")
+			if !isNum || jsonvalue.ParseDecimal(string(n), &limits[i]) != nil {
+				bad.Add(at+"."+k, "must be a number (exponent within ±400)", "Send a JSON number.")
 				continue
 			}
 			if k == "min" {
@@ -710,15 +686,15 @@ func decodeBounds(bad *problems, raw jsontext.Value, v any, lim Limits) []Bound 
 		case bool:
 			b.IfPresent = v
 		default:
-			bad.add(at+".if_present", "must be a boolean", "Send true or false.")
+			bad.Add(at+".if_present", "must be a boolean", "Send true or false.")
 		}
 		if spec["min"] == nil && spec["max"] == nil {
-			bad.add(at, "has neither min nor max", "Give min, max or both.")
+			bad.Add(at, "has neither min nor max", "Give min, max or both.")
 		}
 		if b.Min != nil && b.Max != nil {
 			var c calc
-			if c.cmp(&limits[0], &limits[1]) > 0 {
-				bad.add(at, "has min greater than max", "Swap min and max.")
+			if c.Cmp(&limits[0], &limits[1]) > 0 {
+				bad.Add(at, "has min greater than max", "Swap min and max.")
 			}
 		}
 		if ok {

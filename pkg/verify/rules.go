@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
-	"maps"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 )
@@ -58,7 +56,7 @@ func rulesTooComplex(i, budget int) *apperr.Error {
 func (ev *evaluator) spend(n int) bool {
 	if ev.spent += n; ev.spent > ev.budget && !ev.sized {
 		ev.sized = true
-		ev.budget = RuleWorkBase + RuleWorkPerValue*schInstanceSize(ev.root)
+		ev.budget = RuleWorkBase + RuleWorkPerValue*jsonvalue.Size(ev.root)
 	}
 	ev.over = ev.over || ev.spent > ev.budget
 	return !ev.over
@@ -70,7 +68,7 @@ func (ev *evaluator) spendHashed(values []any) bool {
 	for _, v := range values {
 		switch v.(type) {
 		case []any, map[string]any:
-			n += schInstanceSize(v)
+			n += jsonvalue.Size(v)
 		}
 	}
 	return ev.spend(n)
@@ -93,8 +91,8 @@ type evaluator struct {
 	spent, budget    int
 	sized, over      bool
 	c                calc
-	x, target, total decimal
-	diff             decimal
+	x, target, total jsonvalue.Decimal
+	diff             jsonvalue.Decimal
 	key              []byte
 }
 
@@ -112,7 +110,7 @@ func ruleCheck(t RuleType) string {
 	case Unique:
 		return "consistency:unique"
 	}
-	return "consistency:" + shorten(string(t))
+	return "consistency:" + jsonvalue.Shorten(string(t))
 }
 
 func (ev *evaluator) rule(r *Rule, t *Tally) {
@@ -126,7 +124,7 @@ func (ev *evaluator) rule(r *Rule, t *Tally) {
 	case Unique:
 		ev.unique(r, t)
 	default:
-		t.Fail(ev.ruleFailure(r, r.Field.Display(), "a known rule type", "rule type "+quoteShort(string(r.Type)),
+		t.Fail(ev.ruleFailure(r, r.Field.Display(), "a known rule type", "rule type "+jsonvalue.QuoteShort(string(r.Type)),
 			"the rule type is not one this verifier knows"))
 	}
 }
@@ -146,7 +144,7 @@ func (ev *evaluator) notFound(r *Rule, loc, expected string, more int) Failure {
 
 // notFoundDetail says that nothing is at loc, nor at more other places the same path selects.
 func notFoundDetail(loc string, more int) string {
-	d := shorten(loc) + " was not found"
+	d := jsonvalue.Shorten(loc) + " was not found"
 	switch {
 	case more == 1:
 		d += "; 1 more place the path selects has nothing there"
@@ -192,7 +190,7 @@ func (ev *evaluator) operandValues(r *Rule, t *Tally, p Path, what string, hashe
 		return slots, true
 	}
 	if !r.IfPresent {
-		t.Fail(ev.notFound(r, firstMissing(p, ev.root), what+shorten(p.String()), missing-1))
+		t.Fail(ev.notFound(r, firstMissing(p, ev.root), what+jsonvalue.Shorten(p.String()), missing-1))
 		return nil, false
 	}
 	if missing == len(slots) {
@@ -219,8 +217,8 @@ func (ev *evaluator) wholeArray(r *Rule, t *Tally, p Path) bool {
 	if !jsonvalue.ArrayWithoutAll(p, ev.root) {
 		return false
 	}
-	t.Fail(ev.ruleFailure(r, p.Display(), "a path with [] to the elements of the array at "+shorten(p.String()), "an array",
-		shorten(p.String())+" names an array; write "+shorten(p.String())+"[] to check its elements"))
+	t.Fail(ev.ruleFailure(r, p.Display(), "a path with [] to the elements of the array at "+jsonvalue.Shorten(p.String()), "an array",
+		jsonvalue.Shorten(p.String())+" names an array; write "+jsonvalue.Shorten(p.String())+"[] to check its elements"))
 	return true
 }
 
@@ -232,7 +230,7 @@ func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
 	}
 	if missing > 0 {
 		if !r.IfPresent {
-			t.Fail(ev.notFound(r, firstMissing(r.Field, ev.root), "a sum of the values at "+shorten(r.Field.String()), missing-1))
+			t.Fail(ev.notFound(r, firstMissing(r.Field, ev.root), "a sum of the values at "+jsonvalue.Shorten(r.Field.String()), missing-1))
 			return
 		}
 		if missing == len(values) {
@@ -248,31 +246,30 @@ func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
 			return
 		}
 		if len(tv) != 1 {
-			t.Fail(ev.ruleFailure(r, ef.Display(), "exactly one number at "+shorten(ef.String()), strconv.Itoa(len(tv))+" values",
-				"equals_field "+shorten(ef.String())+" resolves to "+strconv.Itoa(len(tv))+" values, not one number"))
+			t.Fail(ev.ruleFailure(r, ef.Display(), "exactly one number at "+jsonvalue.Shorten(ef.String()), strconv.Itoa(len(tv))+" values",
+				"equals_field "+jsonvalue.Shorten(ef.String())+" resolves to "+strconv.Itoa(len(tv))+" values, not one number"))
 			return
 		}
 		n, ok := tv[0].(json.Number)
 		if !ok {
-			t.Fail(ev.ruleFailure(r, ef.Display(), "a number at "+shorten(ef.String()), describe(tv[0]),
-				shorten(ef.String())+" is "+describe(tv[0])+", not a number"))
+			t.Fail(ev.ruleFailure(r, ef.Display(), "a number at "+jsonvalue.Shorten(ef.String()), jsonvalue.Describe(tv[0]),
+				jsonvalue.Shorten(ef.String())+" is "+jsonvalue.Describe(tv[0])+", not a number"))
 			return
 		}
-		lit, label = string(n), shorten(ef.String())+" ("+shorten(string(n))+")"
+		lit, label = string(n), jsonvalue.Shorten(ef.String())+" ("+jsonvalue.Shorten(string(n))+")"
 	case r.Equals != nil:
 		lit = string(*r.Equals)
-		label = shorten(lit)
+		label = jsonvalue.Shorten(lit)
 	default:
 		ev.noOperand(r, t)
 		return
 	}
-	if err := parseDecimal(lit, &ev.target); err != nil {
+	if err := jsonvalue.ParseDecimal(lit, &ev.target); err != nil {
 		t.Fail(ev.ruleFailure(r, r.Field.Display(), "a number to compare the sum with", foundValue(json.Number(lit), err),
-			"the target number "+shorten(lit)+" "+err.Error()))
+			"the target number "+jsonvalue.Shorten(lit)+" "+err.Error()))
 		return
 	}
-	ev.total.coef.SetInt64(0)
-	ev.total.exp = 0
+	ev.total.SetZero()
 	intLike := true
 	for i, v := range values {
 		if jsonvalue.IsAbsent(v) {
@@ -281,23 +278,23 @@ func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
 		n, ok := v.(json.Number)
 		var err error
 		if ok {
-			err = parseDecimal(string(n), &ev.x)
+			err = jsonvalue.ParseDecimal(string(n), &ev.x)
 		}
 		if !ok || err != nil {
 			loc := locate(r.Field.Steps, ev.root, i)
 			t.Fail(ev.ruleFailure(r, jsonvalue.Display(loc), "a number to add up", foundValue(v, err), notNumberDetail(loc, v, err)))
 			return
 		}
-		intLike = intLike && integerLiteral(string(n))
-		ev.c.add(&ev.total, &ev.total, &ev.x)
+		intLike = intLike && jsonvalue.IntegerLiteral(string(n))
+		ev.c.Add(&ev.total, &ev.total, &ev.x)
 	}
 	tol := newTolerance(r.Tolerance)
-	ev.c.sub(&ev.diff, &ev.total, &ev.target)
+	ev.c.Sub(&ev.diff, &ev.total, &ev.target)
 	if ev.c.within(&ev.diff, tol) {
 		t.Pass()
 		return
 	}
-	sum := shorten(ev.total.pyString(intLike))
+	sum := jsonvalue.Shorten(ev.total.PyString(intLike))
 	within := ""
 	if !tol.isDefault() {
 		within = " within " + toleranceText(r)
@@ -326,7 +323,7 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 		if !r.IfPresent {
 			for i := range values {
 				if !t.failCounted(ruleCheck(r.Type)) {
-					t.Fail(ev.notFound(r, placeOf(r.Field, at[i*width:(i+1)*width]), "numbers at "+shorten(r.Field.String()), 0))
+					t.Fail(ev.notFound(r, placeOf(r.Field, at[i*width:(i+1)*width]), "numbers at "+jsonvalue.Shorten(r.Field.String()), 0))
 				}
 			}
 		}
@@ -337,9 +334,9 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 	switch {
 	case r.Value != nil:
 		op.lit = string(*r.Value)
-		if err := parseDecimal(op.lit, &ev.target); err != nil {
+		if err := jsonvalue.ParseDecimal(op.lit, &ev.target); err != nil {
 			t.Fail(ev.ruleFailure(r, r.Field.Display(), "a number to compare with", foundValue(json.Number(op.lit), err),
-				"the rule's value "+shorten(op.lit)+" "+err.Error()))
+				"the rule's value "+jsonvalue.Shorten(op.lit)+" "+err.Error()))
 			return
 		}
 	case r.OtherField != nil:
@@ -349,18 +346,18 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 			return
 		}
 		if len(ovals) != 1 {
-			t.Fail(ev.ruleFailure(r, other.Display(), "exactly one number at "+shorten(other.String()), strconv.Itoa(len(ovals))+" values",
-				"other_field "+shorten(other.String())+" resolves to "+strconv.Itoa(len(ovals))+
+			t.Fail(ev.ruleFailure(r, other.Display(), "exactly one number at "+jsonvalue.Shorten(other.String()), strconv.Itoa(len(ovals))+" values",
+				"other_field "+jsonvalue.Shorten(other.String())+" resolves to "+strconv.Itoa(len(ovals))+
 					" values; it must be one number, or share field's [] prefix to compare element by element"))
 			return
 		}
 		n, ok := ovals[0].(json.Number)
 		var err error
 		if ok {
-			err = parseDecimal(string(n), &ev.target)
+			err = jsonvalue.ParseDecimal(string(n), &ev.target)
 		}
 		if !ok || err != nil {
-			t.Fail(ev.ruleFailure(r, other.Display(), "a number at "+shorten(other.String()), foundValue(ovals[0], err),
+			t.Fail(ev.ruleFailure(r, other.Display(), "a number at "+jsonvalue.Shorten(other.String()), foundValue(ovals[0], err),
 				notNumberDetail(other.String(), ovals[0], err)))
 			return
 		}
@@ -373,7 +370,7 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 		vAt := at[i*width : (i+1)*width]
 		if jsonvalue.IsAbsent(v) {
 			if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
-				t.Fail(ev.notFound(r, placeOf(r.Field, vAt), "numbers at "+shorten(r.Field.String()), 0))
+				t.Fail(ev.notFound(r, placeOf(r.Field, vAt), "numbers at "+jsonvalue.Shorten(r.Field.String()), 0))
 			}
 			continue
 		}
@@ -399,7 +396,7 @@ func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other
 		if jsonvalue.IsAbsent(e) {
 			// The prefix itself has nothing here: one place of field, not found.
 			if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
-				t.Fail(ev.notFound(r, jsonvalue.Field(r.Field.Steps, eAt), "numbers at "+shorten(r.Field.String()), 0))
+				t.Fail(ev.notFound(r, jsonvalue.Field(r.Field.Steps, eAt), "numbers at "+jsonvalue.Shorten(r.Field.String()), 0))
 			}
 			continue
 		}
@@ -408,7 +405,7 @@ func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other
 		num, ok := ov.(json.Number)
 		var err error
 		if ok {
-			err = parseDecimal(string(num), &ev.target)
+			err = jsonvalue.ParseDecimal(string(num), &ev.target)
 		}
 		vals, vat := one[:], []int(nil)
 		if rw == 0 {
@@ -428,12 +425,12 @@ func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other
 			switch {
 			case jsonvalue.IsAbsent(v):
 				if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
-					t.Fail(ev.notFound(r, w.raw(), "numbers at "+shorten(r.Field.String()), 0))
+					t.Fail(ev.notFound(r, w.raw(), "numbers at "+jsonvalue.Shorten(r.Field.String()), 0))
 				}
 			case !opThere:
 				if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
 					loc := opAt.raw()
-					t.Fail(ev.notFound(r, loc, "a number at "+shorten(loc)+" to compare "+shorten(w.raw())+" with", 0))
+					t.Fail(ev.notFound(r, loc, "a number at "+jsonvalue.Shorten(loc)+" to compare "+jsonvalue.Shorten(w.raw())+" with", 0))
 				}
 			default:
 				ev.compareElement(r, t, tol, v, w, ov, opAt, ok && err == nil, err)
@@ -452,7 +449,7 @@ func (ev *evaluator) compareElement(r *Rule, t *Tally, tol *tolerance, v any, w 
 		return
 	}
 	loc := opAt.raw()
-	t.Fail(ev.ruleFailure(r, jsonvalue.Display(loc), "a number at "+shorten(loc)+" to compare "+shorten(w.raw())+" with",
+	t.Fail(ev.ruleFailure(r, jsonvalue.Display(loc), "a number at "+jsonvalue.Shorten(loc)+" to compare "+jsonvalue.Shorten(w.raw())+" with",
 		foundValue(ov, opErr), notNumberDetail(loc, ov, opErr)))
 }
 
@@ -468,11 +465,11 @@ type operand struct {
 func (o operand) label() string {
 	switch {
 	case o.at != nil:
-		return shorten(o.at.raw()) + " (" + shorten(o.lit) + ")"
+		return jsonvalue.Shorten(o.at.raw()) + " (" + jsonvalue.Shorten(o.lit) + ")"
 	case o.name != "":
-		return shorten(o.name) + " (" + shorten(o.lit) + ")"
+		return jsonvalue.Shorten(o.name) + " (" + jsonvalue.Shorten(o.lit) + ")"
 	}
-	return shorten(o.lit)
+	return jsonvalue.Shorten(o.lit)
 }
 
 // compareOne checks v against ev.target: gte passes when v ≥ target − tolerance, lte when
@@ -482,15 +479,15 @@ func (ev *evaluator) compareOne(r *Rule, t *Tally, tol *tolerance, v any, w wher
 	n, ok := v.(json.Number)
 	var err error
 	if ok {
-		err = parseDecimal(string(n), &ev.x)
+		err = jsonvalue.ParseDecimal(string(n), &ev.x)
 	}
 	if ok && err == nil {
 		if gte {
-			ev.c.sub(&ev.diff, &ev.target, &ev.x) // how far v falls short
+			ev.c.Sub(&ev.diff, &ev.target, &ev.x) // how far v falls short
 		} else {
-			ev.c.sub(&ev.diff, &ev.x, &ev.target) // how far v goes over
+			ev.c.Sub(&ev.diff, &ev.x, &ev.target) // how far v goes over
 		}
-		if ev.diff.coef.Sign() <= 0 || ev.c.within(&ev.diff, tol) {
+		if ev.diff.Sign() <= 0 || ev.c.within(&ev.diff, tol) {
 			t.Pass()
 			return
 		}
@@ -511,7 +508,7 @@ func (ev *evaluator) compareOne(r *Rule, t *Tally, tol *tolerance, v any, w wher
 		t.Fail(ev.ruleFailure(r, jsonvalue.Display(loc), expected, foundValue(v, err), notNumberDetail(loc, v, err)))
 		return
 	}
-	t.Fail(ev.ruleFailure(r, jsonvalue.Display(loc), expected, describe(v), describe(v)+" is "+word+" "+op.label()))
+	t.Fail(ev.ruleFailure(r, jsonvalue.Display(loc), expected, jsonvalue.Describe(v), jsonvalue.Describe(v)+" is "+word+" "+op.label()))
 }
 
 // existsIn: each value of field occurs among the operand values (canonical JSON equality). One
@@ -527,7 +524,7 @@ func (ev *evaluator) existsIn(r *Rule, t *Tally) {
 		if !r.IfPresent {
 			for i := range values {
 				if !t.failCounted(ruleCheck(r.Type)) {
-					t.Fail(ev.notFound(r, placeOf(r.Field, at[i*width:(i+1)*width]), "values at "+shorten(r.Field.String()), 0))
+					t.Fail(ev.notFound(r, placeOf(r.Field, at[i*width:(i+1)*width]), "values at "+jsonvalue.Shorten(r.Field.String()), 0))
 				}
 			}
 		}
@@ -548,13 +545,13 @@ func (ev *evaluator) existsIn(r *Rule, t *Tally) {
 		if set, ok = ev.operandValues(r, t, in, "values at ", true); !ok {
 			return
 		}
-		expected, notIn = "a value that occurs in "+shorten(in.String()), " does not occur in "+shorten(in.String())
+		expected, notIn = "a value that occurs in "+jsonvalue.Shorten(in.String()), " does not occur in "+jsonvalue.Shorten(in.String())
 	case r.Values != nil:
 		set = r.Values
 		if !ev.spendHashed(set) {
 			return
 		}
-		expected, notIn = "one of "+preview(set), " is not one of "+preview(set)
+		expected, notIn = "one of "+jsonvalue.Preview(set), " is not one of "+jsonvalue.Preview(set)
 	default:
 		ev.noOperand(r, t)
 		return
@@ -567,7 +564,7 @@ func (ev *evaluator) existsIn(r *Rule, t *Tally) {
 		vAt := at[i*width : (i+1)*width]
 		if jsonvalue.IsAbsent(v) {
 			if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
-				t.Fail(ev.notFound(r, placeOf(r.Field, vAt), "values at "+shorten(r.Field.String()), 0))
+				t.Fail(ev.notFound(r, placeOf(r.Field, vAt), "values at "+jsonvalue.Shorten(r.Field.String()), 0))
 			}
 			continue
 		}
@@ -579,7 +576,7 @@ func (ev *evaluator) existsIn(r *Rule, t *Tally) {
 			continue
 		}
 		loc := jsonvalue.Field(r.Field.Steps, vAt)
-		t.Fail(ev.ruleFailure(r, jsonvalue.Display(loc), expected, describe(v), describe(v)+notIn))
+		t.Fail(ev.ruleFailure(r, jsonvalue.Display(loc), expected, jsonvalue.Describe(v), jsonvalue.Describe(v)+notIn))
 	}
 }
 
@@ -593,7 +590,7 @@ func (ev *evaluator) unique(r *Rule, t *Tally) {
 	}
 	if missing > 0 {
 		if !r.IfPresent {
-			t.Fail(ev.notFound(r, firstMissing(r.Field, ev.root), "distinct values at "+shorten(r.Field.String()), missing-1))
+			t.Fail(ev.notFound(r, firstMissing(r.Field, ev.root), "distinct values at "+jsonvalue.Shorten(r.Field.String()), missing-1))
 			return
 		}
 		if missing == len(values) {
@@ -603,7 +600,7 @@ func (ev *evaluator) unique(r *Rule, t *Tally) {
 	if jsonvalue.CountAll(r.Field.Steps) == 0 {
 		// The decoder refuses this (refuseWholeValues): one value would always pass.
 		t.Fail(ev.ruleFailure(r, r.Field.Display(), "a path with [] to the values to compare", "one value",
-			shorten(r.Field.String())+" selects one value, which is always unique; select the values with []"))
+			jsonvalue.Shorten(r.Field.String())+" selects one value, which is always unique; select the values with []"))
 		return
 	}
 	seen := newValueSet(len(values) - missing)
@@ -627,11 +624,11 @@ func (ev *evaluator) unique(r *Rule, t *Tally) {
 	}
 	locA := locate(r.Field.Steps, ev.root, first)
 	locB := locate(r.Field.Steps, ev.root, again)
-	detail := "values are not unique: " + shorten(locB) + " repeats " + shorten(locA) + " (" + describe(values[again]) + ")"
+	detail := "values are not unique: " + jsonvalue.Shorten(locB) + " repeats " + jsonvalue.Shorten(locA) + " (" + jsonvalue.Describe(values[again]) + ")"
 	if repeats > 1 {
 		detail += "; " + strconv.Itoa(repeats-1) + " more value(s) repeat earlier ones"
 	}
-	t.Fail(ev.ruleFailure(r, r.Field.Display(), "no two values equal", "duplicate "+describe(values[again]), detail))
+	t.Fail(ev.ruleFailure(r, r.Field.Display(), "no two values equal", "duplicate "+jsonvalue.Describe(values[again]), detail))
 }
 
 // valueSet holds values by canonical JSON equality, remembering the position each was first
@@ -653,7 +650,7 @@ func (ev *evaluator) remember(s *valueSet, v any, i int) {
 	if s.other == nil {
 		s.other = make(map[string]int)
 	}
-	ev.key = appendKey(ev.key[:0], v)
+	ev.key = jsonvalue.AppendKey(ev.key[:0], v)
 	s.other[string(ev.key)] = i
 }
 
@@ -663,46 +660,9 @@ func (ev *evaluator) find(s *valueSet, v any) (int, bool) {
 		i, ok := s.strs[str]
 		return i, ok
 	}
-	ev.key = appendKey(ev.key[:0], v)
+	ev.key = jsonvalue.AppendKey(ev.key[:0], v)
 	i, ok := s.other[string(ev.key)]
 	return i, ok
-}
-
-// appendKey appends the canonical key of a JSON value: two values have the same key exactly when
-// they are equal as JSON (numbers by exact decimal value, so 1 equals 1.0; objects by content,
-// whatever the member order; arrays element by element). The encoding is prefix-free, so keys of
-// nested values cannot run into each other.
-func appendKey(b []byte, v any) []byte {
-	switch x := v.(type) {
-	case nil:
-		return append(b, 'n')
-	case bool:
-		if x {
-			return append(b, 't')
-		}
-		return append(b, 'f')
-	case string:
-		return strconv.AppendQuote(b, x)
-	case json.Number:
-		return appendNumberKey(b, string(x))
-	case []any:
-		b = append(b, '[')
-		for _, e := range x {
-			b = appendKey(b, e)
-			b = append(b, ',')
-		}
-		return append(b, ']')
-	case map[string]any:
-		b = append(b, '{')
-		for _, k := range slices.Sorted(maps.Keys(x)) {
-			b = strconv.AppendQuote(b, k)
-			b = append(b, ':')
-			b = appendKey(b, x[k])
-			b = append(b, ',')
-		}
-		return append(b, '}')
-	}
-	return append(b, '?')
 }
 
 // where is the concrete location of one value: the rule's steps with the indices its `[]` steps
@@ -732,9 +692,9 @@ func locate(steps []Step, root any, i int) string {
 // one too large to compute with (err from parseDecimal).
 func notNumberDetail(loc string, v any, err error) string {
 	if _, ok := v.(json.Number); ok && err != nil {
-		return shorten(loc) + " is " + describe(v) + ", which " + err.Error()
+		return jsonvalue.Shorten(loc) + " is " + jsonvalue.Describe(v) + ", which " + err.Error()
 	}
-	return shorten(loc) + " is " + describe(v) + ", not a number"
+	return jsonvalue.Shorten(loc) + " is " + jsonvalue.Describe(v) + ", not a number"
 }
 
 // foundValue is the Found text of a value that could not be used as a number: what it is, and
@@ -742,158 +702,22 @@ func notNumberDetail(loc string, v any, err error) string {
 func foundValue(v any, err error) string {
 	switch err {
 	case nil:
-		return describe(v)
-	case errExponent:
-		return describe(v) + " (exponent beyond ±400)"
-	case errManyDigits:
-		return describe(v) + " (more than 1000 significant digits)"
+		return jsonvalue.Describe(v)
+	case jsonvalue.ErrExponent:
+		return jsonvalue.Describe(v) + " (exponent beyond ±400)"
+	case jsonvalue.ErrManyDigits:
+		return jsonvalue.Describe(v) + " (more than 1000 significant digits)"
 	}
-	return describe(v) + " (not a JSON number)"
+	return jsonvalue.Describe(v) + " (not a JSON number)"
 }
 
 // toleranceText shows a rule's tolerance as the caller wrote it.
 func toleranceText(r *Rule) string {
 	if r.ToleranceLiteral != "" {
-		return shorten(string(r.ToleranceLiteral))
+		return jsonvalue.Shorten(string(r.ToleranceLiteral))
 	}
 	if r.Tolerance == nil {
 		return DefaultTolerance
 	}
-	return shorten(r.Tolerance.RatString())
-}
-
-// shorten cuts a caller's value to at most FoundMaxChars characters, the last of them "…" when
-// anything was cut. Every piece of caller data a message shows goes through it, so that a report
-// never becomes a copy of the output it judges.
-func shorten(s string) string {
-	if len(s) <= FoundMaxChars {
-		return s
-	}
-	n, cut := 0, 0
-	for i := range s {
-		switch n {
-		case FoundMaxChars - 1:
-			cut = i
-		case FoundMaxChars:
-			return s[:cut] + "…"
-		}
-		n++
-	}
-	return s
-}
-
-// quoteShort shows a string as a JSON string literal, shortened.
-func quoteShort(s string) string {
-	if len(s) > 4*FoundMaxChars {
-		s = s[:4*FoundMaxChars] // only the start can be shown; quoting the rest would be wasted
-	}
-	return shorten(string(appendJSONQuote(nil, s)))
-}
-
-// describe says what a value is, for Found texts: `string "abc"`, `number 12`, `null`,
-// `boolean true`, `array [1,2]`, `object {"a":1}`, the value part shortened.
-func describe(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		if x {
-			return "boolean true"
-		}
-		return "boolean false"
-	case string:
-		return "string " + quoteShort(x)
-	case json.Number:
-		return "number " + shorten(string(x))
-	case []any:
-		return "array " + preview(x)
-	case map[string]any:
-		return "object " + preview(x)
-	}
-	return "a value of an unexpected kind"
-}
-
-// preview writes a value as compact JSON (object members sorted), shortened; it stops writing once
-// nothing more could be shown.
-func preview(v any) string {
-	p := previewWriter{limit: 4 * FoundMaxChars}
-	p.value(v)
-	return shorten(string(p.b))
-}
-
-type previewWriter struct {
-	b     []byte
-	limit int
-}
-
-func (p *previewWriter) value(v any) {
-	if len(p.b) > p.limit {
-		return
-	}
-	switch x := v.(type) {
-	case nil:
-		p.b = append(p.b, "null"...)
-	case bool:
-		p.b = strconv.AppendBool(p.b, x)
-	case string:
-		if len(x) > p.limit {
-			x = x[:p.limit]
-		}
-		p.b = appendJSONQuote(p.b, x)
-	case json.Number:
-		p.b = append(p.b, x...)
-	case []any:
-		p.b = append(p.b, '[')
-		for i, e := range x {
-			if len(p.b) > p.limit {
-				return
-			}
-			if i > 0 {
-				p.b = append(p.b, ',')
-			}
-			p.value(e)
-		}
-		p.b = append(p.b, ']')
-	case map[string]any:
-		p.b = append(p.b, '{')
-		for i, k := range slices.Sorted(maps.Keys(x)) {
-			if len(p.b) > p.limit {
-				return
-			}
-			if i > 0 {
-				p.b = append(p.b, ',')
-			}
-			if len(k) > p.limit {
-				k = k[:p.limit]
-			}
-			p.b = appendJSONQuote(p.b, k)
-			p.b = append(p.b, ':')
-			p.value(x[k])
-		}
-		p.b = append(p.b, '}')
-	}
-}
-
-// appendJSONQuote appends s as a JSON string literal (the form callers sent it in), escaping
-// quotes, backslashes and control characters; invalid UTF-8 shows as U+FFFD.
-func appendJSONQuote(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b = append(b, '\\', byte(r))
-		case r == '\n':
-			b = append(b, '\\', 'n')
-		case r == '\r':
-			b = append(b, '\\', 'r')
-		case r == '\t':
-			b = append(b, '\\', 't')
-		case r < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf])
-		default:
-			b = utf8.AppendRune(b, r)
-		}
-	}
-	return append(b, '"')
+	return jsonvalue.Shorten(r.Tolerance.RatString())
 }

@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 	"math/big"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -223,165 +222,6 @@ func TestRuleSeedInvoice(t *testing.T) {
 	}
 }
 
-func TestRuleSumFormatting(t *testing.T) {
-	for _, c := range []struct {
-		lits    []string
-		want    string
-		intLike bool
-	}{
-		{[]string{"87.0", "42.5"}, "129.5", false},
-		{[]string{"100", "30"}, "130", true},
-		{[]string{"100.0", "30"}, "130.0", false},
-		{[]string{"1e2", "30"}, "130.0", false},
-		{[]string{"-87.0", "42.5"}, "-44.5", false},
-		{nil, "0", true},
-		{[]string{"0.5", "-0.5"}, "0.0", false},
-		{[]string{"1000000000.10", "0.20"}, "1000000000.3", false},
-		{[]string{"0.0001"}, "0.0001", false},
-		{[]string{"0.00001"}, "1e-05", false},
-		{[]string{"0.000015"}, "1.5e-05", false},
-		{[]string{"1e15"}, "1000000000000000.0", false},
-		{[]string{"9999999999999998.0"}, "9999999999999998.0", false},
-		{[]string{"1e16"}, "1e+16", false},
-		{[]string{"123456789012345678.5"}, "1.234567890123456785e+17", false},
-		{[]string{"1e300"}, "1e+300", false},
-		{[]string{"100000000000000000000"}, "100000000000000000000", true},
-		{[]string{"0.1", "0.2"}, "0.3", false},
-	} {
-		var c2 calc
-		var sum, x decimal
-		intLike := true
-		for _, l := range c.lits {
-			if err := parseDecimal(l, &x); err != nil {
-				t.Fatal(err)
-			}
-			intLike = intLike && integerLiteral(l)
-			c2.add(&sum, &sum, &x)
-		}
-		if intLike != c.intLike {
-			t.Errorf("%v: intLike %v", c.lits, intLike)
-		}
-		if got := sum.pyString(intLike); got != c.want {
-			t.Errorf("sum of %v: got %q, want %q", c.lits, got, c.want)
-		}
-	}
-}
-
-func TestRuleDecimalParsing(t *testing.T) {
-	for _, c := range []struct {
-		lit  string
-		err  error
-		want string // coef and exponent, "coef e exp"
-	}{
-		{"0", nil, "0e0"},
-		{"-0", nil, "0e0"},
-		{"0.000", nil, "0e0"},
-		{"0e999999999999999999999", nil, "0e0"},
-		{"135.0", nil, "135e0"},
-		{"42.50", nil, "425e-1"},
-		{"-1.05", nil, "-105e-2"},
-		{"1200", nil, "12e2"},
-		{"1E+3", nil, "1e3"},
-		{"0.001e3", nil, "1e0"},
-		{"1e-300", nil, "1e-300"},
-		{"123e300", nil, "123e300"},
-		{"1e400", nil, "1e400"},
-		{"1e-400", nil, "1e-400"},
-		{"1e401", errExponent, ""},
-		{"1e-401", errExponent, ""},
-		{"0.00001e-396", errExponent, ""},
-		{"1e99999999999999999999", errExponent, ""},
-		{"1" + strings.Repeat("1", maxDecimalDigits), errManyDigits, ""},
-		{"1" + strings.Repeat("0", 5000), errExponent, ""}, // few digits, but 10^5000
-		{"0." + strings.Repeat("0", 5000) + "1", errExponent, ""},
-		{"1." + strings.Repeat("0", 5000), nil, "1e0"},
-		{"01", errNotNumber, ""},
-		{"1.", errNotNumber, ""},
-		{".5", errNotNumber, ""},
-		{"+1", errNotNumber, ""},
-		{"1e", errNotNumber, ""},
-		{"NaN", errNotNumber, ""},
-		{"", errNotNumber, ""},
-		{"1 ", errNotNumber, ""},
-	} {
-		var d decimal
-		err := parseDecimal(c.lit, &d)
-		if err != c.err {
-			t.Errorf("parseDecimal(%.30q): error %v, want %v", c.lit, err, c.err)
-			continue
-		}
-		if err == nil {
-			if got := fmt.Sprintf("%se%d", d.coef.String(), d.exp); got != c.want {
-				t.Errorf("parseDecimal(%q) = %s, want %s", c.lit, got, c.want)
-			}
-		}
-	}
-}
-
-func TestRuleDecimalArithmetic(t *testing.T) {
-	dec := func(s string) *decimal {
-		var d decimal
-		if err := parseDecimal(s, &d); err != nil {
-			t.Fatal(err)
-		}
-		return &d
-	}
-	var c calc
-	for _, tc := range []struct {
-		x, y string
-		cmp  int
-	}{
-		{"1", "1.0", 0}, {"1.05", "1.1", -1}, {"-1", "-1.5", 1}, {"1e3", "999.999", 1},
-		{"1000000000.30", "1000000000.299999999999", 1}, {"0", "-0.0", 0}, {"-2", "1", -1}, {"1e-400", "0", 1},
-	} {
-		if got := c.cmp(dec(tc.x), dec(tc.y)); got != tc.cmp {
-			t.Errorf("cmp(%s, %s) = %d, want %d", tc.x, tc.y, got, tc.cmp)
-		}
-	}
-	var z decimal
-	c.sub(&z, dec("1000000000.30"), dec("0.20"))
-	if got := z.pyString(false); got != "1000000000.1" {
-		t.Errorf("sub = %s", got)
-	}
-	// A tolerance that is not a decimal (1/3) is compared as a rational.
-	tol := newTolerance(big.NewRat(1, 3))
-	if tol.exact {
-		t.Fatal("1/3 held as a decimal")
-	}
-	if !c.within(dec("0.333333"), tol) || c.within(dec("-0.3333334"), tol) {
-		t.Error("within 1/3 wrong")
-	}
-	if !newTolerance(nil).isDefault() || newTolerance(big.NewRat(1, 100)).isDefault() {
-		t.Error("isDefault wrong")
-	}
-	if tol := newTolerance(big.NewRat(3, 8)); !tol.exact || tol.d.coef.String() != "375" || tol.d.exp != -3 {
-		t.Errorf("3/8 as a decimal: %v e%d", tol.d.coef.String(), tol.d.exp)
-	}
-}
-
-func TestRuleValueKeys(t *testing.T) {
-	key := func(s string) string {
-		var v any
-		decodeJSON(t, []byte(s), &v)
-		return string(appendKey(nil, v))
-	}
-	for _, c := range []struct {
-		a, b  string
-		equal bool
-	}{
-		{`1`, `1.0`, true}, {`1`, `1e0`, true}, {`100`, `1e2`, true}, {`0.1`, `1e-1`, true}, {`-0`, `0`, true},
-		{`1`, `"1"`, false}, {`0.1`, `0.10000000000000001`, false}, {`1`, `-1`, false},
-		{`{"a":1,"b":[1,2]}`, `{"b":[1.0,2],"a":1}`, true}, {`[1,2]`, `[2,1]`, false},
-		{`{"a":1}`, `{"a":1,"b":null}`, false}, {`null`, `false`, false}, {`[]`, `{}`, false},
-		{`["a,b"]`, `["a","b"]`, false}, {`{"a":"b","c":"d"}`, `{"a":"b\",\"c\":\"d"}`, false},
-		{`"é"`, `"\u00e9"`, true}, {`[[1],[2]]`, `[[1,2]]`, false},
-	} {
-		if got := key(c.a) == key(c.b); got != c.equal {
-			t.Errorf("%s == %s: got %v, want %v (%q, %q)", c.a, c.b, got, c.equal, key(c.a), key(c.b))
-		}
-	}
-}
-
 func TestRuleMessagesAreShort(t *testing.T) {
 	long := strings.Repeat("é", 500)
 	for _, c := range []struct{ in, want string }{
@@ -391,8 +231,8 @@ func TestRuleMessagesAreShort(t *testing.T) {
 		{strings.Repeat("é", 80), strings.Repeat("é", 80)},
 		{long, strings.Repeat("é", 79) + "…"},
 	} {
-		if got := shorten(c.in); got != c.want {
-			t.Errorf("shorten(%d runes) = %q", utf8.RuneCountInString(c.in), got)
+		if got := jsonvalue.Shorten(c.in); got != c.want {
+			t.Errorf("jsonvalue.Shorten(%d runes) = %q", utf8.RuneCountInString(c.in), got)
 		}
 	}
 	for _, c := range []struct {
@@ -403,8 +243,8 @@ func TestRuleMessagesAreShort(t *testing.T) {
 		{[]any{json.Number("1"), "x"}, `array [1,"x"]`}, {map[string]any{"b": nil, "a": false}, `object {"a":false,"b":null}`},
 		{long, `string "` + strings.Repeat("é", 78) + "…"},
 	} {
-		if got := describe(c.v); got != c.want {
-			t.Errorf("describe(%v) = %q, want %q", c.v, got, c.want)
+		if got := jsonvalue.Describe(c.v); got != c.want {
+			t.Errorf("jsonvalue.Describe(%v) = %q, want %q", c.v, got, c.want)
 		}
 	}
 	// A huge value, a huge path and a huge set never show more than FoundMaxChars of themselves.
@@ -515,59 +355,6 @@ func BenchmarkRulesSumEquals200(b *testing.B) {
 	}
 }
 
-// The int64 fast path and the big.Int path of calc agree with big.Rat arithmetic on literals of
-// every size, including those at the edges of the fast path.
-func TestRuleDecimalAgainstRat(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	lit := func() string {
-		var b strings.Builder
-		if rng.IntN(3) == 0 {
-			b.WriteByte('-')
-		}
-		switch rng.IntN(4) {
-		case 0:
-			b.WriteString(strconv.FormatUint(rng.Uint64N(1<<62+10), 10)) // around the fast-path limit
-		case 1:
-			b.WriteString(strconv.Itoa(rng.IntN(1000)))
-		default:
-			b.WriteString(strconv.FormatUint(rng.Uint64(), 10))
-			b.WriteString(strings.Repeat("9", rng.IntN(30)))
-		}
-		if rng.IntN(2) == 0 {
-			b.WriteString("." + strconv.Itoa(rng.IntN(100000)))
-		}
-		if rng.IntN(2) == 0 {
-			b.WriteString("e" + strconv.Itoa(rng.IntN(60)-30))
-		}
-		return b.String()
-	}
-	var c calc
-	for i := 0; i < 20000; i++ {
-		xs, ys := lit(), lit()
-		var x, y, z decimal
-		if parseDecimal(xs, &x) != nil || parseDecimal(ys, &y) != nil {
-			t.Fatalf("parse %s %s", xs, ys)
-		}
-		xr, _ := new(big.Rat).SetString(xs)
-		yr, _ := new(big.Rat).SetString(ys)
-		if got, want := c.cmp(&x, &y), xr.Cmp(yr); got != want {
-			t.Fatalf("cmp(%s, %s) = %d, want %d", xs, ys, got, want)
-		}
-		c.add(&z, &x, &y)
-		if got, want := z.rat(), new(big.Rat).Add(xr, yr); got.Cmp(want) != 0 {
-			t.Fatalf("%s + %s = %s, want %s", xs, ys, got.RatString(), want.RatString())
-		}
-		c.sub(&z, &x, &y)
-		if got, want := z.rat(), new(big.Rat).Sub(xr, yr); got.Cmp(want) != 0 {
-			t.Fatalf("%s - %s = %s, want %s", xs, ys, got.RatString(), want.RatString())
-		}
-		c.add(&x, &x, &y) // aliasing
-		if got, want := x.rat(), new(big.Rat).Add(xr, yr); got.Cmp(want) != 0 {
-			t.Fatalf("aliased %s + %s = %s, want %s", xs, ys, got.RatString(), want.RatString())
-		}
-	}
-}
-
 // Past ListCap kept failures, a failing place is counted by its check name without its texts
 // (Tally.failCounted): the totals, the kept failures and the blocking check names stay exact.
 func TestFailuresPastTheCapAreCounted(t *testing.T) {
@@ -644,4 +431,40 @@ func mustRules(t *testing.T, output any, rules []Rule) Tally {
 		t.Fatal(err)
 	}
 	return got
+}
+
+func TestRuleTolerance(t *testing.T) {
+	dec := func(s string) *jsonvalue.Decimal {
+		var d jsonvalue.Decimal
+		if err := jsonvalue.ParseDecimal(s, &d); err != nil {
+			t.Fatal(err)
+		}
+		return &d
+	}
+	var c calc
+	// A tolerance that is not a decimal (1/3) is compared as a rational.
+	tol := newTolerance(big.NewRat(1, 3))
+	if tol.exact {
+		t.Fatal("1/3 held as a decimal")
+	}
+	if !c.within(dec("0.333333"), tol) || c.within(dec("-0.3333334"), tol) {
+		t.Error("within 1/3 wrong")
+	}
+	if !newTolerance(nil).isDefault() || newTolerance(big.NewRat(1, 100)).isDefault() {
+		t.Error("isDefault wrong")
+	}
+	if tol := newTolerance(big.NewRat(3, 8)); !tol.exact || tol.d.PyString(false) != "0.375" {
+		t.Errorf("3/8 as a decimal: %v", tol.d.PyString(false))
+	}
+	if !c.within(dec("-0.375"), newTolerance(big.NewRat(3, 8))) || c.within(dec("0.3751"), newTolerance(big.NewRat(3, 8))) {
+		t.Error("within 3/8 wrong")
+	}
+}
+
+// decodeValue parses JSON the way the engine's trees look: json.Number for numbers.
+func decodeValue(t testing.TB, b []byte) any {
+	t.Helper()
+	var v any
+	decodeJSON(t, b, &v)
+	return v
 }

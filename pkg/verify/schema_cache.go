@@ -5,6 +5,7 @@ import (
 	"container/list"
 	"crypto/sha256"
 	"encoding/binary"
+	"github.com/agent-output-verifier/verifier/pkg/verify/schemacheck"
 	"hash/maphash"
 	"slices"
 	"sync"
@@ -118,7 +119,7 @@ func (c *SchemaCache) alias(key string, a schemaAlias, raw []byte) {
 	e.aliases = append(e.aliases, rec)
 	c.aliases[a] = el
 	// The bytes kept and the alias's map entry and record.
-	charge := heapAllocSize(len(rec.raw)) + aliasEntryBytes
+	charge := schemacheck.HeapAllocSize(len(rec.raw)) + aliasEntryBytes
 	e.charge += charge
 	c.bytes += charge
 	c.evict()
@@ -168,7 +169,7 @@ func (c *SchemaCache) Get(key string, compile func() (*Schema, error)) (*Schema,
 		defer func() {
 			// A panicking compile must not leave waiters blocked forever.
 			if r := recover(); r != nil {
-				call.schema, call.err = nil, schemaProblem("could not be compiled", schemaFixGeneric)
+				call.schema, call.err = nil, schemacheck.CompileFailed()
 			}
 		}()
 		call.schema, call.err = compile()
@@ -206,12 +207,12 @@ func (c *SchemaCache) evict() {
 	}
 }
 
-// schemaCharge is what the cache charges for keeping s: what s holds on the heap as heapBytes
+// schemaCharge is what the cache charges for keeping s: what s holds on the heap as schemacheck.HeapBytes
 // measures it, an eighth more for what the measurement cannot see (it came out up to 7% short
 // of the runtime's count, on enums of short strings the allocator packs), and the entry's own
 // bookkeeping. The key and the aliases' bytes are charged by the entry.
 func schemaCharge(s *Schema) int {
-	b := heapBytes(s)
+	b := schemacheck.HeapBytes(s)
 	return b + b/8 + SchemaCacheEntryBytes
 }
 

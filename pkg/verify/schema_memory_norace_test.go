@@ -4,6 +4,7 @@ package verify
 
 import (
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/verify/schemacheck"
 	"runtime"
 	"testing"
 )
@@ -36,8 +37,8 @@ func memKept(t *testing.T, raw func(tag int) string, n int) ([]*Schema, int) {
 
 // TestSchemaMemoryMeasured: what the cache charges for a compiled schema (heapBytes plus its
 // margin) is at least what the runtime counts the schema keeping, and not far more, for schemas of
-// every shape at the request limits; and schemaMemoryBound, the check made before compiling, is
-// at least the charge, so that a schema it admits cannot keep more than MaxSchemaMemory.
+// every shape at the request limits; and schemacheck.MemoryBound, the check made before compiling, is
+// at least the charge, so that a schema it admits cannot keep more than schemacheck.MaxSchemaMemory.
 func TestSchemaMemoryMeasured(t *testing.T) {
 	for _, sh := range memShapes {
 		t.Run(sh.name, func(t *testing.T) {
@@ -45,9 +46,9 @@ func TestSchemaMemoryMeasured(t *testing.T) {
 			if err != nil {
 				t.Fatalf("decode: %v", err)
 			}
-			bound := schemaMemoryBound(doc)
-			if bound > MaxSchemaMemory {
-				t.Fatalf("bound %d is over MaxSchemaMemory: make the shape fit the limits", bound)
+			bound := schemacheck.MemoryBound(doc)
+			if bound > schemacheck.MaxSchemaMemory {
+				t.Fatalf("bound %d is over schemacheck.MaxSchemaMemory: make the shape fit the limits", bound)
 			}
 			schemas, kept := memKept(t, sh.doc, 2)
 			charge := schemaCharge(schemas[0])

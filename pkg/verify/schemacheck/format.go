@@ -1,4 +1,4 @@
-package verify
+package schemacheck
 
 import (
 	"net/netip"

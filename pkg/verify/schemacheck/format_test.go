@@ -1,4 +1,4 @@
-package verify
+package schemacheck
 
 import (
 	"fmt"
@@ -89,7 +89,7 @@ func TestECMARegexSyntax(t *testing.T) {
 // the same text as a value of format "regex" is a valid ECMA-262 regular expression; a value that
 // is not ECMA-262 fails the format, by the library and the walker alike.
 func TestSchemaPatternsAreECMA(t *testing.T) {
-	_, err := CompileSchema(schDecode(t, []byte(`{"properties":{"a":{"pattern":"(?<=secret)b"}},"patternProperties":{"(secret)\\1":{}}}`)), false)
+	_, err := Compile(schDecode(t, []byte(`{"properties":{"a":{"pattern":"(?<=secret)b"}},"patternProperties":{"(secret)\\1":{}}}`)), false)
 	e, ok := apperr.As(err)
 	if !ok || e.Status != 422 || len(e.Fields) != 2 {
 		t.Fatalf("got %v, want a 422 naming both patterns", err)
@@ -102,7 +102,7 @@ func TestSchemaPatternsAreECMA(t *testing.T) {
 			}
 		}
 	}
-	sch, err := CompileSchema(schDecode(t, []byte(`{"type":"array","items":{"format":"regex"}}`)), false)
+	sch, err := Compile(schDecode(t, []byte(`{"type":"array","items":{"format":"regex"}}`)), false)
 	if err != nil {
 		t.Fatal(err)
 	}

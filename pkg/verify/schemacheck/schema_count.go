@@ -1,14 +1,11 @@
-package verify
+package schemacheck
 
 import (
 	"container/heap"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"math/big"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -36,18 +33,16 @@ import (
 // validate again. The library stays the authority in the differential tests: the walker and the
 // library's Validate agree on the whole JSON-Schema-Test-Suite, on the project's own cases and
 // under fuzzing (schema_suite_test.go, schema_test.go, FuzzSchemaCheck), all through crossCheck.
-func (s *Schema) Check(instance any) (schema Tally, undeclared Tally, err error) {
-	return s.check(instance, nil)
-}
-
-// check is Check that stops early once stop is closed (Request.StopWhen), answering ErrStopped.
-func (s *Schema) check(instance any, stop <-chan struct{}) (schema Tally, undeclared Tally, err error) {
-	r := s.walk(instance, stop)
+//
+// Each Result keeps its first keep failures in document order and counts the others. Check stops
+// early once stop is closed (nil never is), answering ErrStopped.
+func (s *Schema) Check(instance any, keep int, stop <-chan struct{}) (schema Result, undeclared Result, err error) {
+	r := s.walk(instance, keep, stop)
 	switch {
 	case r.stopped:
-		return Tally{}, Tally{}, ErrStopped
+		return Result{}, Result{}, ErrStopped
 	case r.over:
-		return Tally{}, Tally{}, schemaTooComplex(r.budget)
+		return Result{}, Result{}, schemaTooComplex(r.budget)
 	}
 	return r.schema, r.undeclared, nil
 }
@@ -58,7 +53,7 @@ var ErrStopped = errors.New("verify: the check was stopped before it finished")
 
 // schCheckResult is a walk's answer; libValid is filled in by crossCheck only.
 type schCheckResult struct {
-	schema, undeclared Tally
+	schema, undeclared Result
 	walkerValid        bool
 	over               bool // the evaluation budget ran out: no verdict
 	stopped            bool // Request.StopWhen's channel closed: no verdict
@@ -66,9 +61,10 @@ type schCheckResult struct {
 	libValid           bool
 }
 
-func (s *Schema) walk(instance any, stop <-chan struct{}) schCheckResult {
+func (s *Schema) walk(instance any, keep int, stop <-chan struct{}) schCheckResult {
 	w := schWalkerPool.Get().(*schWalker)
 	w.stop = stop
+	w.kept.keep, w.undeclKept.keep = keep, keep
 	ok := w.walk(s.root, instance)
 	if w.over {
 		r := schCheckResult{over: !w.stopped, stopped: w.stopped, budget: w.budget}
@@ -83,35 +79,36 @@ func (s *Schema) walk(instance any, stop <-chan struct{}) schCheckResult {
 }
 
 // The evaluation budget, in work units. Subschema applications can multiply without any cycle
-// (allOf of two $refs to a schema that does the same, thirty levels deep, is a 2 KB schema and
+// (allOf of two $refs to a schema that does the same, thirty levels deep, is a small schema and
 // 2^30 evaluations), and every evaluation of a keyword that reads a whole string or array
 // multiplies with them, so the walker charges one unit per subschema evaluation plus the work of
-// such keywords (see the schCost constants) and stops past schEvalBase plus schEvalPerNode for
-// every unit of output size (schInstanceSize). Real schemas stay far below: the seed invoice
-// spends 22 units, of a budget of 103,328 for its 13.
+// such keywords (see the schCost constants) and stops past EvalBase plus EvalPerValue for every
+// unit of output size (jsonvalue.Size). Real schemas stay far below: the seed invoice spends 22
+// units, of a budget of 103,328 for its 13.
 const (
-	schEvalBase    = 100_000
-	schEvalPerNode = 256
+	EvalBase     = 100_000
+	EvalPerValue = 256
 )
 
-// What the keywords whose work grows with the value cost, in evaluation units (one unit is about
-// the 60-100 ns of one subschema evaluation; measured on the reviewer's cases):
+// What the keywords whose work grows with the value cost, in evaluation units, each set to its
+// time relative to one subschema evaluation (BenchmarkHostileSchemaWork in docs/PERFORMANCE.md
+// measures the shapes each charge stops, at the budget):
 //   - schBytesPerUnit: reading a string (length, format, content decoding) costs a unit per 16
 //     bytes, and 16 bytes of string count as one value when the budget is sized, so a long
 //     string is not refused for being read once or a few times;
-//   - a pattern match costs length × compiled program size / schMatchPerUnit: Go's regexp runs
-//     its NFA at up to 6 ns per byte and instruction, so (?:a?){1000}b over 60,000 bytes is
-//     7.5 million units where ^a+$ is 22,000;
+//   - a pattern match costs length × compiled program size / schMatchPerUnit, as Go's regexp runs
+//     its NFA in time proportional to both: (?:a?){1000}b over 60,000 bytes is 7.5 million units
+//     where ^a+$ is 22,000;
 //   - compiling a value for format "regex" costs schCompilePerInst units per instruction of its
-//     estimated program (compiling .{1000} takes 180 µs and allocates 108 KB);
-//   - uniqueItems costs schUniquePerValue units per value in the array (its canonical keys took
-//     520 ns and about 100 bytes per number); const and enum cost the compared value's size for
-//     every candidate, divided by schEqualPerUnit (one comparison of two numbers takes 7 ns),
-//     except a string against a large enum, which is one lookup (schNode.enumStrs);
+//     estimated program;
+//   - uniqueItems costs schUniquePerValue units per value in the array (a canonical key each);
+//     const and enum cost the compared value's size for every candidate, divided by
+//     schEqualPerUnit, except a string against a large enum, which is one lookup
+//     (schNode.enumStrs);
 //   - required, dependencies and dependentRequired cost a unit per schLookupsPerUnit names
-//     looked up (a lookup takes 15-25 ns).
+//     looked up.
 const (
-	schBytesPerUnit   = 16
+	schBytesPerUnit   = jsonvalue.SizeBytesPerUnit
 	schMatchPerUnit   = 16
 	schCompilePerInst = 8
 	schUniquePerValue = 16
@@ -119,8 +116,8 @@ const (
 	schLookupsPerUnit = 4
 )
 
-// schStopEvery is how many units pass between two looks at Request.StopWhen's channel: often
-// enough that a stopped check ends within milliseconds, rarely enough to cost nothing.
+// schStopEvery is how many units pass between two looks at the stop channel: often enough that a
+// stopped check ends at once, rarely enough to cost nothing (TestStoppedCheckEndsEarly).
 const schStopEvery = 1024
 
 // schemaTooComplex is the answer for a schema that exceeds the evaluation budget for this output:
@@ -131,7 +128,7 @@ func schemaTooComplex(budget int) *apperr.Error {
 	e := apperr.Field("expected_schema",
 		fmt.Sprintf("needs more evaluation work for this submitted_output than the verifier's limit of %d units "+
 			"(%d, plus %d for each value of the output, 16 bytes of string counting as a value); a unit is one application of a subschema, "+
-			"and patterns, formats, enums, const and uniqueItems cost more by the size of what they read", budget, schEvalBase, schEvalPerNode),
+			"and patterns, formats, enums, const and uniqueItems cost more by the size of what they read", budget, EvalBase, EvalPerValue),
 		"Keep subschemas from multiplying: each allOf, anyOf or oneOf branch and each $ref applies its target again, so definitions that "+
 			"refer twice to the next level double the work at every level (16 such levels apply the last one 65,536 times). "+
 			"Refer to each definition once, flatten nested allOf, and apply costly patterns, large enums and uniqueItems once per value; "+
@@ -140,29 +137,6 @@ func schemaTooComplex(budget int) *apperr.Error {
 	e.Message = "The check could not finish: expected_schema needs more evaluation work for this output than the verifier's limit, " +
 		"so there is no verdict on the output. Nothing was charged, counted against the free allowance or recorded; simplify the schema and send it again."
 	return e
-}
-
-// schInstanceSize is the size of a value in budget terms: one per value, plus one per
-// schBytesPerUnit bytes of each string. It sizes the evaluation budget and the work of keywords
-// that read a whole value (const, enum, uniqueItems).
-func schInstanceSize(v any) int {
-	switch v := v.(type) {
-	case string:
-		return 1 + len(v)/schBytesPerUnit
-	case []any:
-		n := 1
-		for _, e := range v {
-			n += schInstanceSize(e)
-		}
-		return n
-	case map[string]any:
-		n := 1
-		for k, e := range v {
-			n += len(k)/schBytesPerUnit + schInstanceSize(e)
-		}
-		return n
-	}
-	return 1
 }
 
 // ---- the walker ----
@@ -175,7 +149,7 @@ type schWalker struct {
 	instance any             // the whole output, for sizing the budget
 	evals    int             // work units spent so far
 	nextLook int             // evals at which to look at stop next
-	budget   int             // units allowed; schEvalBase until the output has been measured
+	budget   int             // units allowed; EvalBase until the output has been measured
 	sized    bool            // budget includes the per-value allowance
 	over     bool            // budget exceeded or stopped: every evaluation now fails at once
 	stopped  bool            // over because stop closed, not because of the budget
@@ -191,7 +165,7 @@ type schWalker struct {
 	declOn     bool
 	declSpeaks bool
 
-	tally, undeclared Tally // the counts; the failures are in kept and undeclKept until the end
+	tally, undeclared Result // the counts; the failures are in kept and undeclKept until the end
 	kept, undeclKept  schKept
 }
 
@@ -208,7 +182,7 @@ type schLoc struct {
 
 // walk evaluates the whole instance in counting mode within the evaluation budget.
 func (w *schWalker) walk(root *schNode, instance any) bool {
-	w.instance, w.budget, w.nextLook = instance, schEvalBase, schStopEvery
+	w.instance, w.budget, w.nextLook = instance, EvalBase, schStopEvery
 	return w.enter(root, instance, true)
 }
 
@@ -216,7 +190,7 @@ func (w *schWalker) release() {
 	w.scope, w.loc, w.keys, w.decl = w.scope[:0], w.loc[:0], w.keys[:0], w.decl[:0]
 	w.base, w.vid, w.declFrom, w.declOn, w.declSpeaks = 0, 0, 0, false, false
 	w.instance, w.evals, w.nextLook, w.budget, w.sized, w.over, w.stopped, w.stop = nil, 0, 0, 0, false, false, false, nil
-	w.tally, w.undeclared = Tally{}, Tally{}
+	w.tally, w.undeclared = Result{}, Result{}
 	w.kept.reset()
 	w.undeclKept.reset()
 	schWalkerPool.Put(w)
@@ -325,14 +299,13 @@ func (w *schWalker) undeclaredCheck(obj map[string]any, decl []*schNode) {
 		}
 	}
 	if len(bad) == 0 {
-		w.undeclared.Pass()
+		w.undeclared.pass()
 		return
 	}
 	slices.Sort(bad)
-	path := schRenderPath(w.loc)
-	f := Failure{Check: "content:undeclared_property", Path: path, Field: jsonvalue.Bare(path),
-		Expected: "only properties the schema declares", Found: schClip(schPlural(len(bad), "undeclared property", "undeclared properties")+" "+schNames(bad), FoundMaxChars),
-		Detail: schPlural(len(bad), "property is", "properties are") + " not declared by the schema at this location"}
+	f := Failure{
+		Expected: "only properties the schema declares", Found: jsonvalue.Shorten(jsonvalue.Plural(len(bad), "undeclared property", "undeclared properties") + " " + schNames(bad)),
+		Detail: jsonvalue.Plural(len(bad), "property is", "properties are") + " not declared by the schema at this location"}
 	w.undeclared.Total++
 	w.undeclKept.add(f, w.loc)
 }
@@ -375,13 +348,11 @@ func (w *schWalker) spendFormat(name string, v any) bool {
 }
 
 // pass and fail record one check in counting mode.
-func (w *schWalker) pass() { w.tally.Pass() }
+func (w *schWalker) pass() { w.tally.pass() }
 
 func (w *schWalker) fail(kw, expected, found, detail string) {
-	path := schRenderPath(w.loc)
 	w.tally.Total++
-	w.kept.add(Failure{Check: "schema:" + kw, Path: path, Field: jsonvalue.Bare(path),
-		Expected: schClip(expected, FoundMaxChars), Found: schClip(found, FoundMaxChars), Detail: detail}, w.loc)
+	w.kept.add(Failure{Keyword: kw, Expected: jsonvalue.Shorten(expected), Found: jsonvalue.Shorten(found), Detail: detail}, w.loc)
 }
 
 // spend charges units of work to the budget and reports whether the walk may go on; once it may
@@ -390,14 +361,18 @@ func (w *schWalker) spend(units int) bool {
 	if w.evals += units; w.evals > w.budget {
 		if !w.sized {
 			w.sized = true
-			w.budget = schEvalBase + schEvalPerNode*schInstanceSize(w.instance)
+			w.budget = EvalBase + EvalPerValue*jsonvalue.Size(w.instance)
 		}
 		w.over = w.over || w.evals > w.budget
 	}
 	if w.evals >= w.nextLook {
 		w.nextLook = w.evals + schStopEvery
-		if !w.over && stopped(w.stop) {
-			w.over, w.stopped = true, true // nobody waits for the answer any more
+		select {
+		case <-w.stop:
+			if !w.over {
+				w.over, w.stopped = true, true // nobody waits for the answer any more
+			}
+		default:
 		}
 	}
 	return !w.over
@@ -416,7 +391,7 @@ func (w *schWalker) eval(n *schNode, v any, count, track bool) (bool, schAnn) {
 			return true, schAnn{}
 		}
 		if count {
-			w.fail("false", "no value here (the schema is false)", schDescribe(v), "the schema allows no value at this location")
+			w.fail("false", "no value here (the schema is false)", jsonvalue.Describe(v), "the schema allows no value at this location")
 		}
 		return false, schAnn{}
 	}
@@ -437,7 +412,6 @@ func (w *schWalker) eval(n *schNode, v any, count, track bool) (bool, schAnn) {
 }
 
 func (w *schWalker) evalBody(n *schNode, v any, count, track bool) (bool, schAnn) {
-	s := n.s
 	ok := true
 	var ann schAnn
 	obj, isObj := v.(map[string]any)
@@ -451,75 +425,8 @@ func (w *schWalker) evalBody(n *schNode, v any, count, track bool) (bool, schAnn
 			w.declSpeaks = true
 		}
 	}
-
-	// check records one assertion; in silent mode a failure ends the evaluation.
-	check := func(pass bool) bool {
-		if pass {
-			if count {
-				w.pass()
-			}
-			return true
-		}
-		ok = false
-		return count
-	}
-
-	if n.types != 0 {
-		pass := schTypeMatches(n.types, v)
-		if !check(pass) {
-			return false, ann
-		}
-		if !pass && count {
-			w.failType(n, v)
-		}
-	}
-	if s.Const != nil {
-		if !w.spend(schInstanceSize(v) / schEqualPerUnit) {
-			return false, ann
-		}
-		pass := schEqual(v, *s.Const)
-		if !check(pass) {
-			return false, ann
-		}
-		if !pass && count {
-			w.fail("const", "the constant "+schShow(*s.Const), "value "+schShow(v), "the value differs from the required constant")
-		}
-	}
-	if s.Enum != nil {
-		pass := false
-		if str, isStr := v.(string); isStr && n.enumStrs != nil {
-			_, pass = n.enumStrs[str]
-		} else {
-			if !w.spend(len(s.Enum.Values) * schInstanceSize(v) / schEqualPerUnit) {
-				return false, ann
-			}
-			for _, e := range s.Enum.Values {
-				if schEqual(v, e) {
-					pass = true
-					break
-				}
-			}
-		}
-		if !check(pass) {
-			return false, ann
-		}
-		if !pass && count {
-			w.fail("enum", n.enumExpected, "value "+schShow(v), n.enumDetail)
-		}
-	}
-	if s.Format != nil {
-		if !w.spendFormat(s.Format.Name, v) {
-			return false, ann
-		}
-		err := s.Format.Validate(v)
-		if _, isStr := v.(string); isStr || err != nil {
-			if !check(err == nil) {
-				return false, ann
-			}
-			if err != nil && count {
-				w.fail("format", "format "+schClip(s.Format.Name, 40), "value "+schShow(v), "the value is not a valid "+schClip(s.Format.Name, 40))
-			}
-		}
+	if !w.values(n, v, count, &ok) {
+		return false, ann
 	}
 	if n.ref != nil {
 		rok, rann := w.eval(n.ref, v, count, trk)
@@ -537,133 +444,186 @@ func (w *schWalker) evalBody(n *schNode, v any, count, track bool) (bool, schAnn
 			return ok, ann
 		}
 	}
-
-	switch {
-	case isObj:
-		if !w.object(n, obj, count, trk, &ok, &ann) {
-			return false, ann
-		}
-	case isArr:
-		if !w.array(n, arr, count, trk, &ok, &ann) {
-			return false, ann
-		}
-	default:
-		if str, isStr := v.(string); isStr {
-			if !w.str(n, str, count, &ok) {
-				return false, ann
-			}
-		} else if lit, isNum := schNumLit(v); isNum {
-			if !w.number(n, lit, count, &ok) {
-				return false, ann
-			}
-		} else if _, isBool := v.(bool); !isBool && v != nil {
-			// Not a JSON value at all (only possible from a Go caller): the library fails it too.
-			if !check(false) {
-				return false, ann
-			}
-			w.fail("type", "a JSON value", "unsupported value", "the value is not JSON")
-		}
+	if !w.byKind(n, v, count, trk, &ok, &ann) ||
+		n.draft >= 2019 && !w.dynamicRefs(n, v, count, trk, &ok, &ann) ||
+		!w.logic(n, v, count, trk, &ok, &ann) {
+		return false, ann
 	}
-
 	if n.draft >= 2019 {
-		if n.recRef != nil {
-			target := n.recRef
-			if target.s.RecursiveAnchor {
-				for i := w.base; i < len(w.scope); i++ {
-					if w.scope[i].n.resRecursive {
-						target = w.scope[i].n
-						break
-					}
-				}
-			}
-			if !w.inPlace(target, v, count, trk, &ok, &ann) {
-				return false, ann
-			}
+		if isObj && n.unevProps != nil && !w.unevaluatedProps(n, obj, count, &ok, &ann) {
+			return false, ann
 		}
-		if n.dynRef != nil {
-			target := n.dynRef
-			if n.dynAnchor != "" {
-				for i := w.base; i < len(w.scope); i++ {
-					if d, found := w.scope[i].n.resAnchors[n.dynAnchor]; found {
-						target = d
-						break
-					}
-				}
+		if isArr && n.unevItems != nil && !w.unevaluatedItems(n, arr, count, &ok, &ann) {
+			return false, ann
+		}
+	}
+	return ok, ann
+}
+
+// check records one assertion and answers whether the evaluation goes on: always in counting
+// mode, and in silent mode (count false) only while everything passed.
+func (w *schWalker) check(pass, count bool, ok *bool) bool {
+	if pass {
+		if count {
+			w.pass()
+		}
+		return true
+	}
+	*ok = false
+	return count
+}
+
+// values checks the keywords that apply to a value of any kind: type, const, enum and format.
+// Like every part of evalBody it returns false when silent evaluation must stop.
+func (w *schWalker) values(n *schNode, v any, count bool, ok *bool) bool {
+	s := n.s
+	if n.types != 0 {
+		pass := schTypeMatches(n.types, v)
+		if !w.check(pass, count, ok) {
+			return false
+		}
+		if !pass && count {
+			w.failType(n, v)
+		}
+	}
+	if s.Const != nil {
+		if !w.spend(jsonvalue.Size(v) / schEqualPerUnit) {
+			return false
+		}
+		pass := schEqual(v, *s.Const)
+		if !w.check(pass, count, ok) {
+			return false
+		}
+		if !pass && count {
+			w.fail("const", "the constant "+jsonvalue.Brief(*s.Const), "value "+jsonvalue.Brief(v), "the value differs from the required constant")
+		}
+	}
+	if s.Enum != nil && !w.enum(n, v, count, ok) {
+		return false
+	}
+	if s.Format != nil {
+		if !w.spendFormat(s.Format.Name, v) {
+			return false
+		}
+		err := s.Format.Validate(v)
+		if _, isStr := v.(string); isStr || err != nil {
+			if !w.check(err == nil, count, ok) {
+				return false
 			}
-			if !w.inPlace(target, v, count, trk, &ok, &ann) {
-				return false, ann
+			if err != nil && count {
+				w.fail("format", "format "+jsonvalue.Clip(s.Format.Name, 40), "value "+jsonvalue.Brief(v), "the value is not a valid "+jsonvalue.Clip(s.Format.Name, 40))
 			}
 		}
 	}
+	return true
+}
 
+// enum checks enum: a string against a large enum by one lookup, anything else by comparison.
+func (w *schWalker) enum(n *schNode, v any, count bool, ok *bool) bool {
+	pass := false
+	if str, isStr := v.(string); isStr && n.enumStrs != nil {
+		_, pass = n.enumStrs[str]
+	} else {
+		if !w.spend(len(n.s.Enum.Values) * jsonvalue.Size(v) / schEqualPerUnit) {
+			return false
+		}
+		for _, e := range n.s.Enum.Values {
+			if schEqual(v, e) {
+				pass = true
+				break
+			}
+		}
+	}
+	if !w.check(pass, count, ok) {
+		return false
+	}
+	if !pass && count {
+		w.fail("enum", n.enumExpected, "value "+jsonvalue.Brief(v), n.enumDetail)
+	}
+	return true
+}
+
+// byKind checks the keywords of the value's own kind: object, array, string or number.
+func (w *schWalker) byKind(n *schNode, v any, count, trk bool, ok *bool, ann *schAnn) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		return w.object(n, x, count, trk, ok, ann)
+	case []any:
+		return w.array(n, x, count, trk, ok, ann)
+	case string:
+		return w.str(n, x, count, ok)
+	case bool, nil:
+		return true
+	}
+	if lit, isNum := jsonvalue.NumberLiteral(v); isNum {
+		return w.number(n, lit, count, ok)
+	}
+	// Not a JSON value at all (only possible from a Go caller): the library fails it too.
+	if !w.check(false, count, ok) {
+		return false
+	}
+	w.fail("type", "a JSON value", "unsupported value", "the value is not JSON")
+	return true
+}
+
+// dynamicRefs applies $recursiveRef (2019-09) and $dynamicRef (2020-12), each resolved in the
+// dynamic scope.
+func (w *schWalker) dynamicRefs(n *schNode, v any, count, trk bool, ok *bool, ann *schAnn) bool {
+	if n.recRef != nil {
+		target := n.recRef
+		if target.s.RecursiveAnchor {
+			for i := w.base; i < len(w.scope); i++ {
+				if w.scope[i].n.resRecursive {
+					target = w.scope[i].n
+					break
+				}
+			}
+		}
+		if !w.inPlace(target, v, count, trk, ok, ann) {
+			return false
+		}
+	}
+	if n.dynRef != nil {
+		target := n.dynRef
+		if n.dynAnchor != "" {
+			for i := w.base; i < len(w.scope); i++ {
+				if d, found := w.scope[i].n.resAnchors[n.dynAnchor]; found {
+					target = d
+					break
+				}
+			}
+		}
+		if !w.inPlace(target, v, count, trk, ok, ann) {
+			return false
+		}
+	}
+	return true
+}
+
+// logic applies the in-place applicators: not, allOf, anyOf, oneOf and if/then/else.
+func (w *schWalker) logic(n *schNode, v any, count, trk bool, ok *bool, ann *schAnn) bool {
 	if n.not != nil {
 		nok, _ := w.eval(n.not, v, false, false)
-		if !check(!nok) {
-			return false, ann
+		if !w.check(!nok, count, ok) {
+			return false
 		}
 		if nok && count {
 			w.fail("not", "a value that does not match the not subschema", "matches it", "the value matches the subschema it must not match")
 		}
 	}
 	for _, a := range n.allOf {
-		if !w.inPlace(a, v, count, trk, &ok, &ann) {
-			return false, ann
+		if !w.inPlace(a, v, count, trk, ok, ann) {
+			return false
 		}
 	}
-	if len(n.anyOf) > 0 {
-		matched := false
-		for _, b := range n.anyOf {
-			bok, bann := w.eval(b, v, false, trk)
-			if bok {
-				matched = true
-				if !trk {
-					break
-				}
-				ann.merge(bann)
-			}
-		}
-		if !check(matched) {
-			return false, ann
-		}
-		if !matched && count {
-			w.fail("anyOf", fmt.Sprintf("a match for at least one of %d anyOf subschemas", len(n.anyOf)), "matches none",
-				"the value matches none of the anyOf subschemas")
-		}
-	}
-	if len(n.oneOf) > 0 {
-		first, second := -1, -1
-		var firstAnn schAnn
-		for i, b := range n.oneOf {
-			bok, bann := w.eval(b, v, false, trk && first < 0)
-			if bok {
-				if first < 0 {
-					first, firstAnn = i, bann
-				} else {
-					second = i
-					break
-				}
-			}
-		}
-		pass := first >= 0 && second < 0
-		if !check(pass) {
-			return false, ann
-		}
-		if pass && trk {
-			ann.merge(firstAnn)
-		}
-		if !pass && count {
-			found := "matches none"
-			if first >= 0 {
-				found = fmt.Sprintf("matches subschemas %d and %d", first, second)
-			}
-			w.fail("oneOf", fmt.Sprintf("a match for exactly one of %d oneOf subschemas", len(n.oneOf)), found,
-				"the value must match exactly one of the oneOf subschemas")
-		}
+	if len(n.anyOf) > 0 && !w.anyOf(n, v, count, trk, ok, ann) ||
+		len(n.oneOf) > 0 && !w.oneOf(n, v, count, trk, ok, ann) {
+		return false
 	}
 	if n.ifS != nil {
 		// The if check itself never fails: its outcome picks the branch, whose assertions count.
 		iok, iann := w.eval(n.ifS, v, false, trk)
-		check(true)
+		w.check(true, count, ok)
 		branch := n.elseS
 		if iok {
 			if trk {
@@ -671,24 +631,67 @@ func (w *schWalker) evalBody(n *schNode, v any, count, track bool) (bool, schAnn
 			}
 			branch = n.thenS
 		}
-		if branch != nil && !w.inPlace(branch, v, count, trk, &ok, &ann) {
-			return false, ann
+		if branch != nil && !w.inPlace(branch, v, count, trk, ok, ann) {
+			return false
 		}
 	}
+	return true
+}
 
-	if n.draft >= 2019 {
-		if isObj && n.unevProps != nil {
-			if !w.unevaluatedProps(n, obj, count, &ok, &ann) {
-				return false, ann
+// anyOf is one check: some branch matches. With annotations tracked every branch is evaluated.
+func (w *schWalker) anyOf(n *schNode, v any, count, trk bool, ok *bool, ann *schAnn) bool {
+	matched := false
+	for _, b := range n.anyOf {
+		bok, bann := w.eval(b, v, false, trk)
+		if bok {
+			matched = true
+			if !trk {
+				break
 			}
+			ann.merge(bann)
 		}
-		if isArr && n.unevItems != nil {
-			if !w.unevaluatedItems(n, arr, count, &ok, &ann) {
-				return false, ann
+	}
+	if !w.check(matched, count, ok) {
+		return false
+	}
+	if !matched && count {
+		w.fail("anyOf", fmt.Sprintf("a match for at least one of %d anyOf subschemas", len(n.anyOf)), "matches none",
+			"the value matches none of the anyOf subschemas")
+	}
+	return true
+}
+
+// oneOf is one check: exactly one branch matches.
+func (w *schWalker) oneOf(n *schNode, v any, count, trk bool, ok *bool, ann *schAnn) bool {
+	first, second := -1, -1
+	var firstAnn schAnn
+	for i, b := range n.oneOf {
+		bok, bann := w.eval(b, v, false, trk && first < 0)
+		if bok {
+			if first < 0 {
+				first, firstAnn = i, bann
+			} else {
+				second = i
+				break
 			}
 		}
 	}
-	return ok, ann
+	pass := first >= 0 && second < 0
+	if !w.check(pass, count, ok) {
+		return false
+	}
+	if pass && trk {
+		ann.merge(firstAnn)
+	}
+	if !pass && count {
+		found := "matches none"
+		if first >= 0 {
+			found = fmt.Sprintf("matches subschemas %d and %d", first, second)
+		}
+		w.fail("oneOf", fmt.Sprintf("a match for exactly one of %d oneOf subschemas", len(n.oneOf)), found,
+			"the value must match exactly one of the oneOf subschemas")
+	}
+	return true
 }
 
 // inPlace applies a subschema to the same value (transparent applicators) and merges its
@@ -717,70 +720,12 @@ func (w *schWalker) sortedKeys(obj map[string]any) (keys []string, from int) {
 	return w.keys[from:end:end], from
 }
 
+// object checks the object keywords of n on obj. Like every part of evalBody it returns false
+// when silent evaluation must stop.
 func (w *schWalker) object(n *schNode, obj map[string]any, count, trk bool, ok *bool, ann *schAnn) bool {
-	s := n.s
-	check := func(pass bool) bool {
-		if pass {
-			if count {
-				w.pass()
-			}
-			return true
-		}
-		*ok = false
-		return count
+	if !w.objectSize(n, obj, count, ok) || !w.objectRequired(n, obj, count, trk, ok, ann) {
+		return false
 	}
-	if s.MinProperties != nil {
-		pass := len(obj) >= *s.MinProperties
-		if !check(pass) {
-			return false
-		}
-		if !pass && count {
-			w.fail("minProperties", "at least "+schPlural(*s.MinProperties, "property", "properties"), schPlural(len(obj), "property", "properties"),
-				"the object has fewer properties than the minimum")
-		}
-	}
-	if s.MaxProperties != nil {
-		pass := len(obj) <= *s.MaxProperties
-		if !check(pass) {
-			return false
-		}
-		if !pass && count {
-			w.fail("maxProperties", "at most "+schPlural(*s.MaxProperties, "property", "properties"), schPlural(len(obj), "property", "properties"),
-				"the object has more properties than the maximum")
-		}
-	}
-	if len(n.required) > 0 {
-		w.spend(len(n.required) / schLookupsPerUnit) // a walk over budget stops at its next evaluation
-		missing, nMissing := schMissing(obj, n.required)
-		if !check(nMissing == 0) {
-			return false
-		}
-		if nMissing > 0 && count {
-			w.fail("required", n.requiredExpected, "missing "+schNames(missing),
-				schPlural(nMissing, "required property is", "required properties are")+" missing")
-		}
-	}
-	for _, d := range n.deps {
-		if _, present := obj[d.name]; !present {
-			continue
-		}
-		if d.n != nil {
-			if !w.inPlace(d.n, obj, count, trk, ok, ann) {
-				return false
-			}
-			continue
-		}
-		w.spend(len(d.req) / schLookupsPerUnit)
-		missing, nMissing := schMissing(obj, d.req)
-		if !check(nMissing == 0) {
-			return false
-		}
-		if nMissing > 0 && count {
-			w.fail("dependencies", "properties "+schNames(d.req)+" when "+schClip(d.name, 30)+" is present", "missing "+schNames(missing),
-				"a property that requires others is present without them")
-		}
-	}
-
 	if len(n.patterns) == 0 && n.addl == 0 && n.addlS == nil && !trk {
 		// Fast path: only declared properties to visit, in sorted order.
 		for _, p := range n.props {
@@ -797,85 +742,14 @@ func (w *schWalker) object(n *schNode, obj map[string]any, count, trk bool, ok *
 		}
 	} else {
 		keys, from := w.sortedKeys(obj)
-		var extra []string
-		for _, k := range keys {
-			evaluated := false
-			if pn, found := n.propMap[k]; found {
-				evaluated = true
-				if !w.child(pn, obj[k], count, k, -1) {
-					*ok = false
-					if !count {
-						w.keys = w.keys[:from]
-						return false
-					}
-				}
-			}
-			for _, p := range n.patterns {
-				if !w.spend(schMatchCost(k, p.size)) {
-					w.keys = w.keys[:from]
-					return false
-				}
-				if !p.re.MatchString(k) {
-					continue
-				}
-				evaluated = true
-				if !w.child(p.n, obj[k], count, k, -1) {
-					*ok = false
-					if !count {
-						w.keys = w.keys[:from]
-						return false
-					}
-				}
-			}
-			if !evaluated {
-				switch {
-				case n.addl < 0:
-					extra = append(extra, k)
-				case n.addlS != nil:
-					if !w.child(n.addlS, obj[k], count, k, -1) {
-						*ok = false
-						if !count {
-							w.keys = w.keys[:from]
-							return false
-						}
-					}
-				}
-				evaluated = n.addl != 0 || n.addlS != nil
-			}
-			if evaluated && trk {
-				ann.addProp(k)
-			}
-		}
+		goOn := w.members(n, obj, keys, count, trk, ok, ann)
 		w.keys = w.keys[:from]
-		if n.addl < 0 {
-			if !check(len(extra) == 0) {
-				return false
-			}
-			if len(extra) > 0 && count {
-				w.fail("additionalProperties", "no properties beyond those declared",
-					schPlural(len(extra), "undeclared property", "undeclared properties")+" "+schNames(extra),
-					schPlural(len(extra), "property is", "properties are")+" not allowed by the schema")
-			}
-		}
-	}
-
-	if n.propNames != nil {
-		keys, from := w.sortedKeys(obj)
-		pass, bad := true, ""
-		for _, k := range keys {
-			if !w.fresh(n.propNames, k) {
-				pass, bad = false, k
-				break
-			}
-		}
-		w.keys = w.keys[:from]
-		if !check(pass) {
+		if !goOn {
 			return false
 		}
-		if !pass && count {
-			w.fail("propertyNames", "property names valid against propertyNames", "invalid name "+schShow(bad),
-				"a property name does not satisfy propertyNames")
-		}
+	}
+	if n.propNames != nil && !w.propertyNames(n, obj, count, ok) {
+		return false
 	}
 	for _, d := range n.depSchemas {
 		if _, present := obj[d.name]; present {
@@ -885,18 +759,162 @@ func (w *schWalker) object(n *schNode, obj map[string]any, count, trk bool, ok *
 		}
 	}
 	for _, d := range n.depReq {
-		if _, present := obj[d.name]; !present {
-			continue
+		if _, present := obj[d.name]; present && !w.requires(d, "dependentRequired", obj, count, ok) {
+			return false
 		}
-		w.spend(len(d.req) / schLookupsPerUnit)
-		missing, nMissing := schMissing(obj, d.req)
-		if !check(nMissing == 0) {
+	}
+	return true
+}
+
+// objectSize checks minProperties and maxProperties.
+func (w *schWalker) objectSize(n *schNode, obj map[string]any, count bool, ok *bool) bool {
+	s := n.s
+	if s.MinProperties != nil {
+		pass := len(obj) >= *s.MinProperties
+		if !w.check(pass, count, ok) {
+			return false
+		}
+		if !pass && count {
+			w.fail("minProperties", "at least "+jsonvalue.Plural(*s.MinProperties, "property", "properties"), jsonvalue.Plural(len(obj), "property", "properties"),
+				"the object has fewer properties than the minimum")
+		}
+	}
+	if s.MaxProperties != nil {
+		pass := len(obj) <= *s.MaxProperties
+		if !w.check(pass, count, ok) {
+			return false
+		}
+		if !pass && count {
+			w.fail("maxProperties", "at most "+jsonvalue.Plural(*s.MaxProperties, "property", "properties"), jsonvalue.Plural(len(obj), "property", "properties"),
+				"the object has more properties than the maximum")
+		}
+	}
+	return true
+}
+
+// objectRequired checks required and draft 4-7's dependencies (names, or a schema applied in
+// place).
+func (w *schWalker) objectRequired(n *schNode, obj map[string]any, count, trk bool, ok *bool, ann *schAnn) bool {
+	if len(n.required) > 0 {
+		w.spend(len(n.required) / schLookupsPerUnit) // a walk over budget stops at its next evaluation
+		missing, nMissing := schMissing(obj, n.required)
+		if !w.check(nMissing == 0, count, ok) {
 			return false
 		}
 		if nMissing > 0 && count {
-			w.fail("dependentRequired", "properties "+schNames(d.req)+" when "+schClip(d.name, 30)+" is present", "missing "+schNames(missing),
-				"a property that requires others is present without them")
+			w.fail("required", n.requiredExpected, "missing "+schNames(missing),
+				jsonvalue.Plural(nMissing, "required property is", "required properties are")+" missing")
 		}
+	}
+	for _, d := range n.deps {
+		if _, present := obj[d.name]; !present {
+			continue
+		}
+		if d.n != nil {
+			if !w.inPlace(d.n, obj, count, trk, ok, ann) {
+				return false
+			}
+		} else if !w.requires(d, "dependencies", obj, count, ok) {
+			return false
+		}
+	}
+	return true
+}
+
+// requires checks that obj, which holds d.name, holds every name d requires (dependentRequired,
+// or dependencies before 2019-09), under keyword kw.
+func (w *schWalker) requires(d schDep, kw string, obj map[string]any, count bool, ok *bool) bool {
+	w.spend(len(d.req) / schLookupsPerUnit)
+	missing, nMissing := schMissing(obj, d.req)
+	if !w.check(nMissing == 0, count, ok) {
+		return false
+	}
+	if nMissing > 0 && count {
+		w.fail(kw, "properties "+schNames(d.req)+" when "+jsonvalue.Clip(d.name, 30)+" is present", "missing "+schNames(missing),
+			"a property that requires others is present without them")
+	}
+	return true
+}
+
+// members walks every member of obj in sorted key order through properties,
+// patternProperties and additionalProperties, noting the evaluated ones when trk.
+func (w *schWalker) members(n *schNode, obj map[string]any, keys []string, count, trk bool, ok *bool, ann *schAnn) bool {
+	var extra []string
+	for _, k := range keys {
+		evaluated := false
+		if pn, found := n.propMap[k]; found {
+			evaluated = true
+			if !w.child(pn, obj[k], count, k, -1) {
+				*ok = false
+				if !count {
+					return false
+				}
+			}
+		}
+		for _, p := range n.patterns {
+			if !w.spend(schMatchCost(k, p.size)) {
+				return false
+			}
+			if !p.re.MatchString(k) {
+				continue
+			}
+			evaluated = true
+			if !w.child(p.n, obj[k], count, k, -1) {
+				*ok = false
+				if !count {
+					return false
+				}
+			}
+		}
+		if !evaluated {
+			switch {
+			case n.addl < 0:
+				extra = append(extra, k)
+			case n.addlS != nil:
+				if !w.child(n.addlS, obj[k], count, k, -1) {
+					*ok = false
+					if !count {
+						return false
+					}
+				}
+			}
+			evaluated = n.addl != 0 || n.addlS != nil
+		}
+		if evaluated && trk {
+			ann.addProp(k)
+		}
+	}
+	if n.addl >= 0 {
+		return true
+	}
+	if !w.check(len(extra) == 0, count, ok) {
+		return false
+	}
+	if len(extra) > 0 && count {
+		w.fail("additionalProperties", "no properties beyond those declared",
+			jsonvalue.Plural(len(extra), "undeclared property", "undeclared properties")+" "+schNames(extra),
+			jsonvalue.Plural(len(extra), "property is", "properties are")+" not allowed by the schema")
+	}
+	return true
+}
+
+// propertyNames is one check: every key of obj is valid against n.propNames.
+func (w *schWalker) propertyNames(n *schNode, obj map[string]any, count bool, ok *bool) bool {
+	keys, from := w.sortedKeys(obj)
+	pass, bad := true, ""
+	for _, k := range keys {
+		if !w.fresh(n.propNames, k) {
+			pass, bad = false, k
+			break
+		}
+	}
+	w.keys = w.keys[:from]
+	if !w.check(pass, count, ok) {
+		return false
+	}
+	if !pass && count {
+		w.fail("propertyNames", "property names valid against propertyNames", "invalid name "+jsonvalue.Brief(bad),
+			"a property name does not satisfy propertyNames")
 	}
 	return true
 }
@@ -928,8 +946,8 @@ func (w *schWalker) unevaluatedProps(n *schNode, obj map[string]any, count bool,
 					return false
 				}
 				w.fail("unevaluatedProperties", "no properties beyond those the schema evaluates",
-					schPlural(len(extra), "unevaluated property", "unevaluated properties")+" "+schNames(extra),
-					schPlural(len(extra), "property is", "properties are")+" not evaluated by any subschema")
+					jsonvalue.Plural(len(extra), "unevaluated property", "unevaluated properties")+" "+schNames(extra),
+					jsonvalue.Plural(len(extra), "property is", "properties are")+" not evaluated by any subschema")
 			} else if count {
 				w.pass()
 			}
@@ -963,7 +981,7 @@ func (w *schWalker) unevaluatedItems(n *schNode, arr []any, count bool, ok *bool
 			if !count {
 				return false
 			}
-			w.fail("unevaluatedItems", "no items beyond those the schema evaluates", schPlural(extra, "unevaluated item", "unevaluated items"),
+			w.fail("unevaluatedItems", "no items beyond those the schema evaluates", jsonvalue.Plural(extra, "unevaluated item", "unevaluated items"),
 				"some items are not evaluated by any subschema")
 		} else if count {
 			w.pass()
@@ -975,40 +993,30 @@ func (w *schWalker) unevaluatedItems(n *schNode, arr []any, count bool, ok *bool
 
 func (w *schWalker) array(n *schNode, arr []any, count, trk bool, ok *bool, ann *schAnn) bool {
 	s := n.s
-	check := func(pass bool) bool {
-		if pass {
-			if count {
-				w.pass()
-			}
-			return true
-		}
-		*ok = false
-		return count
-	}
 	if s.MinItems != nil {
 		pass := len(arr) >= *s.MinItems
-		if !check(pass) {
+		if !w.check(pass, count, ok) {
 			return false
 		}
 		if !pass && count {
-			w.fail("minItems", "at least "+schPlural(*s.MinItems, "item", "items"), schPlural(len(arr), "item", "items"), "the array has fewer items than the minimum")
+			w.fail("minItems", "at least "+jsonvalue.Plural(*s.MinItems, "item", "items"), jsonvalue.Plural(len(arr), "item", "items"), "the array has fewer items than the minimum")
 		}
 	}
 	if s.MaxItems != nil {
 		pass := len(arr) <= *s.MaxItems
-		if !check(pass) {
+		if !w.check(pass, count, ok) {
 			return false
 		}
 		if !pass && count {
-			w.fail("maxItems", "at most "+schPlural(*s.MaxItems, "item", "items"), schPlural(len(arr), "item", "items"), "the array has more items than the maximum")
+			w.fail("maxItems", "at most "+jsonvalue.Plural(*s.MaxItems, "item", "items"), jsonvalue.Plural(len(arr), "item", "items"), "the array has more items than the maximum")
 		}
 	}
 	if s.UniqueItems {
-		if !w.spend(schUniquePerValue * schInstanceSize(arr)) {
+		if !w.spend(schUniquePerValue * jsonvalue.Size(arr)) {
 			return false
 		}
 		i, j := schDuplicate(arr)
-		if !check(i < 0) {
+		if !w.check(i < 0, count, ok) {
 			return false
 		}
 		if i >= 0 && count {
@@ -1026,11 +1034,11 @@ func (w *schWalker) array(n *schNode, arr []any, count, trk bool, ok *bool, ann 
 	}
 	if n.restFalse != "" {
 		pass := len(arr) <= len(n.prefix)
-		if !check(pass) {
+		if !w.check(pass, count, ok) {
 			return false
 		}
 		if !pass && count {
-			w.fail(n.restFalse, "at most "+schPlural(len(n.prefix), "item", "items"), schPlural(len(arr), "item", "items"),
+			w.fail(n.restFalse, "at most "+jsonvalue.Plural(len(n.prefix), "item", "items"), jsonvalue.Plural(len(arr), "item", "items"),
 				"the array has more items than the schema allows")
 		}
 	} else if n.rest != nil && n.rest.boolean <= 0 {
@@ -1066,7 +1074,7 @@ func (w *schWalker) array(n *schNode, arr []any, count, trk bool, ok *bool, ann 
 		if s.MaxContains != nil && matched > *s.MaxContains {
 			pass = false
 		}
-		if !check(pass) {
+		if !w.check(pass, count, ok) {
 			return false
 		}
 		if !pass && count {
@@ -1075,11 +1083,11 @@ func (w *schWalker) array(n *schNode, arr []any, count, trk bool, ok *bool, ann 
 			case s.MinContains != nil && s.MaxContains != nil:
 				want = fmt.Sprintf("between %d and %d items matching contains", *s.MinContains, *s.MaxContains)
 			case s.MinContains != nil:
-				want = fmt.Sprintf("at least %s matching contains", schPlural(*s.MinContains, "item", "items"))
+				want = fmt.Sprintf("at least %s matching contains", jsonvalue.Plural(*s.MinContains, "item", "items"))
 			case s.MaxContains != nil:
 				want = fmt.Sprintf("at least 1 and at most %d items matching contains", *s.MaxContains)
 			}
-			w.fail("contains", want, schPlural(matched, "matching item", "matching items"), "the number of items matching contains is outside the allowed range")
+			w.fail("contains", want, jsonvalue.Plural(matched, "matching item", "matching items"), "the number of items matching contains is outside the allowed range")
 		}
 	}
 	return true
@@ -1087,16 +1095,6 @@ func (w *schWalker) array(n *schNode, arr []any, count, trk bool, ok *bool, ann 
 
 func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 	s := n.s
-	check := func(pass bool) bool {
-		if pass {
-			if count {
-				w.pass()
-			}
-			return true
-		}
-		*ok = false
-		return count
-	}
 	if s.MinLength != nil || s.MaxLength != nil {
 		if !w.spend(len(str) / schBytesPerUnit) {
 			return false
@@ -1104,21 +1102,21 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 		l := utf8.RuneCountInString(str)
 		if s.MinLength != nil {
 			pass := l >= *s.MinLength
-			if !check(pass) {
+			if !w.check(pass, count, ok) {
 				return false
 			}
 			if !pass && count {
-				w.fail("minLength", "at least "+schPlural(*s.MinLength, "character", "characters"), schPlural(l, "character", "characters"),
+				w.fail("minLength", "at least "+jsonvalue.Plural(*s.MinLength, "character", "characters"), jsonvalue.Plural(l, "character", "characters"),
 					"the string is shorter than the minimum length")
 			}
 		}
 		if s.MaxLength != nil {
 			pass := l <= *s.MaxLength
-			if !check(pass) {
+			if !w.check(pass, count, ok) {
 				return false
 			}
 			if !pass && count {
-				w.fail("maxLength", "at most "+schPlural(*s.MaxLength, "character", "characters"), schPlural(l, "character", "characters"),
+				w.fail("maxLength", "at most "+jsonvalue.Plural(*s.MaxLength, "character", "characters"), jsonvalue.Plural(l, "character", "characters"),
 					"the string is longer than the maximum length")
 			}
 		}
@@ -1128,11 +1126,11 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 			return false
 		}
 		pass := s.Pattern.MatchString(str)
-		if !check(pass) {
+		if !w.check(pass, count, ok) {
 			return false
 		}
 		if !pass && count {
-			w.fail("pattern", "a string matching "+s.Pattern.String(), "value "+schShow(str), "the string does not match the required pattern")
+			w.fail("pattern", "a string matching "+s.Pattern.String(), "value "+jsonvalue.Brief(str), "the string does not match the required pattern")
 		}
 	}
 	if s.ContentEncoding == nil && s.ContentMediaType == nil {
@@ -1145,13 +1143,13 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 	decoded := []byte(str)
 	if s.ContentEncoding != nil {
 		d, err := s.ContentEncoding.Decode(str)
-		if !check(err == nil) {
+		if !w.check(err == nil, count, ok) {
 			return false
 		}
 		if err != nil {
 			if count {
-				w.fail("contentEncoding", schClip(s.ContentEncoding.Name, 30)+"-encoded content", "not valid "+schClip(s.ContentEncoding.Name, 30),
-					"the string is not valid "+schClip(s.ContentEncoding.Name, 30))
+				w.fail("contentEncoding", jsonvalue.Clip(s.ContentEncoding.Name, 30)+"-encoded content", "not valid "+jsonvalue.Clip(s.ContentEncoding.Name, 30),
+					"the string is not valid "+jsonvalue.Clip(s.ContentEncoding.Name, 30))
 			}
 			return true
 		}
@@ -1167,17 +1165,17 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 			deserialized, err = s.ContentMediaType.UnmarshalJSON(decoded)
 			haveValue = err == nil
 		}
-		if !check(err == nil) {
+		if !w.check(err == nil, count, ok) {
 			return false
 		}
 		if err != nil && count {
-			w.fail("contentMediaType", "content of type "+schClip(s.ContentMediaType.Name, 40), "not valid "+schClip(s.ContentMediaType.Name, 40),
-				"the content is not valid "+schClip(s.ContentMediaType.Name, 40))
+			w.fail("contentMediaType", "content of type "+jsonvalue.Clip(s.ContentMediaType.Name, 40), "not valid "+jsonvalue.Clip(s.ContentMediaType.Name, 40),
+				"the content is not valid "+jsonvalue.Clip(s.ContentMediaType.Name, 40))
 		}
 	}
 	if haveValue && n.contentS != nil {
 		pass := w.fresh(n.contentS, deserialized)
-		if !check(pass) {
+		if !w.check(pass, count, ok) {
 			return false
 		}
 		if !pass && count {
@@ -1191,11 +1189,15 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 // (the fast path), and a big.Rat made only when needed. Never float64.
 type schNumber struct {
 	lit string
-	d   schDec
+	d   jsonvalue.Small
+	dok bool
 	r   *big.Rat
 }
 
-func schParseNumber(lit string) schNumber { return schNumber{lit: lit, d: schParseDec(lit)} }
+func schParseNumber(lit string) schNumber {
+	d, ok := jsonvalue.ParseSmall(lit)
+	return schNumber{lit: lit, d: d, dok: ok}
+}
 
 func (x *schNumber) rat() *big.Rat {
 	if x.r == nil {
@@ -1210,8 +1212,8 @@ func (x *schNumber) rat() *big.Rat {
 
 // cmp compares the number with a bound: -1, 0 or 1.
 func (x *schNumber) cmp(b schBound) int {
-	if x.d.ok && b.d.ok {
-		if c, ok := schDecCmp(x.d, b.d); ok {
+	if x.dok && b.dok {
+		if c, ok := jsonvalue.CmpSmall(x.d, b.d); ok {
 			return c
 		}
 	}
@@ -1219,151 +1221,20 @@ func (x *schNumber) cmp(b schBound) int {
 }
 
 func (x *schNumber) isInteger() bool {
-	if x.d.ok {
-		if x.d.e >= 0 {
-			return true
-		}
-		if -x.d.e >= len(schPow10) {
-			return false // |m| < 10^18 and m != 0, so m / 10^19... is never whole
-		}
-		return x.d.m%schPow10[-x.d.e] == 0
+	if x.dok {
+		return x.d.IsInteger()
 	}
 	return x.rat().IsInt()
 }
 
 // multipleOf tells whether x / b is an integer.
 func (x *schNumber) multipleOf(b schBound) bool {
-	if x.d.ok && b.d.ok && b.d.m != 0 {
-		if xm, bm, ok := schDecAlign(x.d, b.d); ok {
+	if x.dok && b.dok && b.d.M != 0 {
+		if xm, bm, ok := jsonvalue.AlignSmall(x.d, b.d); ok {
 			return xm%bm == 0
 		}
 	}
 	return new(big.Rat).Quo(x.rat(), b.r).IsInt()
-}
-
-// schDec is an exact decimal m × 10^e with at most 18 significant digits; ok is false when the
-// literal does not fit (big.Rat takes over).
-type schDec struct {
-	m  int64
-	e  int
-	ok bool
-}
-
-var schPow10 = [...]int64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18}
-
-// schParseDec reads a JSON number literal.
-func schParseDec(lit string) schDec {
-	i, neg := 0, false
-	if i < len(lit) && lit[i] == '-' {
-		neg = true
-		i++
-	}
-	var m int64
-	digits, e, sawDigit := 0, 0, false
-	for ; i < len(lit) && lit[i] >= '0' && lit[i] <= '9'; i++ {
-		sawDigit = true
-		if m == 0 && lit[i] == '0' {
-			continue
-		}
-		if digits == 18 {
-			return schDec{}
-		}
-		m = m*10 + int64(lit[i]-'0')
-		digits++
-	}
-	if i < len(lit) && lit[i] == '.' {
-		for i++; i < len(lit) && lit[i] >= '0' && lit[i] <= '9'; i++ {
-			sawDigit = true
-			e--
-			if m == 0 && lit[i] == '0' {
-				continue
-			}
-			if digits == 18 {
-				return schDec{}
-			}
-			m = m*10 + int64(lit[i]-'0')
-			digits++
-		}
-	}
-	if !sawDigit {
-		return schDec{}
-	}
-	if i < len(lit) && (lit[i] == 'e' || lit[i] == 'E') {
-		i++
-		eneg := false
-		if i < len(lit) && (lit[i] == '+' || lit[i] == '-') {
-			eneg = lit[i] == '-'
-			i++
-		}
-		x, any := 0, false
-		for ; i < len(lit) && lit[i] >= '0' && lit[i] <= '9'; i++ {
-			any = true
-			if x > 100000 {
-				return schDec{}
-			}
-			x = x*10 + int(lit[i]-'0')
-		}
-		if !any {
-			return schDec{}
-		}
-		if eneg {
-			x = -x
-		}
-		e += x
-	}
-	if i != len(lit) {
-		return schDec{}
-	}
-	if m == 0 {
-		return schDec{ok: true}
-	}
-	if neg {
-		m = -m
-	}
-	return schDec{m: m, e: e, ok: true}
-}
-
-// schDecAlign brings a and b to their smaller exponent; ok is false on overflow.
-func schDecAlign(a, b schDec) (int64, int64, bool) {
-	am, bm := a.m, b.m
-	var ok bool
-	switch {
-	case a.e > b.e:
-		am, ok = schScale(am, a.e-b.e)
-	case b.e > a.e:
-		bm, ok = schScale(bm, b.e-a.e)
-	default:
-		ok = true
-	}
-	return am, bm, ok
-}
-
-func schScale(m int64, k int) (int64, bool) {
-	if m == 0 {
-		return 0, true
-	}
-	if k >= len(schPow10) {
-		return 0, false
-	}
-	p := schPow10[k]
-	if m > math.MaxInt64/p || m < -math.MaxInt64/p {
-		return 0, false
-	}
-	return m * p, true
-}
-
-func schDecCmp(a, b schDec) (int, bool) {
-	am, bm, ok := schDecAlign(a, b)
-	if !ok {
-		return 0, false
-	}
-	switch {
-	case am < bm:
-		return -1, true
-	case am > bm:
-		return 1, true
-	}
-	return 0, true
 }
 
 func (w *schWalker) number(n *schNode, lit string, count bool, ok *bool) bool {
@@ -1372,16 +1243,6 @@ func (w *schWalker) number(n *schNode, lit string, count bool, ok *bool) bool {
 		return true
 	}
 	x := schParseNumber(lit)
-	check := func(pass bool) bool {
-		if pass {
-			if count {
-				w.pass()
-			}
-			return true
-		}
-		*ok = false
-		return count
-	}
 	bounds := [...]struct {
 		kw, want string
 		b        schBound
@@ -1397,20 +1258,20 @@ func (w *schWalker) number(n *schNode, lit string, count bool, ok *bool) bool {
 			continue
 		}
 		pass := bd.pass(x.cmp(bd.b))
-		if !check(pass) {
+		if !w.check(pass, count, ok) {
 			return false
 		}
 		if !pass && count {
-			w.fail(bd.kw, bd.want+schRatText(bd.b.r), "value "+schClip(lit, 60), "the value is not "+bd.want+schRatText(bd.b.r))
+			w.fail(bd.kw, bd.want+schRatText(bd.b.r), "value "+jsonvalue.Clip(lit, 60), "the value is not "+bd.want+schRatText(bd.b.r))
 		}
 	}
 	if s.MultipleOf != nil {
 		pass := x.multipleOf(n.multI)
-		if !check(pass) {
+		if !w.check(pass, count, ok) {
 			return false
 		}
 		if !pass && count {
-			w.fail("multipleOf", "a multiple of "+schRatText(s.MultipleOf), "value "+schClip(lit, 60), "the value is not a multiple of "+schRatText(s.MultipleOf))
+			w.fail("multipleOf", "a multiple of "+schRatText(s.MultipleOf), "value "+jsonvalue.Clip(lit, 60), "the value is not a multiple of "+schRatText(s.MultipleOf))
 		}
 	}
 	return true
@@ -1419,20 +1280,20 @@ func (w *schWalker) number(n *schNode, lit string, count bool, ok *bool) bool {
 // schRatText shows a schema number compactly (decimal when exact, else a fraction).
 func schRatText(r *big.Rat) string {
 	if r.IsInt() {
-		return schClip(r.Num().String(), 40)
+		return jsonvalue.Clip(r.Num().String(), 40)
 	}
 	if d, exact := r.FloatPrec(); exact {
-		return schClip(r.FloatString(d), 40)
+		return jsonvalue.Clip(r.FloatString(d), 40)
 	}
-	return schClip(r.RatString(), 40)
+	return jsonvalue.Clip(r.RatString(), 40)
 }
 
 func (w *schWalker) failType(n *schNode, v any) {
 	want := n.s.Types.ToStrings()
 	got := schJSONType(v)
 	found := got
-	if lit, isNum := schNumLit(v); isNum && n.types&schTInteger != 0 {
-		found = "number " + schClip(lit, 40)
+	if lit, isNum := jsonvalue.NumberLiteral(v); isNum && n.types&schTInteger != 0 {
+		found = "number " + jsonvalue.Clip(lit, 40)
 	}
 	w.fail("type", "type "+strings.Join(want, " or "), found,
 		"the value is "+schemaArticle(got)+", but the schema requires "+strings.Join(want, " or "))
@@ -1451,7 +1312,7 @@ func schTypeMatches(types uint8, v any) bool {
 	case map[string]any:
 		return types&schTObject != 0
 	}
-	lit, isNum := schNumLit(v)
+	lit, isNum := jsonvalue.NumberLiteral(v)
 	if !isNum {
 		return false
 	}
@@ -1481,10 +1342,10 @@ func schMissing(obj map[string]any, names []string) (shown []string, n int) {
 }
 
 // schShownNames is how many names schMissing keeps for a failure's text: more than schNames
-// shows of any list (each name adds at least ", " to FoundMaxChars), so that the text is the same
+// shows of any list (each name adds at least ", " to jsonvalue.ShownChars), so that the text is the same
 // as of the whole list, which for thousands of required names and as many objects missing them
 // was gigabytes of allocation.
-const schShownNames = FoundMaxChars/2 + 8
+const schShownNames = jsonvalue.ShownChars/2 + 8
 
 // schEqual is JSON equality as the library defines it: numbers by value (1 equals 1.0), objects
 // by content.
@@ -1522,11 +1383,11 @@ func schEqual(a, b any) bool {
 		}
 		return true
 	}
-	la, ok := schNumLit(a)
+	la, ok := jsonvalue.NumberLiteral(a)
 	if !ok {
 		return false
 	}
-	lb, ok := schNumLit(b)
+	lb, ok := jsonvalue.NumberLiteral(b)
 	if !ok {
 		return false
 	}
@@ -1534,8 +1395,8 @@ func schEqual(a, b any) bool {
 		return true
 	}
 	x, y := schParseNumber(la), schParseNumber(lb)
-	if x.d.ok && y.d.ok {
-		if c, ok := schDecCmp(x.d, y.d); ok {
+	if x.dok && y.dok {
+		if c, ok := jsonvalue.CmpSmall(x.d, y.d); ok {
 			return c == 0
 		}
 	}
@@ -1555,136 +1416,18 @@ func schDuplicate(arr []any) (int, int) {
 		return -1, -1
 	}
 	seen := make(map[string]int, len(arr))
-	var b strings.Builder
+	var b []byte
 	for i, item := range arr {
-		b.Reset()
-		schCanon(&b, item)
-		k := b.String()
-		if j, ok := seen[k]; ok {
+		b = jsonvalue.AppendKey(b[:0], item)
+		if j, ok := seen[string(b)]; ok {
 			return j, i
 		}
-		seen[k] = i
+		seen[string(b)] = i
 	}
 	return -1, -1
 }
 
-// schCanon writes a canonical key of v for equality: numbers normalized by value, keys sorted.
-func schCanon(b *strings.Builder, v any) {
-	switch v := v.(type) {
-	case nil:
-		b.WriteString("n")
-	case bool:
-		if v {
-			b.WriteString("t")
-		} else {
-			b.WriteString("f")
-		}
-	case string:
-		b.WriteString(strconv.Quote(v))
-	case []any:
-		b.WriteByte('[')
-		for _, e := range v {
-			schCanon(b, e)
-			b.WriteByte(',')
-		}
-		b.WriteByte(']')
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		b.WriteByte('{')
-		for _, k := range keys {
-			b.WriteString(strconv.Quote(k))
-			b.WriteByte(':')
-			schCanon(b, v[k])
-			b.WriteByte(',')
-		}
-		b.WriteByte('}')
-	default:
-		if lit, ok := schNumLit(v); ok {
-			x := schParseNumber(lit)
-			b.WriteString("#" + x.rat().RatString())
-		} else {
-			b.WriteString("?")
-		}
-	}
-}
-
 // ---- failure text ----
-
-// schClip shortens s to at most max characters, marking the cut with "…".
-func schClip(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	if utf8.RuneCountInString(s) <= max {
-		return s
-	}
-	n := 0
-	for i := range s {
-		if n == max-1 {
-			return s[:i] + "…"
-		}
-		n++
-	}
-	return s
-}
-
-// schShow renders a value briefly: scalars as JSON (clipped), containers by size.
-func schShow(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return strconv.FormatBool(v)
-	case string:
-		b, _ := json.Marshal(schClip(v, FoundMaxChars-10))
-		return string(b)
-	case []any:
-		return "an array of " + schPlural(len(v), "item", "items")
-	case map[string]any:
-		return "an object with " + schPlural(len(v), "property", "properties")
-	}
-	if lit, ok := schNumLit(v); ok {
-		return schClip(lit, 60)
-	}
-	return "a non-JSON value"
-}
-
-// schShowList renders enum values as a compact JSON array, clipped.
-func schShowList(vals []any) string {
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, v := range vals {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(schShow(v))
-		if b.Len() > FoundMaxChars {
-			break
-		}
-	}
-	b.WriteByte(']')
-	return b.String()
-}
-
-// schDescribe says what kind of value is at a location that allows none.
-func schDescribe(v any) string {
-	t := schJSONType(v)
-	if t == "" {
-		return "a non-JSON value"
-	}
-	return schemaArticle(t)
-}
-
-func schPlural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
-}
 
 // schNames joins property names for a message, each clipped, the whole kept short.
 func schNames(names []string) string {
@@ -1693,42 +1436,26 @@ func schNames(names []string) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		if b.Len() > FoundMaxChars {
+		if b.Len() > jsonvalue.ShownChars {
 			b.WriteString("…")
 			break
 		}
-		b.WriteString(schClip(n, 40))
+		b.WriteString(jsonvalue.Clip(n, 40))
 	}
 	return b.String()
 }
 
-// schRenderPath renders an instance location as every path of a report is (jsonvalue.AppendPath).
-func schRenderPath(loc []schLoc) string {
-	steps := make([]jsonvalue.Step, len(loc))
-	for i, l := range loc {
-		if l.idx >= 0 {
-			steps[i] = jsonvalue.Step{Kind: jsonvalue.StepIndex, Index: l.idx}
-		} else {
-			steps[i] = jsonvalue.Step{Kind: jsonvalue.StepKey, Key: l.key}
-		}
-	}
-	return jsonvalue.Render(steps, nil)
-}
-
-// schKept holds the failures of a walk that a report can show: the first ListCap in document
+// schKept holds the failures of a walk that a report can show: the first keep in document
 // order (object keys sorted, array indices ascending, a container before its contents; the walk's
 // keyword order within one location), which the walk does not meet in that order. They are kept
 // in a heap whose top is the last of them; a failure after it is only counted, with the first
 // position of each check name that only such failures have.
 type schKept struct {
+	keep    int // how many to keep
 	heap    []schFailureAt
 	found   int            // failures added, the seq of the next
 	dropped []schFailureAt // per check name among the failures not kept, the first (no Failure)
 }
-
-// schKeepCap is how many failures a walk keeps: ListCap, except in a test that compares with
-// keeping them all.
-var schKeepCap = ListCap
 
 // schFailureAt is a failure with its instance location and the order the walk found it in.
 type schFailureAt struct {
@@ -1754,32 +1481,32 @@ func (k *schKept) reset() {
 func (k *schKept) add(f Failure, loc []schLoc) {
 	seq := k.found
 	k.found++
-	if len(k.heap) < schKeepCap {
+	if len(k.heap) < k.keep {
 		k.heap = append(k.heap, schFailureAt{f, slices.Clone(loc), seq})
 		heap.Fix(k, len(k.heap)-1)
 		return
 	}
 	top := &k.heap[0]
 	if top.compare(loc, seq) < 0 {
-		k.drop(f.Check, loc, seq)
+		k.drop(f.Keyword, loc, seq)
 		return
 	}
-	k.drop(top.f.Check, top.loc, top.seq)
+	k.drop(top.f.Keyword, top.loc, top.seq)
 	*top = schFailureAt{f, slices.Clone(loc), seq}
 	heap.Fix(k, 0)
 }
 
-// drop notes a failure not kept: its check name's first position among those.
-func (k *schKept) drop(check string, loc []schLoc, seq int) {
+// drop notes a failure not kept: its keyword's first position among those.
+func (k *schKept) drop(keyword string, loc []schLoc, seq int) {
 	for i := range k.dropped {
-		if d := &k.dropped[i]; d.f.Check == check {
+		if d := &k.dropped[i]; d.f.Keyword == keyword {
 			if d.compare(loc, seq) > 0 {
 				d.loc, d.seq = slices.Clone(loc), seq
 			}
 			return
 		}
 	}
-	k.dropped = append(k.dropped, schFailureAt{Failure{Check: check}, slices.Clone(loc), seq})
+	k.dropped = append(k.dropped, schFailureAt{Failure{Keyword: keyword}, slices.Clone(loc), seq})
 }
 
 // schKept is a heap (container/heap) of the kept failures with the last, in document order, on
@@ -1795,21 +1522,22 @@ func (k *schKept) Pop() any {
 	return last
 }
 
-// into puts the kept failures in t in document order, and counts the others.
-func (k *schKept) into(t *Tally) {
+// into puts the kept failures in r in document order, located, and counts the others.
+func (k *schKept) into(r *Result) {
 	byPosition := func(a, b schFailureAt) int { return a.compare(b.loc, b.seq) }
 	slices.SortFunc(k.heap, byPosition)
 	if len(k.heap) > 0 {
-		t.Failures = make([]Failure, len(k.heap))
+		r.Failures = make([]Failure, len(k.heap))
 		for i := range k.heap {
-			t.Failures[i] = k.heap[i].f
+			r.Failures[i] = k.heap[i].f
+			r.Failures[i].At = steps(k.heap[i].loc)
 		}
 	}
 	slices.SortFunc(k.dropped, byPosition)
 	for _, d := range k.dropped {
-		t.dropCheck(d.f.Check)
+		r.addOmitted(d.f.Keyword)
 	}
-	t.dropped = k.found - len(k.heap)
+	r.Omitted = k.found - len(k.heap)
 }
 
 func schCompareLoc(a, b []schLoc) int {

@@ -1,21 +1,22 @@
-package verify
+package schemacheck
 
 import (
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 	"regexp/syntax"
+	"strconv"
 )
 
 // What compiling a schema may keep, at most, by what its document holds (an upper bound of what
-// heapBytes measures afterwards, held to it by TestSchemaMemoryBound over schemas of every shape
-// the reviewers named): an object or boolean may become a subschema (the library's schema object
-// of about 900 bytes, the walker's node of about 500, their location strings and the parent's
-// map or slice entries: 1.6 KB measured for an empty one) and a member a map entry, a bound or a
-// copy of a list; an array keeps its items' interface values; a string or number its bytes,
-// boxed, and, in an enum, a set entry. A location string grows with the subschema's JSON
-// pointer. A regular expression keeps its program: an instruction about 100 bytes (and its copy
-// in the one-pass program of an anchored pattern), a character class 4 bytes per rune of its
-// ranges in each (\p{L} is 1,300 runes: 40 such classes in one pattern kept 336 KB), plus the
-// pattern's own objects.
+// HeapBytes measures afterwards, held to it by TestSchemaMemoryBound over schemas of every shape
+// the reviewers named): an object or boolean may become a subschema (the library's schema object,
+// the walker's node, their location strings and the parent's map or slice entries) and a member
+// a map entry, a bound or a copy of a list; an array keeps its items' interface values; a string
+// or number its bytes, boxed, and, in an enum, a set entry. A location string grows with the
+// subschema's JSON pointer. A regular expression keeps its program: its instructions (and their
+// copy in the one-pass program of an anchored pattern), a character class 4 bytes per rune of its
+// ranges in each (\p{L} has 1,300), plus the pattern's own objects. The constants are set above
+// what each part keeps; TestSchemaMemoryMeasured holds the bound above the measured charge.
 const (
 	schemaBoundObject     = 1800
 	schemaBoundMember     = 192
@@ -30,12 +31,12 @@ const (
 	schemaBoundRegexLimit = 1 << 40 // where a pattern's bound stops growing, far above MaxSchemaMemory
 )
 
-// schemaMemoryBound is an upper bound of the bytes that compiling doc would keep (see the
+// MemoryBound is an upper bound of the bytes that compiling doc would keep (see the
 // schemaBound constants), computed from the document alone, before anything is compiled: the
 // compiler's own working memory grows with the same things, so refusing a schema past
 // MaxSchemaMemory here bounds what one request may make the process allocate as well as what the
 // cache would have to hold.
-func schemaMemoryBound(doc any) int {
+func MemoryBound(doc any) int {
 	total := 0
 	var walk func(v any, pointer int)
 	walk = func(v any, pointer int) {
@@ -57,7 +58,7 @@ func schemaMemoryBound(doc any) int {
 		case []any:
 			total += schemaBoundArray + schemaBoundItem*len(v)
 			for i, e := range v {
-				walk(e, pointer+1+decimalDigits(i))
+				walk(e, pointer+1+len(strconv.Itoa(i)))
 			}
 		case bool:
 			total += schemaBoundObject + schemaBoundPointer*pointer
@@ -66,7 +67,7 @@ func schemaMemoryBound(doc any) int {
 		case nil:
 			total += schemaBoundItem
 		default:
-			lit, _ := schNumLit(v)
+			lit, _ := jsonvalue.NumberLiteral(v)
 			total += schemaBoundScalar + schemaBoundPerByte*len(lit)
 		}
 	}

@@ -1,4 +1,4 @@
-package verify
+package schemacheck
 
 import (
 	"encoding/json"
@@ -19,7 +19,7 @@ func TestSchemaErrorDeterministic(t *testing.T) {
 		}
 		var first string
 		for i := range 200 {
-			_, err := CompileSchema(doc, false)
+			_, err := Compile(doc, false)
 			if err == nil {
 				t.Fatalf("%s compiled", src)
 			}

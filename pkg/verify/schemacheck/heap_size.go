@@ -1,12 +1,11 @@
-package verify
+package schemacheck
 
 import (
 	"reflect"
 	"sync"
-	"unsafe"
 )
 
-// heapBytes measures what the object graph reachable from root holds on the heap: every object
+// HeapBytes measures what the object graph reachable from root holds on the heap: every object
 // reached through a pointer, slice, string, map or interface, counted once however many paths
 // lead to it, at the size the allocator gives it (its size class). It is how the schema cache
 // charges a compiled schema: by walking what the schema really keeps (the library's schema
@@ -17,7 +16,7 @@ import (
 // What it cannot see is counted by the calibration test instead (TestSchemaMemoryMeasured holds
 // the result to runtime.MemStats): the captured variables of closures, and the internal layout
 // of maps, which is modelled by heapMapBytes.
-func heapBytes(root any) int {
+func HeapBytes(root any) int {
 	m := heapMeter{seen: map[uintptr]struct{}{}}
 	m.value(reflect.ValueOf(root))
 	return m.total
@@ -28,15 +27,19 @@ type heapMeter struct {
 	total int
 }
 
-// first records p and tells whether it was not seen before.
-func (m *heapMeter) first(p unsafe.Pointer) bool {
-	if p == nil {
+// first records the object v refers to (a pointer, slice, string or map: reflect.Value.Pointer,
+// its first byte) and tells whether it was not seen before. An address held as a number is a
+// safe identity here: everything measured stays reachable from root while the meter runs, and
+// Go's collector does not move objects.
+func (m *heapMeter) first(v reflect.Value) bool {
+	p := v.Pointer()
+	if p == 0 {
 		return false
 	}
-	if _, ok := m.seen[uintptr(p)]; ok {
+	if _, ok := m.seen[p]; ok {
 		return false
 	}
-	m.seen[uintptr(p)] = struct{}{}
+	m.seen[p] = struct{}{}
 	return true
 }
 
@@ -44,24 +47,24 @@ func (m *heapMeter) first(p unsafe.Pointer) bool {
 func (m *heapMeter) value(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Pointer:
-		if !m.first(v.UnsafePointer()) {
+		if !m.first(v) {
 			return
 		}
 		e := v.Elem()
-		m.total += heapAllocSize(int(e.Type().Size()))
+		m.total += HeapAllocSize(int(e.Type().Size()))
 		if heapHasPointers(e.Type()) {
 			m.value(e)
 		}
 	case reflect.String:
-		if v.Len() > 0 && m.first(unsafe.Pointer(unsafe.StringData(v.String()))) {
-			m.total += heapAllocSize(v.Len())
+		if v.Len() > 0 && m.first(v) {
+			m.total += HeapAllocSize(v.Len())
 		}
 	case reflect.Slice:
-		if v.Cap() == 0 || !m.first(v.UnsafePointer()) {
+		if v.Cap() == 0 || !m.first(v) {
 			return
 		}
 		et := v.Type().Elem()
-		m.total += heapAllocSize(v.Cap() * int(et.Size()))
+		m.total += HeapAllocSize(v.Cap() * int(et.Size()))
 		if heapHasPointers(et) {
 			for i := range v.Len() {
 				m.value(v.Index(i))
@@ -78,7 +81,7 @@ func (m *heapMeter) value(v reflect.Value) {
 			m.value(v.Field(i))
 		}
 	case reflect.Map:
-		if v.IsNil() || !m.first(v.UnsafePointer()) {
+		if v.IsNil() || !m.first(v) {
 			return
 		}
 		t := v.Type()
@@ -102,11 +105,11 @@ func (m *heapMeter) value(v reflect.Value) {
 		if !heapPointerShaped(e.Type()) {
 			// A value that is not a single pointer is boxed in an allocation of its own. Its
 			// address is not visible here, so a box reached twice is counted twice.
-			m.total += heapAllocSize(int(e.Type().Size()))
+			m.total += HeapAllocSize(int(e.Type().Size()))
 		}
 		m.value(e)
 	}
-	// Funcs, channels and unsafe pointers are not followed (see heapBytes).
+	// Funcs, channels and unsafe pointers are not followed (see HeapBytes).
 }
 
 // heapPointerShaped tells whether an interface holds a value of type t directly in its data
@@ -168,7 +171,7 @@ func heapMapBytes(n, key, elem int) int {
 	const header = 48
 	slot := key + elem
 	if n <= 8 {
-		return heapAllocSize(header) + heapAllocSize(8+8*slot)
+		return HeapAllocSize(header) + HeapAllocSize(8+8*slot)
 	}
 	capacity := 8
 	for capacity*7/8 < n {
@@ -176,8 +179,8 @@ func heapMapBytes(n, key, elem int) int {
 	}
 	// Tables hold at most 1024 slots; each table's header is about 48 bytes.
 	tables := max(1, capacity/1024)
-	return heapAllocSize(header) + heapAllocSize(tables*8) + tables*heapAllocSize(48) +
-		tables*heapAllocSize(capacity/tables/8*(8+8*slot))
+	return HeapAllocSize(header) + HeapAllocSize(tables*8) + tables*HeapAllocSize(48) +
+		tables*HeapAllocSize(capacity/tables/8*(8+8*slot))
 }
 
 // heapSizeClasses are the Go allocator's size classes up to 32 KiB (runtime/sizeclasses.go); a
@@ -187,8 +190,8 @@ var heapSizeClasses = [...]int{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160
 	2304, 2688, 3072, 3200, 3456, 4096, 4864, 5376, 6144, 6528, 6784, 6912, 8192, 9472, 9728, 10240, 10880,
 	12288, 13568, 14336, 16384, 18432, 19072, 20480, 21760, 24576, 27264, 28672, 32768}
 
-// heapAllocSize is the bytes the allocator gives an object of n bytes.
-func heapAllocSize(n int) int {
+// HeapAllocSize is the bytes the allocator gives an object of n bytes.
+func HeapAllocSize(n int) int {
 	if n <= 0 {
 		return 0
 	}

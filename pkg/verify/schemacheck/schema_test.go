@@ -1,10 +1,8 @@
-package verify
+package schemacheck
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/big"
 	"os"
@@ -13,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"unicode/utf8"
 
@@ -51,7 +48,7 @@ type schCountCase struct {
 
 func schCountCases(t testing.TB) map[string]schCountCase {
 	t.Helper()
-	files, err := filepath.Glob("testdata/schema-count/*.json")
+	files, err := filepath.Glob("../testdata/schema-count/*.json")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no count cases: %v", err)
 	}
@@ -80,7 +77,7 @@ func TestSchemaCountCases(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			sch, err := CompileSchema(schDecode(t, c.Schema), c.Strict)
+			sch, err := Compile(schDecode(t, c.Schema), c.Strict)
 			if err != nil {
 				t.Fatalf("compile: %v", err)
 			}
@@ -88,7 +85,7 @@ func TestSchemaCountCases(t *testing.T) {
 			if r.walkerValid != r.libValid {
 				t.Errorf("walker valid=%v, library valid=%v", r.walkerValid, r.libValid)
 			}
-			got := r.schema
+			got := shown(r.schema, "schema:")
 			if got.Total != c.Total || got.Passed != c.Passed {
 				t.Errorf("got %d checks, %d passed; want %d, %d\n%s\nfailures: %+v", got.Total, got.Passed, c.Total, c.Passed, c.Comment, got.Failures)
 			}
@@ -107,7 +104,7 @@ func TestSchemaCountCases(t *testing.T) {
 			if c.Undeclared != nil && (r.undeclared.Total != c.Undeclared.Total || r.undeclared.Passed != c.Undeclared.Passed) {
 				t.Errorf("undeclared %d/%d, want %d/%d (%+v)", r.undeclared.Passed, r.undeclared.Total, c.Undeclared.Passed, c.Undeclared.Total, r.undeclared.Failures)
 			}
-			for _, f := range append(got.Failures, r.undeclared.Failures...) {
+			for _, f := range append(got.Failures, shown(r.undeclared, "content:undeclared_property").Failures...) {
 				schAssertFailureShape(t, f)
 			}
 		})
@@ -116,7 +113,7 @@ func TestSchemaCountCases(t *testing.T) {
 
 // schAssertFailureShape checks what every failure promises: a check name, a "$" path whose Field is
 // the same without "$.", short Expected and Found, and a one-sentence Detail without the path.
-func schAssertFailureShape(t *testing.T, f Failure) {
+func schAssertFailureShape(t *testing.T, f shownFailure) {
 	t.Helper()
 	if !strings.HasPrefix(f.Check, "schema:") && !strings.HasPrefix(f.Check, "content:") {
 		t.Errorf("check %q", f.Check)
@@ -128,8 +125,8 @@ func schAssertFailureShape(t *testing.T, f Failure) {
 		t.Errorf("field %q for path %q", f.Field, f.Path)
 	}
 	for _, s := range []string{f.Expected, f.Found} {
-		if s == "" || utf8.RuneCountInString(s) > FoundMaxChars {
-			t.Errorf("%q: empty or longer than %d characters", s, FoundMaxChars)
+		if s == "" || utf8.RuneCountInString(s) > jsonvalue.ShownChars {
+			t.Errorf("%q: empty or longer than %d characters", s, jsonvalue.ShownChars)
 		}
 	}
 	if f.Detail == "" || strings.Contains(f.Detail, f.Path) && f.Path != "$" {
@@ -139,23 +136,23 @@ func schAssertFailureShape(t *testing.T, f Failure) {
 
 // TestSchemaSeedInvoice counts the seed request itself (SPEC §4.2's worked example).
 func TestSchemaSeedInvoice(t *testing.T) {
-	b, err := os.ReadFile("../../testdata/seed/invoice-draft.request.json")
+	b, err := os.ReadFile("../../../testdata/seed/invoice-draft.request.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	req := schDecode(t, b).(map[string]any)
-	sch, err := CompileSchema(req["expected_schema"], false)
+	sch, err := Compile(req["expected_schema"], false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _, _ := sch.Check(req["submitted_output"])
+	got, _, _ := sch.check(req["submitted_output"])
 	if got.Total != 22 || got.Passed != 22 || len(got.Failures) != 0 {
 		t.Fatalf("seed: %d/%d, failures %v; want 22/22", got.Passed, got.Total, got.Failures)
 	}
 }
 
 func TestSchemaFailureText(t *testing.T) {
-	sch, err := CompileSchema(schDecode(t, []byte(`{
+	sch, err := Compile(schDecode(t, []byte(`{
 		"type": "object",
 		"required": ["invoice_id", "total"],
 		"properties": {
@@ -170,8 +167,8 @@ func TestSchemaFailureText(t *testing.T) {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("x", 500)
-	got, _, _ := sch.Check(schDecode(t, []byte(`{"invoice_id": "i", "currency": "GBP", "lines": [], "a.b": 0, "long": "`+long+`"}`)))
-	want := []Failure{
+	got, _, _ := sch.check(schDecode(t, []byte(`{"invoice_id": "i", "currency": "GBP", "lines": [], "a.b": 0, "long": "`+long+`"}`)))
+	want := []shownFailure{
 		{Check: "schema:required", Path: "$", Field: "", Expected: "required properties invoice_id, total", Found: "missing total"},
 		{Check: "schema:minimum", Path: `$['a.b']`, Field: `['a.b']`, Expected: "at least 1", Found: "value 0"},
 		{Check: "schema:enum", Path: "$.currency", Field: "currency", Expected: `one of ["USD","EUR"]`, Found: `value "GBP"`},
@@ -196,14 +193,14 @@ func TestSchemaFailureText(t *testing.T) {
 	for i := range 40 {
 		vals = append(vals, fmt.Sprintf(`"value-%02d-%s"`, i, strings.Repeat("v", 20)))
 	}
-	sch3, _ := CompileSchema(schDecode(t, []byte(`{"items": {"enum": [`+strings.Join(vals, ",")+`]}}`)), false)
-	got3, _, _ := sch3.Check(schDecode(t, []byte(`["a", "b", "value-00"]`)))
+	sch3, _ := Compile(schDecode(t, []byte(`{"items": {"enum": [`+strings.Join(vals, ",")+`]}}`)), false)
+	got3, _, _ := sch3.check(schDecode(t, []byte(`["a", "b", "value-00"]`)))
 	wantExpected := "one of [" + strings.Join(vals[:2], ",") + ","
 	if len(got3.Failures) != 3 {
 		t.Fatalf("enum failures %+v", got3.Failures)
 	}
 	for _, f := range got3.Failures {
-		if !strings.HasPrefix(f.Expected, wantExpected) || !strings.HasSuffix(f.Expected, "…") || utf8.RuneCountInString(f.Expected) != FoundMaxChars {
+		if !strings.HasPrefix(f.Expected, wantExpected) || !strings.HasSuffix(f.Expected, "…") || utf8.RuneCountInString(f.Expected) != jsonvalue.ShownChars {
 			t.Errorf("large enum shown as %q", f.Expected)
 		}
 		if f.Expected != got3.Failures[0].Expected || f.Detail != "the value is not one of the 40 allowed values" {
@@ -211,13 +208,13 @@ func TestSchemaFailureText(t *testing.T) {
 		}
 	}
 	// A long value is shown clipped, never copied.
-	sch2, _ := CompileSchema(schDecode(t, []byte(`{"properties": {"`+long+`": {"const": 1}}}`)), false)
-	got2, _, _ := sch2.Check(schDecode(t, []byte(`{"`+long+`": "`+long+`"}`)))
+	sch2, _ := Compile(schDecode(t, []byte(`{"properties": {"`+long+`": {"const": 1}}}`)), false)
+	got2, _, _ := sch2.check(schDecode(t, []byte(`{"`+long+`": "`+long+`"}`)))
 	f := got2.Failures[0]
 	schAssertFailureShape(t, f)
 	for _, s := range []string{f.Path, f.Field, f.Expected, f.Found, f.Detail} {
-		if strings.Count(s, "x") > FoundMaxChars {
-			t.Errorf("more than %d characters of the caller's value in %q", FoundMaxChars, s)
+		if strings.Count(s, "x") > jsonvalue.ShownChars {
+			t.Errorf("more than %d characters of the caller's value in %q", jsonvalue.ShownChars, s)
 		}
 	}
 }
@@ -267,17 +264,17 @@ func TestSchemaRefusesRemoteRefs(t *testing.T) {
 	} {
 		t.Run(ref, func(t *testing.T) {
 			for _, kw := range []string{"$ref", "$dynamicRef"} {
-				_, err := CompileSchema(map[string]any{kw: ref}, false)
+				_, err := Compile(map[string]any{kw: ref}, false)
 				schAssert422(t, err, ref, "outside itself")
 			}
 			// Behind an $id that makes the reference look local to a file, too.
-			_, err := CompileSchema(map[string]any{"$id": "file://" + filepath.ToSlash(dir) + "/", "$ref": "schema.json"}, false)
+			_, err := Compile(map[string]any{"$id": "file://" + filepath.ToSlash(dir) + "/", "$ref": "schema.json"}, false)
 			schAssert422(t, err, dir)
 		})
 	}
 	// draft-07 and draft-04 dialects refuse the same way.
 	for _, d := range []string{"http://json-schema.org/draft-07/schema#", "http://json-schema.org/draft-04/schema#"} {
-		_, err := CompileSchema(map[string]any{"$schema": d, "properties": map[string]any{"a": map[string]any{"$ref": fileURL}}}, false)
+		_, err := Compile(map[string]any{"$schema": d, "properties": map[string]any{"a": map[string]any{"$ref": fileURL}}}, false)
 		schAssert422(t, err, fileURL, "outside itself", "expected_schema.properties.a['$ref']")
 	}
 }
@@ -306,7 +303,7 @@ func TestSchemaMetaSchemasResolve(t *testing.T) {
 		{`{"$schema": "http://json-schema.org/draft-04/schema#", "type": "object"}`, `{}`, `[]`},
 		{`{"$schema": "http://json-schema.org/draft-06/schema#", "const": 1}`, `1`, `2`},
 	} {
-		sch, err := CompileSchema(schDecode(t, []byte(tc.schema)), false)
+		sch, err := Compile(schDecode(t, []byte(tc.schema)), false)
 		if err != nil {
 			t.Errorf("%s: %v", tc.schema, err)
 			continue
@@ -343,7 +340,7 @@ func TestSchemaCompileErrors(t *testing.T) {
 		{"duplicate id", `{"$defs": {"a": {"$id": "http://e.com/secret"}, "b": {"$id": "http://e.com/secret"}}}`, "secret", []string{"$id"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := CompileSchema(schDecode(t, []byte(tc.schema)), false)
+			_, err := Compile(schDecode(t, []byte(tc.schema)), false)
 			schAssert422(t, err, tc.secret, tc.want...)
 		})
 	}
@@ -351,11 +348,11 @@ func TestSchemaCompileErrors(t *testing.T) {
 
 func TestSchemaDefaultDraft2020(t *testing.T) {
 	// prefixItems is a 2020-12 keyword: absent $schema means 2020-12, so it applies.
-	sch, err := CompileSchema(schDecode(t, []byte(`{"prefixItems": [{"type": "string"}]}`)), false)
+	sch, err := Compile(schDecode(t, []byte(`{"prefixItems": [{"type": "string"}]}`)), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _, _ := sch.Check(schDecode(t, []byte(`[1]`))); got.Total != 1 || got.Passed != 0 {
+	if got, _, _ := sch.check(schDecode(t, []byte(`[1]`))); got.Total != 1 || got.Passed != 0 {
 		t.Errorf("prefixItems not applied: %+v", got)
 	}
 }
@@ -364,8 +361,8 @@ func TestSchemaDefaultDraft2020(t *testing.T) {
 // than the library) and checks that crossCheck, which every differential test relies on, reports
 // it both ways: the differential tests can fail.
 func TestSchemaCrossCheckSeesDisagreement(t *testing.T) {
-	str, _ := CompileSchema(schDecode(t, []byte(`{"type": "string"}`)), false)
-	num, _ := CompileSchema(schDecode(t, []byte(`{"type": "number"}`)), false)
+	str, _ := Compile(schDecode(t, []byte(`{"type": "string"}`)), false)
+	num, _ := Compile(schDecode(t, []byte(`{"type": "number"}`)), false)
 	five := schDecode(t, []byte(`5`))
 
 	if r := (&Schema{lib: str.lib, root: num.root}).crossCheck(five); !r.walkerValid || r.libValid {
@@ -379,7 +376,7 @@ func TestSchemaCrossCheckSeesDisagreement(t *testing.T) {
 func TestSchemaConcurrentCheck(t *testing.T) {
 	cases := schCountCases(t)
 	c := cases["seed-invoice-broken"]
-	sch, err := CompileSchema(schDecode(t, c.Schema), false)
+	sch, err := Compile(schDecode(t, c.Schema), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +387,7 @@ func TestSchemaConcurrentCheck(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 50 {
-				if got, _, _ := sch.Check(inst); got.Total != c.Total || got.Passed != c.Passed {
+				if got, _, _ := sch.check(inst); got.Total != c.Total || got.Passed != c.Passed {
 					t.Errorf("concurrent check: %+v", got)
 					return
 				}
@@ -401,174 +398,6 @@ func TestSchemaConcurrentCheck(t *testing.T) {
 }
 
 // ---- cache ----
-
-func TestSchemaCacheNoRecompile(t *testing.T) {
-	c := NewSchemaCache(4, SchemaCacheBytes)
-	var compiles int
-	compile := func() (*Schema, error) {
-		compiles++
-		return CompileSchema(map[string]any{"type": "object"}, false)
-	}
-	first, err := c.Get("h1", compile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 10 {
-		again, err := c.Get("h1", compile)
-		if err != nil || again != first {
-			t.Fatalf("cache miss on a repeated key: %v", err)
-		}
-	}
-	if compiles != 1 {
-		t.Errorf("compiled %d times, want 1", compiles)
-	}
-	// Errors are returned and not cached.
-	bad := func() (*Schema, error) {
-		compiles++
-		return CompileSchema(map[string]any{"type": json.Number("12")}, false)
-	}
-	for range 2 {
-		if _, err := c.Get("bad", bad); err == nil {
-			t.Fatal("want an error")
-		}
-	}
-	if compiles != 3 || c.Len() != 1 {
-		t.Errorf("compiles %d, len %d", compiles, c.Len())
-	}
-}
-
-func TestSchemaCacheLRUEviction(t *testing.T) {
-	c := NewSchemaCache(2, SchemaCacheBytes)
-	compiled := map[string]int{}
-	get := func(key string) {
-		t.Helper()
-		if _, err := c.Get(key, func() (*Schema, error) {
-			compiled[key]++
-			return CompileSchema(true, false)
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	get("a")
-	get("b")
-	get("a") // a is now the most recently used
-	get("c") // evicts b
-	if c.Len() != 2 {
-		t.Errorf("len %d, want 2", c.Len())
-	}
-	get("a")
-	get("c")
-	if compiled["a"] != 1 || compiled["c"] != 1 {
-		t.Errorf("a or c recompiled: %v", compiled)
-	}
-	get("b")
-	if compiled["b"] != 2 {
-		t.Errorf("b was not evicted: %v", compiled)
-	}
-}
-
-// Aliases find an entry by the bytes it was sent as, are bounded per entry, and go with it.
-func TestSchemaCacheAliases(t *testing.T) {
-	c := NewSchemaCache(1, SchemaCacheBytes)
-	compile := func() (*Schema, error) { return CompileSchema(true, false) }
-	first, err := c.Get("a", compile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spellings := []string{`true`, ` true`, `true `, `  true`, `   true`}
-	for _, sp := range spellings {
-		c.alias("a", aliasOf([]byte(sp), false), []byte(sp))
-	}
-	for i, sp := range spellings {
-		got := c.known(aliasOf([]byte(sp), false), []byte(sp))
-		if i < maxAliases && got != first {
-			t.Errorf("spelling %d (%q) not known", i, sp)
-		}
-		if i >= maxAliases && got != nil {
-			t.Errorf("spelling %d (%q) known past the bound of %d", i, sp, maxAliases)
-		}
-	}
-	if c.known(aliasOf([]byte(`true`), true), []byte(`true`)) != nil {
-		t.Error("the strict alias of the same bytes is known")
-	}
-	// A fast hash can collide: what decides is the bytes, so other bytes under the same alias
-	// are not known, and a long schema's alias is its SHA-256.
-	if c.known(aliasOf([]byte(`true`), false), []byte(`false`)) != nil {
-		t.Error("other bytes under a known alias are known")
-	}
-	long := []byte(`{"description":"` + strings.Repeat("x", maxShortAlias) + `"}`)
-	if a := aliasOf(long, false); a.short || a.digest != sha256.Sum256(long) {
-		t.Errorf("a schema of %d bytes aliased by a fast hash", len(long))
-	}
-	c.alias("missing", aliasOf([]byte(`false`), false), []byte(`false`))
-	if c.known(aliasOf([]byte(`false`), false), []byte(`false`)) != nil {
-		t.Error("an alias attached to no entry is known")
-	}
-	if _, err := c.Get("b", compile); err != nil { // evicts a
-		t.Fatal(err)
-	}
-	if c.known(aliasOf([]byte(`true`), false), []byte(`true`)) != nil || len(c.aliases) != 0 {
-		t.Errorf("aliases of an evicted entry remain: %d", len(c.aliases))
-	}
-}
-
-func TestSchemaCacheConcurrent(t *testing.T) {
-	c := NewSchemaCache(8, SchemaCacheBytes)
-	var compiles atomic.Int64
-	release := make(chan struct{})
-	var wg sync.WaitGroup
-	results := make([]*Schema, 32)
-	for i := range results {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			key := "same"
-			if i%4 == 3 {
-				key = fmt.Sprintf("k%d", i%16)
-			}
-			s, err := c.Get(key, func() (*Schema, error) {
-				compiles.Add(1)
-				<-release
-				return CompileSchema(map[string]any{"type": "string"}, false)
-			})
-			if err != nil {
-				t.Error(err)
-			}
-			if key == "same" {
-				results[i] = s
-			}
-		}()
-	}
-	close(release)
-	wg.Wait()
-	var first *Schema
-	for _, s := range results {
-		if s == nil {
-			continue
-		}
-		if first == nil {
-			first = s
-		}
-		if s != first {
-			t.Error("concurrent misses for one key got different schemas")
-		}
-	}
-	// "same" compiles once; the other keys k3, k7, k11, k15 once each.
-	if n := compiles.Load(); n != 5 {
-		t.Errorf("compiled %d times, want 5", n)
-	}
-}
-
-func TestSchemaCachePanickingCompile(t *testing.T) {
-	c := NewSchemaCache(2, SchemaCacheBytes)
-	_, err := c.Get("p", func() (*Schema, error) { panic("boom") })
-	if err == nil {
-		t.Fatal("want an error from a panicking compile")
-	}
-	if _, err := c.Get("p", func() (*Schema, error) { return CompileSchema(true, false) }); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // ---- fuzzing ----
 
@@ -594,7 +423,7 @@ func FuzzSchemaCheck(f *testing.F) {
 		if !ok {
 			return
 		}
-		sch, err := CompileSchema(doc, strict)
+		sch, err := Compile(doc, strict)
 		if err != nil {
 			if _, ok := apperr.As(err); !ok {
 				t.Fatalf("compile error is not an apperr: %v", err)
@@ -605,8 +434,8 @@ func FuzzSchemaCheck(f *testing.F) {
 		if r.walkerValid != r.libValid {
 			t.Fatalf("walker valid=%v, library valid=%v\nschema %s\ninstance %s", r.walkerValid, r.libValid, schemaJSON, instanceJSON)
 		}
-		for _, tl := range []Tally{r.schema, r.undeclared} {
-			if tl.Passed+len(tl.Failures) != tl.Total || tl.Passed < 0 {
+		for _, tl := range []Result{r.schema, r.undeclared} {
+			if tl.Passed+tl.Failed() != tl.Total || tl.Passed < 0 {
 				t.Fatalf("tally does not add up: %+v", tl)
 			}
 		}
@@ -662,7 +491,7 @@ func schFuzzNumbersOK(v any) bool {
 // ---- benchmarks ----
 
 func schSeed(b *testing.B) (schema, output any) {
-	raw, err := os.ReadFile("../../testdata/seed/invoice-draft.request.json")
+	raw, err := os.ReadFile("../../../testdata/seed/invoice-draft.request.json")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -674,13 +503,13 @@ func schSeed(b *testing.B) (schema, output any) {
 // library validation together.
 func BenchmarkSchemaCheck(b *testing.B) {
 	doc, out := schSeed(b)
-	sch, err := CompileSchema(doc, false)
+	sch, err := Compile(doc, false)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if got, _, _ := sch.Check(out); got.Total != 22 {
+		if got, _, _ := sch.check(out); got.Total != 22 {
 			b.Fatal(got)
 		}
 	}
@@ -689,7 +518,7 @@ func BenchmarkSchemaCheck(b *testing.B) {
 // BenchmarkSchemaWalker is the counting walker alone (what Check adds to the library).
 func BenchmarkSchemaWalker(b *testing.B) {
 	doc, out := schSeed(b)
-	sch, err := CompileSchema(doc, false)
+	sch, err := Compile(doc, false)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -729,33 +558,10 @@ func BenchmarkSchemaCompile(b *testing.B) {
 	doc, _ := schSeed(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := CompileSchema(doc, false); err != nil {
+		if _, err := Compile(doc, false); err != nil {
 			b.Fatal(err)
 		}
 	}
-}
-
-// ExampleCompileSchema shows the engine's use: compile once (the cache keeps it), check many.
-func ExampleCompileSchema() {
-	var doc, output any
-	_ = json.Unmarshal([]byte(`{"type":"object","required":["id"],"properties":{"id":{"type":"string"}}}`), &doc)
-	_ = json.Unmarshal([]byte(`{"id":7}`), &output)
-	sch, err := CompileSchema(doc, false)
-	if err != nil {
-		var e *apperr.Error
-		if errors.As(err, &e) {
-			fmt.Println(e.Fields[0].Problem)
-		}
-		return
-	}
-	tally, _, _ := sch.Check(output)
-	fmt.Printf("%d of %d checks passed\n", tally.Passed, tally.Total)
-	for _, f := range tally.Failures {
-		fmt.Printf("%s at %s: expected %s, found %s\n", f.Check, f.Path, f.Expected, f.Found)
-	}
-	// Output:
-	// 2 of 3 checks passed
-	// schema:type at $.id: expected type string, found number
 }
 
 // TestSchemaDecimalFastPath checks the walker's int64 decimal arithmetic against big.Rat on
@@ -799,11 +605,11 @@ func TestSchemaEvaluationBudget(t *testing.T) {
 		defs[fmt.Sprintf("d%d", i)] = map[string]any{"allOf": []any{map[string]any{"$ref": next}, map[string]any{"$ref": next}}}
 	}
 	defs[fmt.Sprintf("d%d", depth)] = map[string]any{"type": "integer"}
-	sch, err := CompileSchema(map[string]any{"$defs": defs, "$ref": "#/$defs/d0"}, false)
+	sch, err := Compile(map[string]any{"$defs": defs, "$ref": "#/$defs/d0"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, undeclared, err := sch.Check(json.Number("1"))
+	got, undeclared, err := sch.check(json.Number("1"))
 	if e, ok := apperr.As(err); !ok || e.Code != apperr.SchemaTooComplex || got.Total != 0 || undeclared.Total != 0 {
 		t.Fatalf("bomb: %v, %+v", err, got)
 	}
@@ -811,7 +617,7 @@ func TestSchemaEvaluationBudget(t *testing.T) {
 	// 20,000 seed line items: 140,000 checks, well within the budget.
 	cases := schCountCases(t)
 	seed := cases["seed-invoice"]
-	sch, err = CompileSchema(schDecode(t, seed.Schema), false)
+	sch, err = Compile(schDecode(t, seed.Schema), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -822,7 +628,7 @@ func TestSchemaEvaluationBudget(t *testing.T) {
 		items[i] = item
 	}
 	out["line_items"] = items
-	if got, _, _ := sch.Check(out); got.Total != 8+7*len(items) || len(got.Failures) != 0 {
+	if got, _, _ := sch.check(out); got.Total != 8+7*len(items) || len(got.Failures) != 0 {
 		t.Fatalf("large invoice: %d checks, %d failures", got.Total, len(got.Failures))
 	}
 }
@@ -864,7 +670,7 @@ var schOtherDrafts = []struct {
 
 func TestSchemaOtherDrafts(t *testing.T) {
 	for _, tc := range schOtherDrafts {
-		sch, err := CompileSchema(schDecode(t, []byte(tc.schema)), false)
+		sch, err := Compile(schDecode(t, []byte(tc.schema)), false)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.schema, err)
 		}
@@ -877,15 +683,15 @@ func TestSchemaOtherDrafts(t *testing.T) {
 	}
 }
 
-// A walk keeps the first ListCap failures in document order, although it meets them in another
+// A walk keeps the first reportKeep failures in document order, although it meets them in another
 // (each branch of allOf walks the object's members on its own), and counts the rest with their
 // check names in the order they first appear: the same as keeping every failure, sorting and
 // cutting.
 func TestSchemaKeepsFirstFailures(t *testing.T) {
-	// Members k00 to k99 each fail type once, k00 to k04 minimum too, so the first ListCap
+	// Members k00 to k99 each fail type once, k00 to k04 minimum too, so the first reportKeep
 	// failures are those of k00 to k44. schema:maximum first fails at k90; schema:exclusiveMaximum
 	// at k60, though the walk meets it at k95 first; schema:not at k02, among the kept.
-	sch, err := CompileSchema(schDecode(t, []byte(`{"allOf": [
+	sch, err := Compile(schDecode(t, []byte(`{"allOf": [
 		{"additionalProperties": {"type": "string"}},
 		{"patternProperties": {"^k0[0-4]$": {"minimum": 5}}},
 		{"properties": {"k90": {"maximum": -1}}},
@@ -902,16 +708,14 @@ func TestSchemaKeepsFirstFailures(t *testing.T) {
 	}
 	out := schDecode(t, []byte("{"+strings.Join(members, ",")+"}"))
 
-	schKeepCap = 1 << 30
-	all, _, _ := sch.Check(out)
-	schKeepCap = ListCap
-	got, _, _ := sch.Check(out)
+	all, _, _ := sch.checkKeeping(out, 1<<30)
+	got, _, _ := sch.check(out)
 
-	if len(all.Failures) <= 2*ListCap || all.Failed() != len(all.Failures) {
-		t.Fatalf("reference walk kept %d of %d failures, want all of them, more than %d", len(all.Failures), all.Failed(), 2*ListCap)
+	if len(all.Failures) <= 2*reportKeep || all.Failed() != len(all.Failures) {
+		t.Fatalf("reference walk kept %d of %d failures, want all of them, more than %d", len(all.Failures), all.Failed(), 2*reportKeep)
 	}
-	if !slices.Equal(got.Failures, all.Failures[:ListCap]) {
-		t.Errorf("kept failures are not the first %d in document order:\n got %v\nwant %v", ListCap, got.Failures, all.Failures[:ListCap])
+	if !slices.Equal(got.Failures, all.Failures[:reportKeep]) {
+		t.Errorf("kept failures are not the first %d in document order:\n got %v\nwant %v", reportKeep, got.Failures, all.Failures[:reportKeep])
 	}
 	if got.Failed() != all.Failed() || got.Total != all.Total || got.Passed != all.Passed {
 		t.Errorf("counts %d failed of %d (%d passed), want %d of %d (%d)", got.Failed(), got.Total, got.Passed, all.Failed(), all.Total, all.Passed)

@@ -1,4 +1,4 @@
-package verify
+package schemacheck
 
 import (
 	"encoding/json"
@@ -16,7 +16,7 @@ import (
 // The official JSON-Schema-Test-Suite, run through CompileSchema and Check: the verdict (any
 // failure in the schema tally or none) must agree with the suite's "valid", and the walker must
 // agree with the library on every case, optional files included.
-const schSuiteDir = "../../testdata/JSON-Schema-Test-Suite/tests"
+const schSuiteDir = "../../../testdata/JSON-Schema-Test-Suite/tests"
 
 // schSuiteDrafts are the suite's directories of the drafts the verifier supports, with the draft
 // each one's schemas are compiled under when they do not name one with $schema.
@@ -135,7 +135,7 @@ func schUsesRemote(schema any) bool {
 
 // schFormatsDoc is the checked-in list of the optional/format cases where the verifier's verdict
 // differs from the suite's, each with its reason.
-const schFormatsDoc = "../../docs/FORMATS.md"
+const schFormatsDoc = "../../../docs/FORMATS.md"
 
 // schFormatMinAgreement is the share of the optional/format cases that must agree with the suite,
 // per draft and in all: the bar, with every case that does not named in schFormatsDoc.

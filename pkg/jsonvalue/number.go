@@ -1,4 +1,4 @@
-package verify
+package jsonvalue
 
 import (
 	"cmp"
@@ -15,29 +15,29 @@ import (
 // here goes through float64 except the check of whether a literal survives float64 at all.
 
 const (
-	// maxDecimalExponent bounds the magnitude of a number the rules compute with: its leading
+	// MaxDecimalExponent bounds the magnitude of a number the rules compute with: its leading
 	// digit must sit within 10^±400. Every finite float64 (and the request decoder accepts no
 	// other) lies well inside, while a hostile `1e-999999999` would need a coefficient of a
 	// billion digits to line up with an ordinary number.
-	maxDecimalExponent = 400
-	// maxDecimalDigits bounds the significant digits of a number the rules compute with. Far
+	MaxDecimalExponent = 400
+	// MaxDecimalDigits bounds the significant digits of a number the rules compute with. Far
 	// beyond any real amount, and it keeps parsing linear (big.Int parses decimal in quadratic
 	// time).
-	maxDecimalDigits = 1000
+	MaxDecimalDigits = 1000
 	// maxExponentLiteral is where reading an exponent stops: anything larger is already far past
-	// maxDecimalExponent and must not overflow an int.
+	// MaxDecimalExponent and must not overflow an int.
 	maxExponentLiteral = 100_000_000
-	// maxToleranceScale is the largest power of ten a tolerance may need as its denominator to be
-	// held as a decimal; a finer tolerance is compared as a big.Rat instead.
-	maxToleranceScale = 2 * (maxDecimalExponent + maxDecimalDigits)
+	// maxRatScale is the largest power of ten DecimalOfRat uses as a denominator: a finer rational
+	// (a rule's tolerance) is compared as a big.Rat instead.
+	maxRatScale = 2 * (MaxDecimalExponent + MaxDecimalDigits)
 )
 
 // Why a literal cannot be computed with. The texts complete "number 1e-999 ..." in messages.
 var (
-	errNotNumber    = errors.New("is not a JSON number")
-	errExponent     = errors.New("has an exponent beyond ±400, too far to compute exactly")
-	errManyDigits   = errors.New("has more than 1000 significant digits, too many to compute exactly")
-	errNotTolerance = errors.New("tolerance is not a finite decimal")
+	ErrNotNumber  = errors.New("is not a JSON number")
+	ErrExponent   = errors.New("has an exponent beyond ±400, too far to compute exactly")
+	ErrManyDigits = errors.New("has more than 1000 significant digits, too many to compute exactly")
+	errNotDecimal = errors.New("is not a finite decimal")
 )
 
 // numParts is a number literal taken apart without arithmetic: its value is
@@ -64,18 +64,18 @@ func (p numParts) digit(i int) byte {
 // isZero tells whether the number is zero.
 func (p numParts) isZero() bool { return p.hi == "" && p.lo == "" && !p.huge }
 
-// check says whether the number is small enough to compute with (see maxDecimalExponent).
+// check says whether the number is small enough to compute with (see MaxDecimalExponent).
 func (p numParts) check() error {
 	switch {
 	case p.isZero():
 		return nil
 	case p.huge:
-		return errExponent
-	case p.digits() > maxDecimalDigits:
-		return errManyDigits
+		return ErrExponent
+	case p.digits() > MaxDecimalDigits:
+		return ErrManyDigits
 	}
-	if adj := p.exp + p.digits() - 1; adj > maxDecimalExponent || adj < -maxDecimalExponent {
-		return errExponent
+	if adj := p.exp + p.digits() - 1; adj > MaxDecimalExponent || adj < -MaxDecimalExponent {
+		return ErrExponent
 	}
 	return nil
 }
@@ -160,18 +160,18 @@ func splitNumber(s string) (p numParts, ok bool) {
 
 func isDecimalDigit(c byte) bool { return c >= '0' && c <= '9' }
 
-// decimal is an exact number: coef × 10^exp. The zero value is 0.
-type decimal struct {
+// Decimal is an exact number: coef × 10^exp. The zero value is 0.
+type Decimal struct {
 	coef big.Int
 	exp  int
 }
 
-// parseDecimal reads a literal into d exactly, or says why it will not compute with it. This is
+// ParseDecimal reads a literal into d exactly, or says why it will not compute with it. This is
 // the one entry point from json.Number to arithmetic.
-func parseDecimal(lit string, d *decimal) error {
+func ParseDecimal(lit string, d *Decimal) error {
 	p, ok := splitNumber(lit)
 	if !ok {
-		return errNotNumber
+		return ErrNotNumber
 	}
 	if err := p.check(); err != nil {
 		return err
@@ -192,9 +192,9 @@ func parseDecimal(lit string, d *decimal) error {
 	return nil
 }
 
-// integerLiteral tells whether a literal is written as an integer (no fraction, no exponent), the
+// IntegerLiteral tells whether a literal is written as an integer (no fraction, no exponent), the
 // way Python's json module decides between int and float; the seed's sums are printed by that rule.
-func integerLiteral(lit string) bool { return !strings.ContainsAny(lit, ".eE") }
+func IntegerLiteral(lit string) bool { return !strings.ContainsAny(lit, ".eE") }
 
 // pow10s holds 10^0 … 10^63, the alignments ordinary amounts need.
 var pow10s = func() (t [64]*big.Int) {
@@ -214,17 +214,17 @@ func pow10(k int) *big.Int {
 	return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(k)), nil)
 }
 
-// calc does decimal arithmetic with one scratch integer, so that a rule evaluated over many values
+// Calc does decimal arithmetic with one scratch integer, so that a rule evaluated over many values
 // allocates only while its numbers grow.
-type calc struct{ tmp big.Int }
+type Calc struct{ tmp big.Int }
 
-// add sets z = x + y. z may be x or y.
-func (c *calc) add(z, x, y *decimal) { c.combine(z, x, y, false) }
+// Add sets z = x + y. z may be x or y.
+func (c *Calc) Add(z, x, y *Decimal) { c.combine(z, x, y, false) }
 
-// sub sets z = x − y. z may be x or y.
-func (c *calc) sub(z, x, y *decimal) { c.combine(z, x, y, true) }
+// Sub sets z = x − y. z may be x or y.
+func (c *Calc) Sub(z, x, y *Decimal) { c.combine(z, x, y, true) }
 
-func (c *calc) combine(z, x, y *decimal, minus bool) {
+func (c *Calc) combine(z, x, y *Decimal, minus bool) {
 	if a, b, e, ok := aligned64(x, y); ok {
 		if minus {
 			b = -b
@@ -252,8 +252,8 @@ func (c *calc) combine(z, x, y *decimal, minus bool) {
 	}
 }
 
-// cmp compares x and y: -1, 0 or +1.
-func (c *calc) cmp(x, y *decimal) int {
+// Cmp compares x and y: -1, 0 or +1.
+func (c *Calc) Cmp(x, y *Decimal) int {
 	if a, b, _, ok := aligned64(x, y); ok {
 		return cmp.Compare(a, b)
 	}
@@ -271,9 +271,9 @@ func (c *calc) cmp(x, y *decimal) int {
 	}
 }
 
-// aligned64 is the fast path of calc for ordinary amounts: x and y brought to their common
+// aligned64 is the fast path of Calc for ordinary amounts: x and y brought to their common
 // exponent e as int64 coefficients, when both fit with room to add (below 2^62 in magnitude).
-func aligned64(x, y *decimal) (a, b int64, e int, ok bool) {
+func aligned64(x, y *Decimal) (a, b int64, e int, ok bool) {
 	if !x.coef.IsInt64() || !y.coef.IsInt64() {
 		return 0, 0, 0, false
 	}
@@ -316,8 +316,8 @@ var pow10u64 = func() (t [19]uint64) {
 	return t
 }()
 
-// rat is d as a big.Rat, for the rare comparison with a tolerance that is not a decimal.
-func (d *decimal) rat() *big.Rat {
+// Rat is d as a big.Rat, for the rare comparison with a tolerance that is not a decimal.
+func (d *Decimal) Rat() *big.Rat {
 	num := new(big.Int).Set(&d.coef)
 	den := big.NewInt(1)
 	if d.exp >= 0 {
@@ -328,91 +328,39 @@ func (d *decimal) rat() *big.Rat {
 	return new(big.Rat).SetFrac(num, den)
 }
 
-// tolerance is a rule's tolerance prepared once per rule: as a decimal when it is one (every
-// tolerance decoded from a JSON literal is), else kept as the rational it is.
-type tolerance struct {
-	d     decimal
-	r     *big.Rat
-	exact bool // d holds the tolerance
-}
-
-// newTolerance prepares r (nil means the default, SPEC §4.3). The default is prepared once and
-// shared: evaluation only reads a tolerance.
-func newTolerance(r *big.Rat) *tolerance {
-	if r == nil || isDefaultTolerance(r) {
-		return defaultTol
-	}
-	t := &tolerance{r: r}
-	if d, err := ratDecimal(r); err == nil {
-		t.d.coef.Set(&d.coef)
-		t.d.exp = d.exp
-		t.exact = true
-	}
-	return t
-}
-
-// ratDecimal writes r as coef × 10^-k when its denominator divides a power of ten of manageable
+// DecimalOfRat writes r as coef × 10^-k when its denominator divides a power of ten of manageable
 // size.
-func ratDecimal(r *big.Rat) (*decimal, error) {
+func DecimalOfRat(r *big.Rat) (*Decimal, error) {
 	den := new(big.Int).Set(r.Denom())
 	twos := int(den.TrailingZeroBits())
 	den.Rsh(den, uint(twos))
 	fives := 0
 	five := big.NewInt(5)
 	var q, m big.Int
-	for den.Cmp(big.NewInt(1)) != 0 && fives <= maxToleranceScale {
+	for den.Cmp(big.NewInt(1)) != 0 && fives <= maxRatScale {
 		q.QuoRem(den, five, &m)
 		if m.Sign() != 0 {
-			return nil, errNotTolerance
+			return nil, errNotDecimal
 		}
 		den.Set(&q)
 		fives++
 	}
 	k := max(twos, fives)
-	if den.Cmp(big.NewInt(1)) != 0 || k > maxToleranceScale {
-		return nil, errNotTolerance
+	if den.Cmp(big.NewInt(1)) != 0 || k > maxRatScale {
+		return nil, errNotDecimal
 	}
-	d := &decimal{exp: -k}
+	d := &Decimal{exp: -k}
 	d.coef.Mul(r.Num(), pow10(k))
 	d.coef.Quo(&d.coef, r.Denom())
 	return d, nil
 }
 
-// within tells whether |diff| ≤ t. It may change diff's sign.
-func (c *calc) within(diff *decimal, t *tolerance) bool {
-	diff.coef.Abs(&diff.coef)
-	if t.exact {
-		return c.cmp(diff, &t.d) <= 0
-	}
-	return diff.rat().Cmp(t.r) <= 0
-}
-
-// defaultToleranceRat is DefaultTolerance as a number and defaultTol the same prepared.
-var (
-	defaultToleranceRat, _ = new(big.Rat).SetString(DefaultTolerance)
-	defaultTol             = func() *tolerance {
-		t := &tolerance{r: defaultToleranceRat, exact: true}
-		d, _ := ratDecimal(defaultToleranceRat)
-		t.d.coef.Set(&d.coef)
-		t.d.exp = d.exp
-		return t
-	}()
-)
-
-// isDefaultTolerance tells, without allocating, whether r is 1e-9.
-func isDefaultTolerance(r *big.Rat) bool {
-	return r.Num().IsInt64() && r.Num().Int64() == 1 && r.Denom().Cmp(pow10(9)) == 0
-}
-
-// isDefault tells whether the tolerance is the default one, which messages leave unsaid.
-func (t *tolerance) isDefault() bool { return isDefaultTolerance(t.r) }
-
-// pyString formats d the way the seed's messages show numbers, which is how Python prints what
+// PyString formats d the way the seed's messages show numbers, which is how Python prints what
 // its json module decoded: intLike (every operand was an integer literal) prints all digits of
 // the integer ("130"); otherwise the repr of a float, but with exact digits: at least one
 // fractional digit ("130.0", "129.5"), and exponent notation when the decimal point would sit more
 // than 16 places right or 4 places left of the first digit ("1e+16", "1.5e-05").
-func (d *decimal) pyString(intLike bool) string {
+func (d *Decimal) PyString(intLike bool) string {
 	digits := d.coef.String()
 	neg := strings.HasPrefix(digits, "-")
 	digits = strings.TrimPrefix(digits, "-")
@@ -495,13 +443,13 @@ func appendNumberKey(b []byte, lit string) []byte {
 	return append(b, ';')
 }
 
-// inexactNumber tells whether a literal does not survive IEEE-754 double precision, and if so what
+// InexactNumber tells whether a literal does not survive IEEE-754 double precision, and if so what
 // it becomes. The rule: parse the literal to the nearest float64, write that float64 in its
 // shortest round-trip form (as RFC 8785 serializes it), and compare the exact decimal values of
 // the two. They differ for 9007199254740993 (→ 9007199254740992), for more than 17 significant
 // digits, and for values that underflow (1e-400 → 0); they agree for 0.1 (→ 0.1) and 1.0 (→ 1),
 // whose hashes are faithful even though 0.1 is not exactly a binary fraction.
-func inexactNumber(lit string) (inexact bool, becomes string) {
+func InexactNumber(lit string) (inexact bool, becomes string) {
 	p, ok := splitNumber(lit)
 	if !ok || p.isZero() {
 		return false, ""
@@ -542,4 +490,143 @@ func esNumber(f float64) string {
 		s = s[:i+2] + s[i+3:]
 	}
 	return s
+}
+
+// CheckNumber tells whether lit is a JSON number the rules can compute with exactly: nil, or why
+// not (ErrNotNumber, ErrExponent, ErrManyDigits).
+func CheckNumber(lit string) error {
+	p, ok := splitNumber(lit)
+	if !ok {
+		return ErrNotNumber
+	}
+	return p.check()
+}
+
+// Set sets d to x.
+func (d *Decimal) Set(x *Decimal) { d.coef.Set(&x.coef); d.exp = x.exp }
+
+// SetZero sets d to 0, keeping its storage.
+func (d *Decimal) SetZero() { d.coef.SetInt64(0); d.exp = 0 }
+
+// Sign is -1, 0 or +1.
+func (d *Decimal) Sign() int { return d.coef.Sign() }
+
+// Abs sets d to |d|.
+func (d *Decimal) Abs() { d.coef.Abs(&d.coef) }
+
+// Small is an exact decimal M × 10^E held in an int64: the form most literals fit, read without
+// allocating (the schema evaluator compares every number of an output with its bounds this way).
+type Small struct {
+	M int64
+	E int
+}
+
+// ParseSmall reads lit as a Small; ok is false when lit is not a JSON number or has more than 18
+// digits after its leading zeros or an exponent too large to hold, and the caller computes with
+// big.Rat. It follows splitNumber's grammar in one pass, without normalizing (1.50 is 150×10^-2),
+// since the evaluator reads every number of an output with it (TestParseSmall holds the two to
+// the same values).
+func ParseSmall(lit string) (s Small, ok bool) {
+	i, neg := 0, false
+	if i < len(lit) && lit[i] == '-' {
+		neg = true
+		i++
+	}
+	var m int64
+	digits, e := 0, 0
+	add := func(c byte) bool {
+		if m == 0 && c == '0' {
+			return true
+		}
+		if digits == 18 {
+			return false
+		}
+		m = m*10 + int64(c-'0')
+		digits++
+		return true
+	}
+	start := i
+	for ; i < len(lit) && isDecimalDigit(lit[i]); i++ {
+		if !add(lit[i]) {
+			return Small{}, false
+		}
+	}
+	if i == start || (lit[start] == '0' && i-start > 1) {
+		return Small{}, false
+	}
+	if i < len(lit) && lit[i] == '.' {
+		i++
+		frac := i
+		for ; i < len(lit) && isDecimalDigit(lit[i]); i++ {
+			if !add(lit[i]) {
+				return Small{}, false
+			}
+			e--
+		}
+		if i == frac {
+			return Small{}, false
+		}
+	}
+	if i < len(lit) && (lit[i] == 'e' || lit[i] == 'E') {
+		i++
+		eneg := false
+		if i < len(lit) && (lit[i] == '+' || lit[i] == '-') {
+			eneg = lit[i] == '-'
+			i++
+		}
+		x, from := 0, i
+		for ; i < len(lit) && isDecimalDigit(lit[i]); i++ {
+			if x >= maxExponentLiteral {
+				return Small{}, false
+			}
+			x = x*10 + int(lit[i]-'0')
+		}
+		if i == from {
+			return Small{}, false
+		}
+		if eneg {
+			x = -x
+		}
+		e += x
+	}
+	if i != len(lit) {
+		return Small{}, false
+	}
+	if m == 0 {
+		return Small{}, true
+	}
+	if neg {
+		m = -m
+	}
+	return Small{M: m, E: e}, true
+}
+
+// AlignSmall brings a and b to their smaller exponent; ok is false when a coefficient would
+// leave the int64 fast path.
+func AlignSmall(a, b Small) (am, bm int64, ok bool) {
+	e := min(a.E, b.E)
+	if am, ok = scale64(a.M, a.E-e); !ok {
+		return 0, 0, false
+	}
+	if bm, ok = scale64(b.M, b.E-e); !ok {
+		return 0, 0, false
+	}
+	return am, bm, true
+}
+
+// CmpSmall compares a and b: -1, 0 or +1; ok is false when they cannot be aligned in int64.
+func CmpSmall(a, b Small) (c int, ok bool) {
+	am, bm, ok := AlignSmall(a, b)
+	return cmp.Compare(am, bm), ok
+}
+
+// IsInteger tells whether s is a whole number.
+func (s Small) IsInteger() bool {
+	switch {
+	case s.E >= 0:
+		return true
+	case -s.E >= len(pow10u64):
+		return s.M == 0 // |M| < 10^18: a smaller power of ten never divides it unless it is 0
+	}
+	return s.M%int64(pow10u64[-s.E]) == 0
 }
