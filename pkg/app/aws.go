@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -41,6 +42,11 @@ import (
 type AWS struct {
 	Config aws.Config
 	getenv func(string) string
+
+	// The clients, each made on first use and then shared: a function whose key is a file
+	// makes no Secrets Manager or KMS client.
+	secretsManager func() (*keys.SecretsManager, error)
+	kms            func() (*keys.KMS, error)
 }
 
 // Endpoint override variables, the SDK's names (AWS_ENDPOINT_URL_<service id>).
@@ -66,7 +72,14 @@ func newAWS(getenv func(string) string) *AWS {
 	if id, secret := getenv("AWS_ACCESS_KEY_ID"), getenv("AWS_SECRET_ACCESS_KEY"); id != "" && secret != "" {
 		c.Credentials = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(id, secret, getenv("AWS_SESSION_TOKEN")))
 	}
-	return &AWS{Config: c, getenv: getenv}
+	a := &AWS{Config: c, getenv: getenv}
+	a.secretsManager = sync.OnceValues(func() (*keys.SecretsManager, error) {
+		return keys.NewSecretsManager(a.withEndpoint(envEndpointSecretsManager))
+	})
+	a.kms = sync.OnceValues(func() (*keys.KMS, error) {
+		return keys.NewKMS(a.withEndpoint(envEndpointKMS))
+	})
+	return a
 }
 
 // endpoint is the endpoint override of the service whose variable is name, or nil for the
@@ -87,14 +100,14 @@ var errNoRegion = errors.New("configuration: no AWS region (set AWS_REGION)")
 // KeySource reads secretsmanager:<id> and kms:<ciphertext> signing keys.
 func (a *AWS) KeySource(ctx context.Context, source, version string) (receipt.Key, error) {
 	if id, ok := strings.CutPrefix(source, "secretsmanager:"); ok {
-		c, err := keys.NewSecretsManager(a.Config)
+		c, err := a.secretsManager()
 		if err != nil {
 			return receipt.Key{}, err
 		}
 		return keys.FromSecretsManager(ctx, c, id, version)
 	}
 	if blob, ok := strings.CutPrefix(source, "kms:"); ok {
-		c, err := keys.NewKMS(a.Config)
+		c, err := a.kms()
 		if err != nil {
 			return receipt.Key{}, err
 		}
@@ -106,11 +119,19 @@ func (a *AWS) KeySource(ctx context.Context, source, version string) (receipt.Ke
 // ReadSecret reads the value of the Secrets Manager secret id (a name or an ARN), through the
 // same client the signing key is read with.
 func (a *AWS) ReadSecret(ctx context.Context, id string) ([]byte, error) {
-	c, err := keys.NewSecretsManager(a.Config)
+	c, err := a.secretsManager()
 	if err != nil {
 		return nil, err
 	}
 	return c.GetSecretValue(ctx, id)
+}
+
+// withEndpoint is the configuration with the endpoint override of the service whose variable is
+// name as its BaseEndpoint.
+func (a *AWS) withEndpoint(name string) aws.Config {
+	c := a.Config
+	c.BaseEndpoint = a.endpoint(name)
+	return c
 }
 
 // OpenStore opens the DynamoDB store on the configured table. It makes no call: the first
@@ -127,8 +148,5 @@ func (a *AWS) OpenStore(ctx context.Context, cfg config.Config, now func() time.
 	if a.Config.Region == "" {
 		return nil, errNoRegion
 	}
-	client := dynamodb.NewFromConfig(a.Config, func(o *dynamodb.Options) {
-		o.BaseEndpoint = a.endpoint(envEndpointDynamoDB)
-	})
-	return dynamo.New(client, cfg.Table, dynamo.WithClock(now)), nil
+	return dynamo.New(dynamodb.NewFromConfig(a.withEndpoint(envEndpointDynamoDB)), cfg.Table, dynamo.WithClock(now)), nil
 }

@@ -12,7 +12,8 @@ import (
 // The Lambda functions reach DynamoDB through the SDK's own client (service/dynamodb), which does
 // the signing, retries, throttling, error codes and endpoints, with the configuration NewAWS
 // builds by hand: none links the SDK's configuration loader (aws-sdk-go-v2/config), whose
-// credential chain (SSO, STS, instance metadata) costs every function megabytes.
+// credential chain (SSO, STS, instance metadata) costs every function megabytes. No hand-written
+// client of the AWS protocols is linked either, whatever imports it.
 func TestFunctionsLinkTheSDKClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("lists the functions' dependencies with the go tool")
@@ -31,10 +32,14 @@ func TestFunctionsLinkTheSDKClients(t *testing.T) {
 	const (
 		sdkDynamoDB = "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 		sdkLoader   = "github.com/aws/aws-sdk-go-v2/config"
+		handWritten = "github.com/agent-output-verifier/verifier/pkg/internal/awsjson"
 	)
 	for group, pkgs := range deps {
 		if !slices.Contains(pkgs, sdkDynamoDB) {
 			t.Errorf("functions/%s does not link %s", group, sdkDynamoDB)
+		}
+		if slices.Contains(pkgs, handWritten) {
+			t.Errorf("functions/%s links %s", group, handWritten)
 		}
 		for _, pkg := range pkgs {
 			if pkg == sdkLoader || strings.HasPrefix(pkg, sdkLoader+"/") {
