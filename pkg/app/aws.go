@@ -97,7 +97,9 @@ func (a *AWS) endpoint(name string) *string {
 // errNoRegion is what a client answers without a region, before any call could.
 var errNoRegion = errors.New("configuration: no AWS region (set AWS_REGION)")
 
-// KeySource reads secretsmanager:<id> and kms:<ciphertext> signing keys.
+// KeySource reads secretsmanager:<id> and kms:<ciphertext> signing keys, and makes the
+// kms-sign:<key id or ARN> key, whose public half it reads once (GetPublicKey) and which signs
+// with KMS.
 func (a *AWS) KeySource(ctx context.Context, source, version string) (receipt.Key, error) {
 	if id, ok := strings.CutPrefix(source, "secretsmanager:"); ok {
 		c, err := a.secretsManager()
@@ -105,6 +107,13 @@ func (a *AWS) KeySource(ctx context.Context, source, version string) (receipt.Ke
 			return receipt.Key{}, err
 		}
 		return keys.FromSecretsManager(ctx, c, id, version)
+	}
+	if keyID, ok := strings.CutPrefix(source, "kms-sign:"); ok {
+		c, err := a.kms()
+		if err != nil {
+			return receipt.Key{}, err
+		}
+		return keys.FromKMSSign(ctx, c.API(), keyID, version)
 	}
 	if blob, ok := strings.CutPrefix(source, "kms:"); ok {
 		c, err := a.kms()

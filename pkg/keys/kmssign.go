@@ -68,9 +68,13 @@ func NewKMSSigner(ctx context.Context, c KMSSignAPI, keyID, version string) (*KM
 // Public is the key a verifier needs for the receipts this signer signs.
 func (s *KMSSigner) Public() receipt.PublicKey { return s.pub }
 
-// Sign signs msg with one KMS Sign call. The signature is checked against the public key read at
-// start-up before it is used, so a wrong answer (another key, a damaged signature) is an error,
-// never a receipt that fails verification later.
+// MaxMessage is KMS's limit for a raw message (receipt.Signer): a longer document is made to fit
+// (pkg/verify shortens a report's lists) before it is signed, never sent.
+func (s *KMSSigner) MaxMessage() int { return MaxKMSMessage }
+
+// Sign signs msg with one KMS Sign call (receipt.Signer). receipt.Key checks the signature against
+// the public key read at start-up before it is used, so a wrong answer (another key, a damaged
+// signature) is an error, never a receipt that fails verification later.
 func (s *KMSSigner) Sign(ctx context.Context, msg []byte) ([]byte, error) {
 	if len(msg) > MaxKMSMessage {
 		return nil, fmt.Errorf("kms sign: the message is %d bytes, over KMS's %d for a raw message", len(msg), MaxKMSMessage)
@@ -84,8 +88,20 @@ func (s *KMSSigner) Sign(ctx context.Context, msg []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kms sign: %w", err)
 	}
-	if len(out.Signature) != ed25519.SignatureSize || !ed25519.Verify(s.pub.Key, msg, out.Signature) {
-		return nil, errors.New("kms sign: the signature does not verify under the key's public key")
-	}
 	return out.Signature, nil
 }
+
+var _ receipt.Signer = (*KMSSigner)(nil)
+
+// FromKMSSign is the kms-sign:<key id or ARN> signing key: a receipt.RemoteKey whose signatures
+// are KMS Sign calls, its public half read once, here, at start-up (NewKMSSigner).
+func FromKMSSign(ctx context.Context, c KMSSignAPI, keyID, version string) (receipt.Key, error) {
+	s, err := NewKMSSigner(ctx, c, keyID, version)
+	if err != nil {
+		return receipt.Key{}, err
+	}
+	return receipt.RemoteKey(version, s.pub.Key, s), nil
+}
+
+// API is the SDK's KMS client, for the kms-sign: key source.
+func (k *KMS) API() KMSSignAPI { return k.c }
