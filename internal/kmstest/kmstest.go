@@ -62,6 +62,13 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return StartWithKey(t, priv)
+}
+
+// StartWithKey runs a server whose signing key is priv (a test that compares key sources gives
+// them all one key); it is closed when the test ends.
+func StartWithKey(t testing.TB, priv ed25519.PrivateKey) *Server {
+	t.Helper()
 	s := &Server{Private: priv, ciphertexts: map[string][]byte{}}
 	srv := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(srv.Close)
