@@ -26,11 +26,14 @@ const attestationName = "attestation"
 // Sign signs msg with the key: the one signing entry point for everything the service signs
 // besides attestations (x402 offer and receipt JWS, DSSE envelopes), so that every signature
 // comes from the same key source.
+//
+// A remote key signs with one call under the key's context (WithContext), with the errors of
+// Attest: ErrSignerUnavailable for a failed call, ErrMessageTooLarge past its MaxMessage.
 func (k Key) Sign(msg []byte) ([]byte, error) {
 	if err := k.check(); err != nil {
 		return nil, err
 	}
-	return sign(k.Private, msg), nil
+	return k.signMessage(msg)
 }
 
 // Attest signs response and returns it with the attestation appended as its last member:
