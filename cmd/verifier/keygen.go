@@ -26,7 +26,13 @@ const keygenSynopsis = `  verifier keygen --out NAME.key.json [--version V] [--k
   verifier keygen --secret NAME [--version V]
 --out writes the private key file (mode 0600, never overwrites) and NAME.pub beside it: the
 public key, base64, which 'verifier receipt verify --key NAME.pub' reads. Keep the key file out
-of version control (the repository ignores *.key.json).`
+of version control (the repository ignores *.key.json).
+A key that never leaves KMS (VERIFIER_SIGNING_KEY=kms-sign:ARN, template.yaml's default) is not
+made here: the stack creates one, or create one with
+  aws kms create-key --key-spec ECC_NIST_EDWARDS25519 --key-usage SIGN_VERIFY
+To rotate any key, deploy a new one (for KMS: its ARN as SigningKeyKmsKeyArn) under a new
+VERIFIER_KEY_VERSION, and add the old version and public key (the agent card lists it) to
+VERIFIER_PREVIOUS_KEYS, so receipts signed before stay verifiable (docs/deploying.md).`
 
 func runKeygen(args []string, stdout, stderr io.Writer) int {
 	c := newCommand("keygen", keygenSynopsis)
@@ -72,7 +78,7 @@ func runKeygen(args []string, stdout, stderr io.Writer) int {
 			return c.errorf(stderr, exitError, "%v", err)
 		}
 		fmt.Fprintf(stdout, "created secret %s: key version %s, public key %s\n", arn, k.Version, pub)
-		fmt.Fprintf(stdout, "deploy with: sam deploy --parameter-overrides SigningKey=secretsmanager:%s SigningKeySecretArn=%s KeyVersion=%s\n", arn, arn, k.Version)
+		fmt.Fprintf(stdout, "deploy with: sam deploy --parameter-overrides KeySource=secretsmanager SigningKeySecretArn=%s KeyVersion=%s\n", arn, k.Version)
 		return exitOK
 	}
 	pubFile := publicKeyPath(*out)
@@ -93,7 +99,8 @@ func runKeygen(args []string, stdout, stderr io.Writer) int {
 			"  jq -r .seed %s | base64 -d > seed.bin\n"+
 			"  aws kms encrypt --key-id %s --plaintext fileb://seed.bin --query CiphertextBlob --output text\n"+
 			"  rm seed.bin\n"+
-			"and deploy with VERIFIER_SIGNING_KEY=kms:<that output> VERIFIER_KEY_VERSION=%s\n", *out, *kmsKey, k.Version)
+			"and deploy with VERIFIER_SIGNING_KEY=kms:<that output> VERIFIER_KEY_VERSION=%s\n"+
+			"(template.yaml: KeySource=kms SigningKey=kms:<that output> SigningKeyKmsKeyArn=<the key's ARN>)\n", *out, *kmsKey, k.Version)
 	}
 	return exitOK
 }

@@ -813,7 +813,8 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 		t.Errorf("%d stand-alone IAM policies: keep permissions inline in the function roles, where this test reads them", n)
 	}
 	// allowed maps each action to the resources it may name: Secrets Manager holds the signing
-	// key and the facilitator's auth header.
+	// key and the facilitator's auth header; a KMS key given by ARN decrypts the seed or signs.
+	// The stack's own signing key grants the roles in its key policy (TestSigningKmsKey).
 	allowed := map[string][]string{
 		"dynamodb:GetItem":              {"${Table.Arn}"},
 		"dynamodb:PutItem":              {"${Table.Arn}"},
@@ -821,13 +822,31 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 		"dynamodb:Query":                {"${Table.Arn}"},
 		"secretsmanager:GetSecretValue": {"${SigningKeySecretArn}", "${FacilitatorAuthSecretArn}"},
 		"kms:Decrypt":                   {"${SigningKeyKmsKeyArn}"},
+		"kms:Sign":                      {"${SigningKeyKmsKeyArn}"},
+		"kms:GetPublicKey":              {"${SigningKeyKmsKeyArn}"},
 	}
-	// Optional resources come from parameters; their statements must be guarded by a condition
-	// that the parameter is not empty.
+	// Optional resources come from parameters; the statement of each action on one must be
+	// guarded by the condition named here, whose definition says the parameter is given and, for
+	// the signing key, that KeySource uses it that way.
 	guards := map[string]string{
-		"${SigningKeySecretArn}":      `!(${SigningKeySecretArn} == "")`,
-		"${SigningKeyKmsKeyArn}":      `!(${SigningKeyKmsKeyArn} == "")`,
-		"${FacilitatorAuthSecretArn}": `!(${FacilitatorAuthSecretArn} == "")`,
+		"secretsmanager:GetSecretValue ${SigningKeySecretArn}":      "ReadsSigningKeySecret",
+		"kms:Decrypt ${SigningKeyKmsKeyArn}":                        "DecryptsWithGivenKey",
+		"kms:Sign ${SigningKeyKmsKeyArn}":                           "SignsWithGivenKey",
+		"kms:GetPublicKey ${SigningKeyKmsKeyArn}":                   "SignsWithGivenKey",
+		"secretsmanager:GetSecretValue ${FacilitatorAuthSecretArn}": "HasFacilitatorAuthSecret",
+	}
+	for name, want := range map[string]string{
+		"ReadsSigningKeySecret":    `and[${KeySource} == "secretsmanager" !(${SigningKeySecretArn} == "")]`,
+		"DecryptsWithGivenKey":     "and[!(KeySourceIsKmsSign) HasSigningKeyKmsKey]",
+		"SignsWithGivenKey":        "and[KeySourceIsKmsSign HasSigningKeyKmsKey]",
+		"CreatesSigningKey":        "and[KeySourceIsKmsSign !(HasSigningKeyKmsKey)]",
+		"KeySourceIsKmsSign":       `${KeySource} == "kms-sign"`,
+		"HasSigningKeyKmsKey":      `!(${SigningKeyKmsKeyArn} == "")`,
+		"HasFacilitatorAuthSecret": `!(${FacilitatorAuthSecretArn} == "")`,
+	} {
+		if got, _ := tmpl.Conditions[name].(string); got != want {
+			t.Errorf("condition %s = %q, want %q", name, got, want)
+		}
 	}
 	// Only the functions that take payments may read the facilitator's secret.
 	paying := map[string]bool{"VerifyFunction": true, "McpFunction": true, "ScoreFunction": true}
@@ -887,16 +906,12 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 				t.Errorf("%s: Resource %v, want exactly one resource and no wildcard", s.where, s.body["Resource"])
 				continue
 			}
-			want := guards[res[0]]
-			if got := s.condition; (want == "" && got != "") || (want != "" && got == "") {
-				t.Errorf("%s: condition %q for %s", s.where, got, res[0])
-			} else if want != "" && got != "" {
-				cond, _ := tmpl.Conditions[strings.TrimPrefix(got, "!")].(string)
-				if strings.HasPrefix(got, "!") || cond != want {
-					t.Errorf("%s: exists under condition %s = %q, want it only when %s", s.where, got, cond, want)
+			actions := strs(s.body["Action"])
+			for _, a := range actions {
+				if want := guards[a+" "+res[0]]; s.condition != want {
+					t.Errorf("%s: %s on %s exists under condition %q, want %q", s.where, a, res[0], s.condition, want)
 				}
 			}
-			actions := strs(s.body["Action"])
 			if len(actions) == 0 {
 				t.Errorf("%s: no Action", s.where)
 			}
@@ -969,14 +984,15 @@ func TestEnvironment(t *testing.T) {
 				"VERIFIER_BASE_URL":            baseURL,
 				"VERIFIER_STORE":               "dynamodb",
 				"VERIFIER_TABLE":               "${Table}",
-				"VERIFIER_SIGNING_KEY":         "${If HasSigningKey ? ${SigningKey} : secretsmanager:${SigningKeySecretArn}}",
-				"VERIFIER_KEY_VERSION":         "${KeyVersion}",
-				"VERIFIER_PREVIOUS_KEYS":       "${PreviousKeys}",
-				"VERIFIER_FREE_CALLS_PER_DAY":  "${FreeCallsPerDay}",
-				"X402_FACILITATOR_URL":         "${FacilitatorUrl}",
-				"X402_PAY_TO_EVM":              "${PayToEvm}",
-				"X402_PAY_TO_SOLANA":           "${PayToSolana}",
-				"AWS_ENDPOINT_URL_DYNAMODB":    "",
+				"VERIFIER_SIGNING_KEY": "${If CreatesSigningKey ? kms-sign:${SigningKmsKey.Arn} : ${If SignsWithGivenKey ? kms-sign:${SigningKeyKmsKeyArn} : " +
+					"${If KeySourceIsKms ? ${SigningKey} : secretsmanager:${SigningKeySecretArn}}}}",
+				"VERIFIER_KEY_VERSION":        "${KeyVersion}",
+				"VERIFIER_PREVIOUS_KEYS":      "${PreviousKeys}",
+				"VERIFIER_FREE_CALLS_PER_DAY": "${FreeCallsPerDay}",
+				"X402_FACILITATOR_URL":        "${FacilitatorUrl}",
+				"X402_PAY_TO_EVM":             "${PayToEvm}",
+				"X402_PAY_TO_SOLANA":          "${PayToSolana}",
+				"AWS_ENDPOINT_URL_DYNAMODB":   "",
 			} {
 				if vars[k] != want {
 					t.Errorf("%s = %q, want %q", k, vars[k], want)
@@ -993,7 +1009,7 @@ func TestEnvironment(t *testing.T) {
 				v := vars[k]
 				switch k {
 				case "VERIFIER_SIGNING_KEY":
-					v = "secretsmanager:${SigningKeySecretArn}"
+					v = "kms-sign:${SigningKmsKey.Arn}" // KeySource's default: the key the stack creates
 				case "VERIFIER_BASE_URL":
 					v = executeAPIURL // what baseURL is with PublicBaseUrl and DomainName empty
 				case "VERIFIER_KEY_VERSION":
@@ -1004,8 +1020,8 @@ func TestEnvironment(t *testing.T) {
 						return s
 					}
 					name := strings.TrimSuffix(strings.TrimPrefix(r, "${"), "}")
-					if name == "SigningKeySecretArn" {
-						return "arn:aws:secretsmanager:us-east-1:123456789012:secret:verifier-AbCdEf"
+					if name == "SigningKmsKey.Arn" {
+						return "arn:aws:kms:us-east-1:123456789012:key/0f5e4d3c-2b1a-4f9e-8d7c-6b5a49382716"
 					}
 					p := parameter(tmpl.raw, name)
 					if p == nil {
@@ -1141,5 +1157,73 @@ func TestTemplateLints(t *testing.T) {
 		t.Logf("cfn-lint findings:\n%s", out)
 	default:
 		t.Errorf("cfn-lint: %v\n%s", err, out)
+	}
+}
+
+// TestSigningKmsKey checks the signing key the stack creates by default (KeySource kms-sign): an
+// Ed25519 signing key, kept when the stack stops using it, whose key policy lets only the four
+// functions' roles sign (kms:Sign and kms:GetPublicKey, nothing else) and lets the account
+// administer the key without signing, decrypting or granting with it.
+func TestSigningKmsKey(t *testing.T) {
+	tmpl := load(t)
+	p := parameter(tmpl.raw, "KeySource")
+	if p["Default"] != "kms-sign" || fmt.Sprint(p["AllowedValues"]) != "[kms-sign secretsmanager kms]" {
+		t.Errorf("KeySource: default %v, values %v; want kms-sign of kms-sign, secretsmanager, kms", p["Default"], p["AllowedValues"])
+	}
+	keys := tmpl.GetAllKMSKeyResources()
+	key, ok := keys["SigningKmsKey"]
+	if len(keys) != 1 || !ok {
+		t.Fatalf("KMS keys %v, want SigningKmsKey alone", sortedKeys(keys))
+	}
+	res, _ := tmpl.raw["Resources"].(map[string]any)
+	raw, _ := res["SigningKmsKey"].(map[string]any)
+	if raw["Condition"] != "CreatesSigningKey" || raw["DeletionPolicy"] != "Retain" || raw["UpdateReplacePolicy"] != "Retain" {
+		t.Errorf("SigningKmsKey: condition %v, deletion %v, replacement %v; want CreatesSigningKey, Retain, Retain",
+			raw["Condition"], raw["DeletionPolicy"], raw["UpdateReplacePolicy"])
+	}
+	if deref(key.KeySpec) != "ECC_NIST_EDWARDS25519" || deref(key.KeyUsage) != "SIGN_VERIFY" {
+		t.Errorf("SigningKmsKey: spec %v usage %v, want ECC_NIST_EDWARDS25519 SIGN_VERIFY", deref(key.KeySpec), deref(key.KeyUsage))
+	}
+	var functionRoles []string
+	for _, fn := range tmpl.GetAllServerlessFunctionResources() {
+		functionRoles = append(functionRoles, deref(fn.Role))
+	}
+	slices.Sort(functionRoles)
+	if len(functionRoles) != 4 {
+		t.Fatalf("function roles %v, want four", functionRoles)
+	}
+	// What the account's administrators must not be able to do with the key: use it, or let
+	// someone else use it.
+	use := []string{"kms:Sign", "kms:Verify", "kms:Decrypt", "kms:Encrypt", "kms:CreateGrant", "kms:ReEncryptFrom", "kms:ReEncryptTo"}
+	signers := 0
+	for _, s := range statements(t, "SigningKmsKey key policy", key.KeyPolicy) {
+		principal, _ := s.body["Principal"].(map[string]any)
+		who := strs(principal["AWS"])
+		actions := strs(s.body["Action"])
+		if s.body["Effect"] != "Allow" || s.condition != "" || fmt.Sprint(s.body["Resource"]) != "*" {
+			t.Errorf("%s: %v", s.where, s.body)
+		}
+		switch {
+		case slices.Equal(who, []string{"arn:${AWS::Partition}:iam::${AWS::AccountId}:root"}):
+			for _, a := range actions {
+				for _, u := range use {
+					if a == "kms:*" || a == u || strings.HasSuffix(a, "*") && strings.HasPrefix(u, strings.TrimSuffix(a, "*")) {
+						t.Errorf("%s: the account may %s (%s)", s.where, u, a)
+					}
+				}
+			}
+		default:
+			slices.Sort(who)
+			signers++
+			if !slices.Equal(who, functionRoles) {
+				t.Errorf("%s: principals %v, want the functions' roles %v", s.where, who, functionRoles)
+			}
+			if slices.Sort(actions); !slices.Equal(actions, []string{"kms:GetPublicKey", "kms:Sign"}) {
+				t.Errorf("%s: actions %v, want kms:Sign and kms:GetPublicKey", s.where, actions)
+			}
+		}
+	}
+	if signers != 1 {
+		t.Errorf("%d statements for signers, want one", signers)
 	}
 }

@@ -39,7 +39,7 @@ func Complete(d service.Deps) service.Deps {
 	if d.MaxBody == 0 {
 		d.MaxBody = verify.DefaultLimits.MaxBody
 	}
-	if d.Keys.Current.Private == nil {
+	if d.Keys.Current.Private == nil && !d.Keys.Current.IsRemote() {
 		d.Keys.Current = Key()
 	}
 	if d.BaseURL == "" {

@@ -120,6 +120,10 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*service.Servic
 		}
 		return nil, nil, fmt.Errorf("configuration: store %q is not available in this binary", cfg.Store)
 	}
+	salt, err := callerSalt(ctx, key)
+	if err != nil {
+		return nil, nil, err
+	}
 	st, err := opt.OpenStore(ctx, cfg, now)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open store: %w", err)
@@ -149,7 +153,7 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*service.Servic
 		Log:              log,
 		Now:              now,
 		TrustedProxyHops: cfg.TrustedProxyHops,
-		CallerSalt:       callerSalt(key),
+		CallerSalt:       salt,
 	})
 	if err != nil {
 		st.Close()
@@ -193,13 +197,30 @@ func checkDataDir(dir string) error {
 }
 
 // callerSalt derives the per-deployment salt of caller ids from the signing key, so a deployment
-// needs no second secret and the salt changes when the key does.
-func callerSalt(k receipt.Key) []byte {
+// needs no second secret and the salt changes when the key does. A local key's is a hash of its
+// seed. A remote key's seed never leaves KMS, so its salt is a hash of its signature over a fixed
+// message, made once at start-up: Ed25519 is deterministic, so every execution environment
+// derives the same salt, and no one without the key can, since that signature is never published.
+func callerSalt(ctx context.Context, k receipt.Key) ([]byte, error) {
 	h := sha256.New()
 	h.Write([]byte("agent-output-verifier caller-id salt v1\x00"))
-	h.Write(k.Private.Seed())
-	return h.Sum(nil)
+	if !k.IsRemote() {
+		h.Write(k.Private.Seed())
+		return h.Sum(nil), nil
+	}
+	signed, err := k.WithContext(ctx).Attest(callerSaltContext, []byte(`{}`), callerSaltTimestamp)
+	if err != nil {
+		return nil, fmt.Errorf("derive the caller-id salt with the signing key: %w", err)
+	}
+	h.Write(signed)
+	return h.Sum(nil), nil
 }
+
+// The fixed message a remote key signs for the caller-id salt; no receipt carries its context.
+const (
+	callerSaltContext   = "agent-output-verifier/caller-id-salt/v1"
+	callerSaltTimestamp = "1970-01-01T00:00:00.000000+00:00"
+)
 
 func loadKey(ctx context.Context, cfg config.Config, opt Options, now func() time.Time) (receipt.Key, error) {
 	path, isFile := strings.CutPrefix(cfg.SigningKey, "file:")

@@ -2,58 +2,121 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/agent-output-verifier/verifier/pkg/config"
-	"github.com/agent-output-verifier/verifier/pkg/internal/awsjson"
 	"github.com/agent-output-verifier/verifier/pkg/keys"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/store/dynamo"
 )
 
-// AWS holds the configuration the AWS-backed key sources and store share: region, credentials
-// and HTTP client, in the SDK's aws.Config, which their JSON-protocol client (awsjson) reads.
+// AWS is the one SDK configuration of a function (aws.Config), built once per execution
+// environment, from which each service client is made when the function first needs it.
+//
+// The configuration is built by hand from the environment Lambda provides, not loaded with the
+// SDK's configuration loader (aws-sdk-go-v2/config, LoadDefaultConfig): the loader links every
+// credential source it may try (shared files and profiles, SSO and its OIDC client, STS, the
+// instance metadata service, processes), which adds about 4.5 MB to every function and time to
+// its cold start, for sources a Lambda function never has. What is read:
+//
+//   - the region: AWS_REGION (Lambda sets it), else AWS_DEFAULT_REGION;
+//   - the credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, a static
+//     provider (on Lambda they are the execution role's, issued for the execution environment's
+//     lifetime); without them the calls go unsigned and AWS refuses them;
+//   - each service's endpoint override, by the SDK's standard names: AWS_ENDPOINT_URL_DYNAMODB,
+//     AWS_ENDPOINT_URL_SECRETS_MANAGER and AWS_ENDPOINT_URL_KMS, else AWS_ENDPOINT_URL (how the
+//     tests point the clients at dynalite or a local KMS), given to each client as its
+//     BaseEndpoint.
+//
+// Retries are the SDK's standard retryer, each client's default. `verifier keygen --secret`, run
+// on a workstation with profiles and SSO, uses the SDK's loader instead.
 type AWS struct {
 	Config aws.Config
+	getenv func(string) string
+
+	// The clients, each made on first use and then shared: a function whose key is a file
+	// makes no Secrets Manager or KMS client.
+	secretsManager func() (*keys.SecretsManager, error)
+	kms            func() (*keys.KMS, error)
 }
 
-// NewAWS builds the configuration from the environment the way Lambda provides it: the region
-// (AWS_REGION), the execution role's credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
-// AWS_SESSION_TOKEN); the client reads the per-service endpoint overrides
-// (AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SECRETS_MANAGER, AWS_ENDPOINT_URL_KMS, or
-// AWS_ENDPOINT_URL), which is how tests point it at local servers. It deliberately does not link
-// the SDK's full configuration loader (profiles, SSO, instance metadata): that costs every Lambda
-// binary megabytes and cold-start time for sources a function never has. `verifier keygen
-// --secret`, run on a workstation, uses the full loader.
+// Endpoint override variables, the SDK's names (AWS_ENDPOINT_URL_<service id>).
+const (
+	envEndpoint               = "AWS_ENDPOINT_URL"
+	envEndpointDynamoDB       = "AWS_ENDPOINT_URL_DYNAMODB"
+	envEndpointSecretsManager = "AWS_ENDPOINT_URL_SECRETS_MANAGER"
+	envEndpointKMS            = "AWS_ENDPOINT_URL_KMS"
+)
+
+// NewAWS builds the configuration from the process's environment (see AWS). It makes no network
+// call.
 func NewAWS(context.Context) (*AWS, error) {
-	region := os.Getenv("AWS_REGION")
+	return newAWS(os.Getenv), nil
+}
+
+func newAWS(getenv func(string) string) *AWS {
+	region := getenv("AWS_REGION")
 	if region == "" {
-		region = os.Getenv("AWS_DEFAULT_REGION")
+		region = getenv("AWS_DEFAULT_REGION")
 	}
 	c := aws.Config{Region: region}
-	if id, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"); id != "" && secret != "" {
-		c.Credentials = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(id, secret, os.Getenv("AWS_SESSION_TOKEN")))
+	if id, secret := getenv("AWS_ACCESS_KEY_ID"), getenv("AWS_SECRET_ACCESS_KEY"); id != "" && secret != "" {
+		c.Credentials = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(id, secret, getenv("AWS_SESSION_TOKEN")))
 	}
-	return &AWS{Config: c}, nil
+	a := &AWS{Config: c, getenv: getenv}
+	a.secretsManager = sync.OnceValues(func() (*keys.SecretsManager, error) {
+		return keys.NewSecretsManager(a.withEndpoint(envEndpointSecretsManager))
+	})
+	a.kms = sync.OnceValues(func() (*keys.KMS, error) {
+		return keys.NewKMS(a.withEndpoint(envEndpointKMS))
+	})
+	return a
 }
 
-// KeySource reads secretsmanager:<id> and kms:<ciphertext> signing keys.
+// endpoint is the endpoint override of the service whose variable is name, or nil for the
+// SDK's own resolution (https://<service>.<region>.amazonaws.com and the partition's).
+func (a *AWS) endpoint(name string) *string {
+	if v := a.getenv(name); v != "" {
+		return aws.String(v)
+	}
+	if v := a.getenv(envEndpoint); v != "" {
+		return aws.String(v)
+	}
+	return nil
+}
+
+// errNoRegion is what a client answers without a region, before any call could.
+var errNoRegion = errors.New("configuration: no AWS region (set AWS_REGION)")
+
+// KeySource reads secretsmanager:<id> and kms:<ciphertext> signing keys, and makes the
+// kms-sign:<key id or ARN> key, whose public half it reads once (GetPublicKey) and which signs
+// with KMS.
 func (a *AWS) KeySource(ctx context.Context, source, version string) (receipt.Key, error) {
 	if id, ok := strings.CutPrefix(source, "secretsmanager:"); ok {
-		c, err := keys.NewSecretsManager(a.Config)
+		c, err := a.secretsManager()
 		if err != nil {
 			return receipt.Key{}, err
 		}
 		return keys.FromSecretsManager(ctx, c, id, version)
 	}
+	if keyID, ok := strings.CutPrefix(source, "kms-sign:"); ok {
+		c, err := a.kms()
+		if err != nil {
+			return receipt.Key{}, err
+		}
+		return keys.FromKMSSign(ctx, c.API(), keyID, version)
+	}
 	if blob, ok := strings.CutPrefix(source, "kms:"); ok {
-		c, err := keys.NewKMS(a.Config)
+		c, err := a.kms()
 		if err != nil {
 			return receipt.Key{}, err
 		}
@@ -65,11 +128,19 @@ func (a *AWS) KeySource(ctx context.Context, source, version string) (receipt.Ke
 // ReadSecret reads the value of the Secrets Manager secret id (a name or an ARN), through the
 // same client the signing key is read with.
 func (a *AWS) ReadSecret(ctx context.Context, id string) ([]byte, error) {
-	c, err := keys.NewSecretsManager(a.Config)
+	c, err := a.secretsManager()
 	if err != nil {
 		return nil, err
 	}
 	return c.GetSecretValue(ctx, id)
+}
+
+// withEndpoint is the configuration with the endpoint override of the service whose variable is
+// name as its BaseEndpoint.
+func (a *AWS) withEndpoint(name string) aws.Config {
+	c := a.Config
+	c.BaseEndpoint = a.endpoint(name)
+	return c
 }
 
 // OpenStore opens the DynamoDB store on the configured table. It makes no call: the first
@@ -83,9 +154,8 @@ func (a *AWS) OpenStore(ctx context.Context, cfg config.Config, now func() time.
 	default:
 		return nil, fmt.Errorf("configuration: store %q is not available in this binary", cfg.Store)
 	}
-	c, err := awsjson.New(a.Config, awsjson.DynamoDB)
-	if err != nil {
-		return nil, err
+	if a.Config.Region == "" {
+		return nil, errNoRegion
 	}
-	return dynamo.New(c, cfg.Table, dynamo.WithClock(now)), nil
+	return dynamo.New(dynamodb.NewFromConfig(a.withEndpoint(envEndpointDynamoDB)), cfg.Table, dynamo.WithClock(now)), nil
 }

@@ -26,7 +26,7 @@ type Config struct {
 	Store            string        // VERIFIER_STORE: "bolt" or "dynamodb"
 	DataDir          string        // VERIFIER_DATA_DIR: the bolt file and the generated dev key
 	Table            string        // VERIFIER_TABLE: the DynamoDB table
-	SigningKey       string        // VERIFIER_SIGNING_KEY: file:<path> | secretsmanager:<id> | kms:<b64>
+	SigningKey       string        // VERIFIER_SIGNING_KEY: file:<path> | secretsmanager:<id> | kms:<b64> | kms-sign:<key id>
 	DefaultKey       bool          // VERIFIER_SIGNING_KEY was unset: the key file in the data directory
 	KeyVersion       string        // VERIFIER_KEY_VERSION: the current key's version label
 	PreviousKeys     []PreviousKey // VERIFIER_PREVIOUS_KEYS: JSON list of earlier public keys
@@ -50,8 +50,8 @@ var Variables = []Variable{
 	{"VERIFIER_STORE", "bolt", "bolt (embedded file: the local server only) or dynamodb (the Lambda functions)"},
 	{"VERIFIER_DATA_DIR", ".data", "directory of the bolt file and of the generated dev key"},
 	{"VERIFIER_TABLE", "", "DynamoDB table (required with VERIFIER_STORE=dynamodb)"},
-	{"VERIFIER_SIGNING_KEY", "file:<data dir>/signing-key.json", "file:<path>, secretsmanager:<arn or name> or kms:<base64 ciphertext of the seed>; the local server generates a key only at the default path"},
-	{"VERIFIER_KEY_VERSION", "", "version label of the current key (required for secretsmanager: and kms:; a key file must hold this version when it is set)"},
+	{"VERIFIER_SIGNING_KEY", "file:<data dir>/signing-key.json", "file:<path>, secretsmanager:<arn or name>, kms-sign:<KMS key id or ARN> (an Ed25519 key that signs in KMS) or kms:<base64 ciphertext of the seed>; the local server generates a key only at the default path"},
+	{"VERIFIER_KEY_VERSION", "", "version label of the current key (required for secretsmanager:, kms: and kms-sign:; a key file must hold this version when it is set)"},
 	{"VERIFIER_PREVIOUS_KEYS", "[]", `JSON list of {"keyVersion","publicKey"} signed with before`},
 	{"VERIFIER_FREE_CALLS_PER_DAY", "1000", "free verifications per client per UTC day"},
 	{"VERIFIER_FREE_MAX_BODY", "65536", "largest body served free, in bytes"},
@@ -111,12 +111,12 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	switch {
 	case strings.HasPrefix(c.SigningKey, "file:"):
-	case strings.HasPrefix(c.SigningKey, "secretsmanager:"), strings.HasPrefix(c.SigningKey, "kms:"):
+	case strings.HasPrefix(c.SigningKey, "secretsmanager:"), strings.HasPrefix(c.SigningKey, "kms:"), strings.HasPrefix(c.SigningKey, "kms-sign:"):
 		if c.KeyVersion == "" {
-			return Config{}, bad("VERIFIER_KEY_VERSION", "is required with a secretsmanager: or kms: signing key")
+			return Config{}, bad("VERIFIER_KEY_VERSION", "is required with a secretsmanager:, kms: or kms-sign: signing key")
 		}
 	default:
-		return Config{}, bad("VERIFIER_SIGNING_KEY", "must start with file:, secretsmanager: or kms:")
+		return Config{}, bad("VERIFIER_SIGNING_KEY", "must start with file:, secretsmanager:, kms: or kms-sign:")
 	}
 	if err := json.Unmarshal([]byte(get("VERIFIER_PREVIOUS_KEYS")), &c.PreviousKeys); err != nil {
 		return Config{}, bad("VERIFIER_PREVIOUS_KEYS", `must be a JSON list of {"keyVersion","publicKey"}`)

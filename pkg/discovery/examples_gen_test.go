@@ -117,7 +117,7 @@ func buildExamples() (*Examples, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worked example score: %w", err)
 	}
-	score, err := lookup.Document()
+	score, err := lookup.Document(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("worked example score: %w", err)
 	}

@@ -206,10 +206,10 @@ func TestScoreAPIForMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	recordN(t, e.st, "seller-late", 3, true, true, e.clock.Now())
-	if late, err := unknown.Document(); err != nil || unknown.Priced() || decode(t, late)["reason"] != "no_data" {
+	if late, err := unknown.Document(context.Background()); err != nil || unknown.Priced() || decode(t, late)["reason"] != "no_data" {
 		t.Errorf("recorded after the lookup: priced %v, document %s, %v; want the free no_data answer", unknown.Priced(), late, err)
 	}
-	doc, err := lookup.Document()
+	doc, err := lookup.Document(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

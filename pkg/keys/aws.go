@@ -11,10 +11,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-
-	"github.com/agent-output-verifier/verifier/pkg/internal/awsjson"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/smithy-go"
 )
 
 // SecretGetter reads a secret's value (its SecretString, or else its SecretBinary).
@@ -32,29 +33,27 @@ type Decrypter interface {
 	Decrypt(ctx context.Context, ciphertext []byte) ([]byte, error)
 }
 
-// SecretsManager is the client of the few AWS Secrets Manager operations the project uses, for
-// the Lambda functions and `verifier keygen --secret` alike. It speaks the service's JSON protocol
-// directly: the SDK's generated client costs every binary far more than two operations need.
-type SecretsManager struct{ c *awsjson.Client }
+// SecretsManager is the few Secrets Manager operations the project uses, on the SDK's client,
+// for the Lambda functions and `verifier keygen --secret` alike.
+type SecretsManager struct{ c *secretsmanager.Client }
 
-// NewSecretsManager makes a Secrets Manager client from cfg's region, credentials and HTTP
-// client. The endpoint is AWS_ENDPOINT_URL_SECRETS_MANAGER, cfg.BaseEndpoint or AWS_ENDPOINT_URL
-// when set, else https://secretsmanager.<region>.<the partition's DNS suffix>.
+// NewSecretsManager makes a Secrets Manager client from cfg: its region, credentials, retryer and
+// BaseEndpoint (the functions' configuration is pkg/app's NewAWS, which sets the endpoint
+// override; `verifier keygen --secret` loads the SDK's own).
 func NewSecretsManager(cfg aws.Config) (*SecretsManager, error) {
-	c, err := awsjson.New(cfg, awsjson.SecretsManager)
-	if err != nil {
-		return nil, err
+	if cfg.Region == "" {
+		return nil, errNoRegion
 	}
-	return &SecretsManager{c}, nil
+	return &SecretsManager{secretsmanager.NewFromConfig(cfg)}, nil
 }
+
+// errNoRegion is what the constructors answer without a region, before any call could.
+var errNoRegion = errors.New("aws: no region configured (set AWS_REGION)")
 
 // GetSecretValue reads the current value of the secret secretID (a name or an ARN).
 func (s *SecretsManager) GetSecretValue(ctx context.Context, secretID string) ([]byte, error) {
-	var out struct {
-		SecretString *string
-		SecretBinary []byte
-	}
-	if err := s.c.Call(ctx, "GetSecretValue", struct{ SecretId string }{secretID}, &out); err != nil {
+	out, err := s.c.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: &secretID})
+	if err != nil {
 		return nil, err
 	}
 	if out.SecretString != nil {
@@ -69,40 +68,40 @@ func (s *SecretsManager) GetSecretValue(ctx context.Context, secretID string) ([
 func (s *SecretsManager) CreateSecret(ctx context.Context, name, description, value string) (string, error) {
 	var token [16]byte // 32 hex digits, the shortest token the service accepts
 	rand.Read(token[:])
-	in := struct {
-		Name               string
-		Description        string `json:",omitempty"`
-		SecretString       string
-		ClientRequestToken string
-	}{name, description, value, hex.EncodeToString(token[:])}
-	var out struct{ ARN string }
-	if err := s.c.Call(ctx, "CreateSecret", in, &out); err != nil {
-		if e, ok := errors.AsType[*awsjson.Error](err); ok && value != "" {
-			e.Message = strings.ReplaceAll(e.Message, value, "[redacted]")
+	in := &secretsmanager.CreateSecretInput{Name: &name, SecretString: &value, ClientRequestToken: aws.String(hex.EncodeToString(token[:]))}
+	if description != "" {
+		in.Description = &description
+	}
+	out, err := s.c.CreateSecret(ctx, in)
+	if err != nil {
+		if value != "" && strings.Contains(err.Error(), value) {
+			code := "unknown"
+			if apiErr, ok := errors.AsType[smithy.APIError](err); ok {
+				code = apiErr.ErrorCode()
+			}
+			return "", fmt.Errorf("secretsmanager CreateSecret: %s: %s", code, strings.ReplaceAll(err.Error(), value, "[redacted]"))
 		}
 		return "", err
 	}
-	return out.ARN, nil
+	return aws.ToString(out.ARN), nil
 }
 
-// KMS is the client of the one AWS KMS operation the project uses, Decrypt, speaking the
-// service's JSON protocol directly (see SecretsManager).
-type KMS struct{ c *awsjson.Client }
+// KMS is the KMS operations the project uses, on the SDK's client: Decrypt for the kms: key
+// source, GetPublicKey and Sign for kms-sign:.
+type KMS struct{ c *kms.Client }
 
-// NewKMS makes a KMS client from cfg (the endpoint as for NewSecretsManager, with
-// AWS_ENDPOINT_URL_KMS and https://kms.<region>.<DNS suffix>).
+// NewKMS makes a KMS client from cfg, as NewSecretsManager.
 func NewKMS(cfg aws.Config) (*KMS, error) {
-	c, err := awsjson.New(cfg, awsjson.KMS)
-	if err != nil {
-		return nil, err
+	if cfg.Region == "" {
+		return nil, errNoRegion
 	}
-	return &KMS{c}, nil
+	return &KMS{kms.NewFromConfig(cfg)}, nil
 }
 
 // Decrypt decrypts a symmetric-key ciphertext blob; the blob names its key.
 func (k *KMS) Decrypt(ctx context.Context, ciphertext []byte) ([]byte, error) {
-	var out struct{ Plaintext []byte }
-	if err := k.c.Call(ctx, "Decrypt", struct{ CiphertextBlob []byte }{ciphertext}, &out); err != nil {
+	out, err := k.c.Decrypt(ctx, &kms.DecryptInput{CiphertextBlob: ciphertext})
+	if err != nil {
 		return nil, err
 	}
 	return out.Plaintext, nil

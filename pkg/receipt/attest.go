@@ -26,11 +26,14 @@ const attestationName = "attestation"
 // Sign signs msg with the key: the one signing entry point for everything the service signs
 // besides attestations (x402 offer and receipt JWS, DSSE envelopes), so that every signature
 // comes from the same key source.
+//
+// A remote key signs with one call under the key's context (WithContext), with the errors of
+// Attest: ErrSignerUnavailable for a failed call, ErrMessageTooLarge past its MaxMessage.
 func (k Key) Sign(msg []byte) ([]byte, error) {
 	if err := k.check(); err != nil {
 		return nil, err
 	}
-	return sign(k.Private, msg), nil
+	return k.signMessage(msg)
 }
 
 // Attest signs response and returns it with the attestation appended as its last member:
@@ -45,6 +48,10 @@ func (k Key) Sign(msg []byte) ([]byte, error) {
 // which are assembled from canonical pieces in sorted key order around the response canonicalized
 // once, rather than by building and re-canonicalizing a map. timestamp should equal the response's
 // verified_at (SPEC §6).
+//
+// A remote key (RemoteKey) signs with one call under the key's context (WithContext): a failed
+// call is an error wrapping ErrSignerUnavailable, and a message over its MaxMessage one wrapping
+// ErrMessageTooLarge, made before any call.
 func (k Key) Attest(context string, response []byte, timestamp string) ([]byte, error) {
 	return k.AttestCanonical(context, response, nil, timestamp)
 }
@@ -100,7 +107,10 @@ func (k Key) AttestCanonical(context string, response, canonical []byte, timesta
 	empty := len(body) == 2
 	msg = append(msg, '}')
 
-	sig := sign(k.Private, msg)
+	sig, err := k.signMessage(msg)
+	if err != nil {
+		return nil, fmt.Errorf("attest: %w", err)
+	}
 
 	// The response is valid JSON, so its last non-space byte is the closing brace of the object.
 	end := len(bytes.TrimRight(response, " \t\r\n")) - 1

@@ -1,6 +1,7 @@
 package receipt
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
@@ -42,23 +43,117 @@ func (p PublicKey) String() string {
 
 // Key is the current signing key. Its private half must never reach a log, an error or a response,
 // so it formats and marshals as its public half only.
+//
+// A key is either local (Private, the 32-byte seed's key) or remote (RemoteKey: the private key
+// stays in a signing service, KMS, and each signature is one call to it, which may fail and which
+// signs messages up to a size; see Signer).
 type Key struct {
 	Version string
 	Private ed25519.PrivateKey
+
+	remote    Signer            // signs in place of Private, which is then nil
+	remotePub ed25519.PublicKey // the remote key's public half
+	ctx       context.Context   // the request a remote signature is made for (WithContext)
+}
+
+// Signer is an Ed25519 key held outside the process, whose every signature is a call: pure
+// Ed25519 (RFC 8032), so its signatures are byte-identical to a local key's over the same bytes.
+type Signer interface {
+	// Sign signs msg (which it must not keep past the call). It must return an Ed25519 signature
+	// of msg under the key's public half, or an error.
+	Sign(ctx context.Context, msg []byte) ([]byte, error)
+	// MaxMessage is the largest message Sign takes, in bytes; 0 means no limit.
+	MaxMessage() int
+}
+
+// RemoteKey is the key version whose public half is pub and whose signatures s makes.
+func RemoteKey(version string, pub ed25519.PublicKey, s Signer) Key {
+	return Key{Version: version, remote: s, remotePub: pub}
+}
+
+// IsRemote tells whether the key signs through a Signer (RemoteKey).
+func (k Key) IsRemote() bool { return k.remote != nil }
+
+// MaxMessage is the largest message the key signs (see Signer); 0, a local key's, means any.
+func (k Key) MaxMessage() int {
+	if k.remote == nil {
+		return 0
+	}
+	return k.remote.MaxMessage()
+}
+
+// WithContext is the key with the context its remote signatures are made under: a request's, so
+// that a signing call ends with the request's deadline. A local key does not use it. Without it a
+// remote signature is made under context.Background.
+func (k Key) WithContext(ctx context.Context) Key {
+	k.ctx = ctx
+	return k
 }
 
 // Public is the key a verifier needs for receipts this key signs.
 func (k Key) Public() PublicKey {
+	if k.remote != nil {
+		return PublicKey{Version: k.Version, Key: k.remotePub}
+	}
 	if len(k.Private) != ed25519.PrivateKeySize {
 		return PublicKey{Version: k.Version}
 	}
 	return PublicKey{Version: k.Version, Key: k.Private.Public().(ed25519.PublicKey)}
 }
 
+// ErrSignerUnavailable is wrapped by every failure of a remote key's signing call: the message
+// was not signed, and the same call may succeed later.
+var ErrSignerUnavailable = errors.New("the signing service did not sign")
+
+// ErrMessageTooLarge is what a *MessageTooLargeError is (errors.Is): a message longer than the
+// key's MaxMessage, refused before any call; the document must be made smaller to be signed.
+var ErrMessageTooLarge = errors.New("the message to sign is over the signing key's limit")
+
+// MessageTooLargeError says how large the signed message was and the key's limit, so that a
+// caller can tell how much to leave out: the message is the response's canonical form plus a
+// fixed overhead (context, algorithm, key version, timestamp) of Size minus its length.
+type MessageTooLargeError struct{ Size, Max int }
+
+func (e *MessageTooLargeError) Error() string {
+	return fmt.Sprintf("%v (%d bytes, the limit is %d)", ErrMessageTooLarge, e.Size, e.Max)
+}
+
+// Is makes errors.Is(err, ErrMessageTooLarge) hold.
+func (e *MessageTooLargeError) Is(target error) bool { return target == ErrMessageTooLarge }
+
+// signMessage signs msg with the key: locally, or with one call to its remote signer, whose
+// answer is checked against the public half before it is used.
+func (k Key) signMessage(msg []byte) ([]byte, error) {
+	if k.remote == nil {
+		return sign(k.Private, msg), nil
+	}
+	if max := k.remote.MaxMessage(); max > 0 && len(msg) > max {
+		return nil, &MessageTooLargeError{Size: len(msg), Max: max}
+	}
+	ctx := k.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	sig, err := k.remote.Sign(ctx, msg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSignerUnavailable, err)
+	}
+	if len(sig) != ed25519.SignatureSize || !ed25519.Verify(k.remotePub, msg, sig) {
+		return nil, fmt.Errorf("%w: the signature does not verify under the key's public half", ErrSignerUnavailable)
+	}
+	return sig, nil
+}
+
 // check tells whether the key can sign; ed25519.Sign panics on a malformed key.
 func (k Key) check() error {
 	if k.Version == "" {
 		return errors.New("signing key has no version")
+	}
+	if k.remote != nil {
+		if len(k.remotePub) != ed25519.PublicKeySize {
+			return fmt.Errorf("signing key %q: the remote key's public half is malformed", k.Version)
+		}
+		return nil
 	}
 	if len(k.Private) != ed25519.PrivateKeySize {
 		return fmt.Errorf("signing key %q is malformed (%d bytes, want %d)", k.Version, len(k.Private), ed25519.PrivateKeySize)

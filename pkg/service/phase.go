@@ -154,7 +154,7 @@ func (s *Service) Finish(ctx context.Context, job *Job, payment *receipt.Payment
 			VerificationID: s.d.NewID(), VerifiedAt: now, VerifierVersion: wire.Version,
 			Verify: receipt.NewVerifyInfo(s.d.BaseURL, s.d.Keys.Current.Version), Payment: payment,
 		}
-		checked, err := job.check.Finish(env, s.d.Keys.Current)
+		checked, err := job.check.Finish(env, s.d.Keys.Current.WithContext(ctx))
 		if err != nil {
 			return err
 		}

@@ -78,10 +78,70 @@ type ReputationDocument struct {
 
 // ReputationPage is the signed GET /reputation/{agent_id} document: the agent's totals and one
 // page of its history, newest first. limit and cursor are as the route takes them.
+//
+// A signing key with a message limit (kms-sign:, 4096 bytes) signs a page of at most the
+// entries that fit: the page is read again with that many as its limit, so that its next_cursor
+// continues right after the last entry shown and the pages still cover the whole history.
 func (s *Service) ReputationPage(ctx context.Context, agentID string, limit int, cursor string) ([]byte, error) {
 	if err := CheckAgentID(agentID); err != nil {
 		return nil, err
 	}
+	for {
+		doc, err := s.reputationDocument(ctx, agentID, limit, cursor)
+		if err != nil {
+			return nil, err
+		}
+		signed, err := s.sign(ctx, receipt.ContextReputation, doc)
+		tooLarge, ok := errors.AsType[*receipt.MessageTooLargeError](err)
+		if !ok || len(doc.History) <= 1 {
+			return signed, err
+		}
+		// The fewest entries to leave out, measured on the canonical form the key signs; the
+		// next read's cursor may differ in length, which the next round corrects.
+		n, err := fittingEntries(doc, tooLarge)
+		if err != nil {
+			return nil, err
+		}
+		limit = max(n, 1)
+	}
+}
+
+// fittingEntries is how many of doc's history entries fit in a signed message of at most
+// tooLarge.Max bytes, whose overhead over the canonical document is what tooLarge tells.
+func fittingEntries(doc ReputationDocument, tooLarge *receipt.MessageTooLargeError) (int, error) {
+	size := func(n int) (int, error) {
+		d := doc
+		d.History = doc.History[:n]
+		body, err := json.Marshal(d)
+		if err != nil {
+			return 0, err
+		}
+		c, err := receipt.Canonicalize(body)
+		return len(c), err
+	}
+	full, err := size(len(doc.History))
+	if err != nil {
+		return 0, err
+	}
+	overhead := tooLarge.Size - full
+	lo, hi := 0, len(doc.History) // lo fits (or is 0), hi does not
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		l, err := size(mid)
+		if err != nil {
+			return 0, err
+		}
+		if overhead+l <= tooLarge.Max {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
+}
+
+// reputationDocument reads the agent's totals and one page of its history.
+func (s *Service) reputationDocument(ctx context.Context, agentID string, limit int, cursor string) (ReputationDocument, error) {
 	doc := ReputationDocument{AgentID: agentID, History: []HistoryEntry{}, Verify: receipt.NewVerifyInfo(s.d.BaseURL, s.d.Keys.Current.Version)}
 	if !isTestAgent(agentID) {
 		// The aggregate first: a store may complete the history when it reads the aggregate
@@ -89,15 +149,15 @@ func (s *Service) ReputationPage(ctx context.Context, agentID string, limit int,
 		agg, found, err := s.d.Store.AgentAggregate(ctx, agentID)
 		if err != nil {
 			s.d.Log.Error("read aggregate failed", "err", err.Error())
-			return nil, reputationUnavailable()
+			return doc, reputationUnavailable()
 		}
 		page, next, err := s.d.Store.History(ctx, agentID, limit, cursor)
 		if errors.Is(err, store.ErrBadCursor) {
-			return nil, apperr.Field("cursor", "is not a cursor this service returned", "Send back the next_cursor of the previous page unchanged, or leave cursor out for the newest page.")
+			return doc, apperr.Field("cursor", "is not a cursor this service returned", "Send back the next_cursor of the previous page unchanged, or leave cursor out for the newest page.")
 		}
 		if err != nil {
 			s.d.Log.Error("read history failed", "err", err.Error())
-			return nil, reputationUnavailable()
+			return doc, reputationUnavailable()
 		}
 		for _, v := range page {
 			doc.History = append(doc.History, HistoryEntry{
@@ -116,7 +176,7 @@ func (s *Service) ReputationPage(ctx context.Context, agentID string, limit int,
 	if doc.Totals.Verifications == 0 && len(doc.History) == 0 {
 		doc.Reason = "no_data"
 	}
-	return s.sign(receipt.ContextReputation, doc)
+	return doc, nil
 }
 
 // formatTime is t as the service writes times, for a field that may be null.
@@ -126,12 +186,12 @@ func formatTime(t time.Time) *string {
 }
 
 // sign serializes doc and attests it under context, timestamped now.
-func (s *Service) sign(context string, doc any) ([]byte, error) {
+func (s *Service) sign(ctx context.Context, context string, doc any) ([]byte, error) {
 	body, err := json.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("encode document: %w", err)
 	}
-	signed, err := s.d.Keys.Current.Attest(context, body, receipt.FormatTime(s.d.Now()))
+	signed, err := s.d.Keys.Current.WithContext(ctx).Attest(context, body, receipt.FormatTime(s.d.Now()))
 	if err != nil {
 		return nil, fmt.Errorf("sign document: %w", err)
 	}

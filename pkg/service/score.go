@@ -133,10 +133,12 @@ func (l ScoreLookup) Priced() bool { return l.rec.found && l.svc.d.Payer != nil 
 // Document is the signed GET /score/{agent_id} document, computed now from the lookup's read and
 // signed with the trust-score context. It does no payment accounting: callers charge first when
 // Priced says so.
-func (l ScoreLookup) Document() ([]byte, error) { return l.svc.scoreDocument(l.rec) }
+func (l ScoreLookup) Document(ctx context.Context) ([]byte, error) {
+	return l.svc.scoreDocument(ctx, l.rec)
+}
 
 // scoreDocument builds and signs the score of rec as of now.
-func (s *Service) scoreDocument(rec agentRecord) ([]byte, error) {
+func (s *Service) scoreDocument(ctx context.Context, rec agentRecord) ([]byte, error) {
 	now := s.d.Now()
 	a := rec.agg
 	if !rec.found {
@@ -164,7 +166,7 @@ func (s *Service) scoreDocument(rec agentRecord) ([]byte, error) {
 		return nil, err
 	}
 	// The attestation's timestamp is computed_at, as a verification's is its verified_at.
-	return s.d.Keys.Current.Attest(receipt.ContextScore, body, doc.ComputedAt)
+	return s.d.Keys.Current.WithContext(ctx).Attest(receipt.ContextScore, body, doc.ComputedAt)
 }
 
 // ScorePaymentRequired is the x402 PaymentRequired of GET /score/{agent_id}: PriceScore, resource
@@ -190,7 +192,7 @@ func (s *Service) Score(ctx context.Context, call ScoreCall) Outcome {
 		return s.refused(call.Route, err)
 	}
 	if !lookup.Priced() {
-		body, err := lookup.Document()
+		body, err := lookup.Document(ctx)
 		if err != nil {
 			return s.refused(call.Route, err)
 		}
@@ -203,8 +205,8 @@ func (s *Service) Score(ctx context.Context, call ScoreCall) Outcome {
 		return s.scorePaymentRequired(ctx, call, apperr.PaymentInvalid, call.Words.UndecodablePayment, nil)
 	}
 	var body []byte
-	sr, fail, err := s.Charge(ctx, call.Payment.Payload, s.d.Pricing.PriceScore, func(context.Context, receipt.Payment) (err error) {
-		body, err = lookup.Document()
+	sr, fail, err := s.Charge(ctx, call.Payment.Payload, s.d.Pricing.PriceScore, func(ctx context.Context, _ receipt.Payment) (err error) {
+		body, err = lookup.Document(ctx)
 		return err
 	})
 	switch {

@@ -202,8 +202,21 @@ func (s *Service) PublicError(route string, err error) *apperr.Error {
 	if e, ok := apperr.As(err); ok {
 		return e
 	}
+	if errors.Is(err, receipt.ErrSignerUnavailable) {
+		// A remote key (kms-sign:) that did not sign: the work was done but nothing is
+		// delivered, so nothing is charged, consumed or recorded (Verify signs first).
+		s.d.Log.Error("signing failed", "route", route, "err", err.Error())
+		return signingUnavailable()
+	}
 	s.d.Log.Error("internal error", "route", route, "err", err.Error())
 	e := apperr.New(apperr.Internal, "The request could not be completed. Nothing was charged; try again.")
+	e.RetryAfter = 1
+	return e
+}
+
+// signingUnavailable is the answer when the signing key's service did not sign.
+func signingUnavailable() *apperr.Error {
+	e := apperr.New(apperr.Unavailable, "The answer could not be signed: the signing service is unavailable. Nothing was charged; try again.")
 	e.RetryAfter = 1
 	return e
 }
@@ -247,7 +260,7 @@ func (s *Service) Health(ctx context.Context) HealthReport {
 		s.d.Log.Warn("health: store probe failed", "err", err.Error())
 		r.Store = false
 	}
-	signed, err := s.d.Keys.Current.Attest(healthProbeContext, []byte(`{"probe":true}`), receipt.FormatTime(now))
+	signed, err := s.d.Keys.Current.WithContext(ctx).Attest(healthProbeContext, []byte(`{"probe":true}`), receipt.FormatTime(now))
 	if err == nil {
 		err = receipt.VerifyAttestation(signed, healthProbeContext, []receipt.PublicKey{s.d.Keys.Current.Public()})
 	}

@@ -98,8 +98,9 @@ const VerifyDescription = "Verify an AI agent's JSON output against a JSON Schem
 //     before decoding (payment required, or 413 where nothing can be paid);
 //   - decode: an invalid request is a 422 that consumes and charges nothing; a free one is also
 //     checked against its schema first, the one check that can refuse a sound request;
-//   - free: one call of the client's daily allowance, or, when it is spent, payment required
-//     (the free-only 429 where nothing can be paid); paid: match, replay check, facilitator
+//   - free: the check and its signature, then one call of the client's daily allowance, or,
+//     when it is spent, payment required (the free-only 429 where nothing can be paid) and the
+//     signed answer discarded; paid: match, replay check, facilitator
 //     verification, reservation, the work, settlement (Charge);
 //   - record: only a delivered verification is recorded, a paid one only once settled.
 func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
@@ -134,6 +135,14 @@ func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
 	if paying {
 		return s.verifyPaid(ctx, call, job)
 	}
+	// The report is checked and signed before the allowance is consumed: a signature that fails
+	// (a remote key's call, kms-sign:) or a missed deadline then leaves the allowance as it was,
+	// since the stores have no way to give a call back. What it costs is the work, one signature
+	// included, for a client whose allowance turns out to be spent, whose answer is discarded.
+	v, err := s.Finish(ctx, job, &receipt.FreePayment)
+	if err != nil {
+		return s.refused(call.Route, err)
+	}
 	client := s.CallerID(call.Client)
 	granted, remaining, err := s.ConsumeFree(ctx, client)
 	if err != nil {
@@ -147,10 +156,6 @@ func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
 			return o
 		}
 		return s.verifyPaymentRequired(ctx, call, apperr.FreeTrialExhausted, "This client's free checks for today are used up; pay with x402 to continue.", ft, nil)
-	}
-	v, err := s.Finish(ctx, job, &receipt.FreePayment)
-	if err != nil {
-		return s.refused(call.Route, err)
 	}
 	s.Record(ctx, v, call.Client, false)
 	return Outcome{Kind: Answered, Body: v.Body, VerificationID: v.VerificationID, Result: v.Result,

@@ -3,8 +3,6 @@ package verify
 import (
 	"fmt"
 	"sync"
-
-	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
 
 // Engine runs verifications. It is pure apart from its compiled-schema cache: ids, time and the
@@ -154,7 +152,7 @@ func (e *Engine) Finish(req *Request, sch *Schema, env Envelope, a Attester) ([]
 	if canonErr != nil {
 		canon = nil // the signer canonicalizes the wire form itself
 	}
-	out, err := a.AttestCanonical(receipt.ContextVerify, wire, canon, rep.VerifiedAt)
+	out, err := rep.attest(a, wirep, canonp, canon)
 	if err != nil {
 		return nil, nil, fmt.Errorf("attest report: %w", err)
 	}

@@ -293,3 +293,58 @@ func listed[T any](list []T, total int, n *[2]int) ([]T, *int, *int) {
 	}
 	return list, &n[0], &n[1]
 }
+
+// The lists a report shortens to fit a signing key's message limit, in the order they give up
+// entries: a report whose signed message is over the limit (receipt.MessageTooLargeError, a
+// kms-sign: key's 4096 bytes) loses the last entry of hints, then of flags, then of
+// errors_detail, then of errors, then of hints again, round and round (a list already empty is
+// passed over), until it fits; each list's <list>_omitted counts what it left out. The repair
+// hints go first because errors and errors_detail say the same failures, and errors, the
+// shortest statement of what blocked, go last.
+const (
+	fitErrors = iota
+	fitErrorsDetail
+	fitFlags
+	fitHints
+)
+
+// fitOrder is the order above, as indexes of Report.counts.
+var fitOrder = [4]int{fitHints, fitFlags, fitErrorsDetail, fitErrors}
+
+// fitLists are a report's lists as built, which shortened copies are cut from.
+type fitLists struct {
+	errs    []string
+	details []ErrorDetail
+	flags   []Flag
+	hints   []Hint
+}
+
+func (r *Report) fitLists() fitLists {
+	return fitLists{r.Errors, r.ErrorsDetail, r.Flags, r.Hints}
+}
+
+// entries is how many entries the lists hold.
+func (l fitLists) entries() int { return len(l.errs) + len(l.details) + len(l.flags) + len(l.hints) }
+
+// keepAllBut shows all but n of l's entries, taken in fitOrder, and counts the rest as omitted.
+func (r *Report) keepAllBut(l fitLists, n int) {
+	lens := [4]int{len(l.errs), len(l.details), len(l.flags), len(l.hints)}
+	for n > 0 {
+		removed := false
+		for _, i := range fitOrder {
+			if n > 0 && lens[i] > 0 {
+				lens[i]--
+				n--
+				removed = true
+			}
+		}
+		if !removed {
+			break
+		}
+	}
+	r.Errors, r.ErrorsDetail = l.errs[:lens[fitErrors]], l.details[:lens[fitErrorsDetail]]
+	r.Flags, r.Hints = l.flags[:lens[fitFlags]], l.hints[:lens[fitHints]]
+	for i, n := range lens {
+		r.counts[i][1] = r.counts[i][0] - n
+	}
+}

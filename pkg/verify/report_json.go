@@ -2,12 +2,15 @@ package verify
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
@@ -501,4 +504,79 @@ func (c *jsonWriter) str(s string) {
 	if c.b, err = jsontext.AppendQuote(c.b, s); err != nil && c.err == nil {
 		c.err = errNotCanonical
 	}
+}
+
+// attest signs the report, whose two forms are in *wirep and *canonp (canon nil when the signer
+// is to canonicalize wire itself). When the signed message is over the signing key's limit, the
+// report's lists are shortened (Report.keepAllBut) by the fewest entries that make it fit,
+// found by bisection over the forms' sizes alone, and only that report is signed: one signing
+// call, whatever the search took. A report that does not fit even with empty lists is the
+// error receiptTooLarge, refused as the request's.
+func (r *Report) attest(a Attester, wirep, canonp *[]byte, canon []byte) ([]byte, error) {
+	out, err := a.AttestCanonical(receipt.ContextVerify, *wirep, canon, r.VerifiedAt)
+	tooLarge, ok := errors.AsType[*receipt.MessageTooLargeError](err)
+	if !ok {
+		return out, err
+	}
+	// The message is the canonical form plus an overhead that does not change with the lists.
+	size := func() (int, error) {
+		w, c, err, canonErr := r.bothJSON((*wirep)[:0], (*canonp)[:0])
+		*wirep, *canonp = w, c
+		if err != nil {
+			return 0, err
+		}
+		if canonErr != nil {
+			if c, err = receipt.Canonicalize(w); err != nil {
+				return 0, err
+			}
+			*canonp = c
+		}
+		return len(c), nil
+	}
+	full, err := size()
+	if err != nil {
+		return nil, fmt.Errorf("encode report: %w", err)
+	}
+	overhead := tooLarge.Size - full
+	lists := r.fitLists()
+	fits := func(n int) (bool, error) {
+		r.keepAllBut(lists, n)
+		l, err := size()
+		return overhead+l <= tooLarge.Max, err
+	}
+	total := lists.entries()
+	if ok, err := fits(total); err != nil || !ok {
+		if err == nil {
+			err = receiptTooLarge(tooLarge.Max)
+		}
+		return nil, err
+	}
+	// The fewest entries to leave out: fits(lo) is false, fits(hi) true.
+	lo, hi := 0, total
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		ok, err := fits(mid)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	if _, err := fits(hi); err != nil {
+		return nil, err
+	}
+	return a.AttestCanonical(receipt.ContextVerify, *wirep, *canonp, r.VerifiedAt)
+}
+
+// receiptTooLarge is the answer to a request whose report cannot be signed by this deployment's
+// key even with every list empty: what is left is the request's identifying fields (and the
+// deployment's fixed texts), so the fix is shorter ids. Nothing is charged or counted.
+func receiptTooLarge(max int) *apperr.Error {
+	fix := fmt.Sprintf("Send a shorter task_id and agent_id: this deployment's signing key signs at most %d bytes per receipt, and its fixed parts take the rest.", max)
+	const problem = "leaves the receipt no room under the signing key's size limit"
+	return apperr.Invalid(apperr.FieldProblem{Field: "task_id", Problem: problem, Fix: fix},
+		apperr.FieldProblem{Field: "agent_id", Problem: problem, Fix: fix})
 }

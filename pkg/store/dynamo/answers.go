@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/internal/storekey"
 )
@@ -37,9 +40,9 @@ func (s *Store) KeepPaidAnswer(ctx context.Context, id string, a store.PaidAnswe
 	it[attrResponse] = str(base64.StdEncoding.EncodeToString(a.Response))
 	it[attrSettlement] = str(base64.StdEncoding.EncodeToString(a.Settlement))
 	it[attrExpiresAt] = number(expires.Unix())
-	err := s.putItem(ctx, putItemInput{
+	err := s.putItem(ctx, &dynamodb.PutItemInput{
 		Item:                      it,
-		ConditionExpression:       "attribute_not_exists(#pk) OR #exp < :now",
+		ConditionExpression:       aws.String("attribute_not_exists(#pk) OR #exp < :now"),
 		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#exp": attrExpiresAt},
 		ExpressionAttributeValues: item{":now": number(s.now().Unix())},
 	})
@@ -58,7 +61,7 @@ func (s *Store) PaidAnswer(ctx context.Context, id string) (store.PaidAnswer, bo
 	if err := storekey.CheckID("payment identifier", id); err != nil {
 		return store.PaidAnswer{}, false, fmt.Errorf("read paid answer: %w", err)
 	}
-	got, err := s.getItem(ctx, getItemInput{Key: answerKey(id), ConsistentRead: true})
+	got, err := s.getItem(ctx, &dynamodb.GetItemInput{Key: answerKey(id), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return store.PaidAnswer{}, false, fmt.Errorf("read paid answer: %w", err)
 	}

@@ -59,9 +59,10 @@
 // An aggregate written by an earlier version of this package holds an outbox of counted records
 // and recent_ids; the next fold finishes the outbox's records as a batch and removes both.
 //
-// The store speaks DynamoDB's JSON protocol through pkg/internal/awsjson rather than the SDK's
-// generated client, whose package initialisation alone took about 3 ms of every cold start: the
-// four operations it uses (GetItem, PutItem, UpdateItem, Query) are a few small structs here.
+// The store calls DynamoDB through the SDK's client (service/dynamodb), which signs, retries
+// throttling and server errors, and resolves endpoints and credentials; records are encoded with
+// feature/dynamodb/attributevalue. Conditions and updates are fixed expression strings with named
+// placeholders, written once here rather than rebuilt by the expression builder on every call.
 package dynamo
 
 import (
@@ -75,7 +76,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agent-output-verifier/verifier/pkg/internal/awsjson"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
 	"github.com/agent-output-verifier/verifier/pkg/reputation"
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/internal/storekey"
@@ -120,14 +126,19 @@ type Store struct {
 	now    func() time.Time
 }
 
-// Client sends one operation of DynamoDB's JSON protocol with the JSON of in and decodes the answer
-// into out. A refusal by DynamoDB must be an *awsjson.Error, whose Code the store reads (a failed
-// condition is ConditionalCheckFailedException). awsjson.New(cfg, awsjson.DynamoDB) makes the one
-// the functions use; it retries throttling, server errors and network failures a bounded number
-// of times, and nothing else.
+// Client is the part of the SDK's DynamoDB client (*dynamodb.Client) the store calls. The SDK
+// retries throttling, server errors and network failures a bounded number of times (its standard
+// retryer), and nothing else; a refused condition is a *types.ConditionalCheckFailedException.
 type Client interface {
-	Call(ctx context.Context, operation string, in, out any) error
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 }
+
+var _ Client = (*dynamodb.Client)(nil)
 
 var _ store.Store = (*Store)(nil)
 
@@ -154,99 +165,37 @@ func New(client Client, table string, opts ...Option) *Store {
 	return s
 }
 
-// value is one DynamoDB AttributeValue in the JSON protocol's form, with exactly one member set:
-// {"S":"text"}, {"N":"12"}, {"BOOL":true}, {"L":[...]} or {"M":{...}}, the types the store
-// writes. An attribute of any other type reads as none of these and fails the store's type checks.
-type value struct {
-	S    *string  `json:"S,omitempty"`
-	N    *string  `json:"N,omitempty"`
-	BOOL *bool    `json:"BOOL,omitempty"`
-	L    *[]value `json:"L,omitempty"`
-	M    *item    `json:"M,omitempty"`
-}
-
 // item is a DynamoDB item, a key, or a set of expression values, by attribute name.
-type item map[string]value
+type item = map[string]types.AttributeValue
 
-func str(s string) value { return value{S: &s} }
+func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
 
-func boolean(b bool) value { return value{BOOL: &b} }
-
-func number(n int64) value {
-	s := strconv.FormatInt(n, 10)
-	return value{N: &s}
+func number(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
 }
 
-func list(v []value) value { return value{L: &v} }
-
-func mapOf(m item) value { return value{M: &m} }
-
-// The requests and answers of the operations the store uses, with DynamoDB's member names.
-type (
-	getItemInput struct {
-		TableName                string
-		Key                      item
-		ConsistentRead           bool              `json:",omitempty"`
-		ProjectionExpression     string            `json:",omitempty"`
-		ExpressionAttributeNames map[string]string `json:",omitempty"`
+func (s *Store) getItem(ctx context.Context, in *dynamodb.GetItemInput) (item, error) {
+	in.TableName = &s.table
+	out, err := s.client.GetItem(ctx, in)
+	if err != nil {
+		return nil, err
 	}
-	getItemOutput struct {
-		Item item // nil when there is no such item
-	}
-	putItemInput struct {
-		TableName                 string
-		Item                      item
-		ConditionExpression       string            `json:",omitempty"`
-		ExpressionAttributeNames  map[string]string `json:",omitempty"`
-		ExpressionAttributeValues item              `json:",omitempty"`
-	}
-	updateItemInput struct {
-		TableName                 string
-		Key                       item
-		UpdateExpression          string
-		ConditionExpression       string            `json:",omitempty"`
-		ExpressionAttributeNames  map[string]string `json:",omitempty"`
-		ExpressionAttributeValues item              `json:",omitempty"`
-		ReturnValues              string            `json:",omitempty"`
-	}
-	updateItemOutput struct {
-		Attributes item
-	}
-	queryInput struct {
-		TableName                 string
-		KeyConditionExpression    string
-		ExpressionAttributeNames  map[string]string
-		ExpressionAttributeValues item
-		ScanIndexForward          bool // always sent: false reads the newest first
-		ConsistentRead            bool
-		Limit                     int
-		ExclusiveStartKey         item `json:",omitempty"`
-	}
-	queryOutput struct {
-		Items            []item
-		LastEvaluatedKey item
-	}
-	// noOutput is the answer of a write whose returned attributes the store does not ask for.
-	noOutput struct{}
-)
-
-func (s *Store) getItem(ctx context.Context, in getItemInput) (item, error) {
-	in.TableName = s.table
-	var out getItemOutput
-	err := s.client.Call(ctx, "GetItem", &in, &out)
-	return out.Item, err
+	return out.Item, nil
 }
 
-func (s *Store) putItem(ctx context.Context, in putItemInput) error {
-	in.TableName = s.table
-	return s.client.Call(ctx, "PutItem", &in, new(noOutput))
+func (s *Store) putItem(ctx context.Context, in *dynamodb.PutItemInput) error {
+	in.TableName = &s.table
+	_, err := s.client.PutItem(ctx, in)
+	return err
 }
 
-func (s *Store) updateItem(ctx context.Context, in updateItemInput) (item, error) {
-	in.TableName = s.table
-	var out updateItemOutput
-	err := s.client.Call(ctx, "UpdateItem", &in, &out)
-	return out.Attributes, err
+func (s *Store) updateItem(ctx context.Context, in *dynamodb.UpdateItemInput) (item, error) {
+	in.TableName = &s.table
+	out, err := s.client.UpdateItem(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return out.Attributes, nil
 }
 
 func allowanceKey(client, day string) item {
@@ -263,8 +212,8 @@ func key(pk, sk string) item {
 
 // isConditionFailed reports whether DynamoDB refused a write because its condition did not hold.
 func isConditionFailed(err error) bool {
-	e, ok := errors.AsType[*awsjson.Error](err)
-	return ok && e.Code == "ConditionalCheckFailedException"
+	_, ok := errors.AsType[*types.ConditionalCheckFailedException](err)
+	return ok
 }
 
 // ConsumeAllowance implements store.Store with one conditional UpdateItem: the ADD and the check
@@ -287,10 +236,10 @@ func (s *Store) ConsumeAllowance(ctx context.Context, client, day string, limit 
 	// Two rounds cover losing the restart of an expired counter to a concurrent caller; past that
 	// the answer is "not granted", which can never exceed the limit.
 	for range 2 {
-		attrs, err := s.updateItem(ctx, updateItemInput{
+		attrs, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
 			Key:                 allowanceKey(client, day),
-			UpdateExpression:    "ADD #n :one SET #exp = :exp",
-			ConditionExpression: "(attribute_not_exists(#n) OR #n < :limit) AND (attribute_not_exists(#exp) OR #exp >= :now)",
+			UpdateExpression:    aws.String("ADD #n :one SET #exp = :exp"),
+			ConditionExpression: aws.String("(attribute_not_exists(#n) OR #n < :limit) AND (attribute_not_exists(#exp) OR #exp >= :now)"),
 			ExpressionAttributeNames: map[string]string{
 				"#n":   attrCount,
 				"#exp": attrExpiresAt,
@@ -301,7 +250,7 @@ func (s *Store) ConsumeAllowance(ctx context.Context, client, day string, limit 
 				":exp":   number(expires.Unix()),
 				":now":   number(s.now().Unix()),
 			},
-			ReturnValues: "UPDATED_NEW",
+			ReturnValues: types.ReturnValueUpdatedNew,
 		})
 		if err == nil {
 			used, err := intAttr(attrs, attrCount)
@@ -337,9 +286,9 @@ const (
 
 // restartExpiredCounter is ConsumeAllowance's path after a refused ADD.
 func (s *Store) restartExpiredCounter(ctx context.Context, client, day string, limit int, expires time.Time) (restartOutcome, error) {
-	got, err := s.getItem(ctx, getItemInput{
+	got, err := s.getItem(ctx, &dynamodb.GetItemInput{
 		Key:            allowanceKey(client, day),
-		ConsistentRead: true,
+		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("read counter: %w", err)
@@ -353,10 +302,10 @@ func (s *Store) restartExpiredCounter(ctx context.Context, client, day string, l
 		}
 		return counterLive, nil
 	}
-	_, err = s.updateItem(ctx, updateItemInput{
+	_, err = s.updateItem(ctx, &dynamodb.UpdateItemInput{
 		Key:                      allowanceKey(client, day),
-		UpdateExpression:         "SET #n = :one, #exp = :exp",
-		ConditionExpression:      "#exp < :now",
+		UpdateExpression:         aws.String("SET #n = :one, #exp = :exp"),
+		ConditionExpression:      aws.String("#exp < :now"),
 		ExpressionAttributeNames: map[string]string{"#n": attrCount, "#exp": attrExpiresAt},
 		ExpressionAttributeValues: item{
 			":one": number(1),
@@ -379,10 +328,10 @@ func (s *Store) AllowanceUsed(ctx context.Context, client, day string) (int, err
 	if err := storekey.CheckAllowance(client, day); err != nil {
 		return 0, fmt.Errorf("read allowance: %w", err)
 	}
-	got, err := s.getItem(ctx, getItemInput{
+	got, err := s.getItem(ctx, &dynamodb.GetItemInput{
 		Key:                      allowanceKey(client, day),
-		ConsistentRead:           true,
-		ProjectionExpression:     "#n, #exp",
+		ConsistentRead:           aws.Bool(true),
+		ProjectionExpression:     aws.String("#n, #exp"),
 		ExpressionAttributeNames: map[string]string{"#n": attrCount, "#exp": attrExpiresAt},
 	})
 	if err != nil {
@@ -416,9 +365,9 @@ func (s *Store) ReservePayment(ctx context.Context, id string, expires time.Time
 	}
 	it := paymentKey(id)
 	it[attrExpiresAt] = number(expires.Unix())
-	err := s.putItem(ctx, putItemInput{
+	err := s.putItem(ctx, &dynamodb.PutItemInput{
 		Item:                      it,
-		ConditionExpression:       "attribute_not_exists(#pk) OR #exp < :now",
+		ConditionExpression:       aws.String("attribute_not_exists(#pk) OR #exp < :now"),
 		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#exp": attrExpiresAt},
 		ExpressionAttributeValues: item{":now": number(s.now().Unix())},
 	})
@@ -438,10 +387,10 @@ func (s *Store) ReleasePayment(ctx context.Context, id string) error {
 	if err := storekey.CheckID("payment id", id); err != nil {
 		return fmt.Errorf("release payment: %w", err)
 	}
-	_, err := s.updateItem(ctx, updateItemInput{
+	_, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
 		Key:                       paymentKey(id),
-		UpdateExpression:          "SET #exp = :past",
-		ConditionExpression:       "attribute_exists(#pk)",
+		UpdateExpression:          aws.String("SET #exp = :past"),
+		ConditionExpression:       aws.String("attribute_exists(#pk)"),
 		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#exp": attrExpiresAt},
 		ExpressionAttributeValues: item{":past": number(s.now().Unix() - 1)},
 	})
@@ -456,7 +405,7 @@ func (s *Store) PaymentReserved(ctx context.Context, id string) (bool, error) {
 	if err := storekey.CheckID("payment id", id); err != nil {
 		return false, fmt.Errorf("read payment: %w", err)
 	}
-	got, err := s.getItem(ctx, getItemInput{Key: paymentKey(id), ConsistentRead: true})
+	got, err := s.getItem(ctx, &dynamodb.GetItemInput{Key: paymentKey(id), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return false, fmt.Errorf("read payment %s: %w", id, err)
 	}
@@ -500,11 +449,14 @@ func (s *Store) RecordVerification(ctx context.Context, v store.Verification) er
 	if err := storekey.CheckVerification(v); err != nil {
 		return fmt.Errorf("record verification: %w", err)
 	}
-	it := historyItem(v)
+	it, err := historyItem(v)
+	if err != nil {
+		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
+	}
 	it[attrSK] = str(prefixInbox + v.VerificationID)
-	err := s.putItem(ctx, putItemInput{
+	err = s.putItem(ctx, &dynamodb.PutItemInput{
 		Item:                     it,
-		ConditionExpression:      "attribute_not_exists(#pk)",
+		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
 	})
 	if err != nil && !isConditionFailed(err) { // refused: the same record waits already
@@ -587,19 +539,18 @@ func (s *Store) readFoldState(ctx context.Context, agentID string) (a aggregateI
 	}
 	first := make(chan read, 1)
 	go func() {
-		it, err := s.getItem(ctx, getItemInput{Key: aggregateKey(agentID), ConsistentRead: true})
+		it, err := s.getItem(ctx, &dynamodb.GetItemInput{Key: aggregateKey(agentID), ConsistentRead: aws.Bool(true)})
 		first <- read{it, err}
 	}()
-	var out queryOutput
-	qerr := s.client.Call(ctx, "Query", &queryInput{
-		TableName:                 s.table,
-		KeyConditionExpression:    "#pk = :pk AND begins_with(#sk, :in)",
+	out, qerr := s.client.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 &s.table,
+		KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :in)"),
 		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
 		ExpressionAttributeValues: item{":pk": str(prefixAgent + agentID), ":in": str(prefixInbox)},
-		ScanIndexForward:          true,
-		ConsistentRead:            true,
-		Limit:                     foldBatch,
-	}, &out)
+		ScanIndexForward:          aws.Bool(true),
+		ConsistentRead:            aws.Bool(true),
+		Limit:                     aws.Int32(foldBatch),
+	})
 	agg := <-first
 	if agg.err != nil {
 		return a, false, nil, false, fmt.Errorf("read aggregate: %w", agg.err)
@@ -670,10 +621,14 @@ func (s *Store) uncounted(ctx context.Context, agentID string, inbox, batch []st
 	return pending, false, nil
 }
 
-// recordSize is the length of v's record in the JSON protocol, a bound on what it adds to the
+// recordSize is the length of v's record in DynamoDB's JSON form, a bound on what it adds to the
 // aggregate item's batch.
 func recordSize(v store.Verification) (int, error) {
-	b, err := json.Marshal(historyItem(v))
+	it, err := historyItem(v)
+	if err != nil {
+		return 0, err
+	}
+	b, err := attributevalue.MarshalMapJSON(it)
 	if err != nil {
 		return 0, fmt.Errorf("encode record: %w", err)
 	}
@@ -683,12 +638,6 @@ func recordSize(v store.Verification) (int, error) {
 // existing reads which of keys (history records of one agent, at most foldBatch) exist, with
 // strongly consistent reads, by sort key.
 func (s *Store) existing(ctx context.Context, keys []item) (map[string]bool, error) {
-	type keysAndAttributes struct {
-		Keys                     []item
-		ConsistentRead           bool
-		ProjectionExpression     string
-		ExpressionAttributeNames map[string]string
-	}
 	found := make(map[string]bool, len(keys))
 	for attempt := 0; len(keys) > 0; attempt++ {
 		if attempt >= batchGetAttempts {
@@ -701,22 +650,18 @@ func (s *Store) existing(ctx context.Context, keys []item) (map[string]bool, err
 				return nil, fmt.Errorf("read history records: %w", ctx.Err())
 			}
 		}
-		var out struct {
-			Responses       map[string][]item
-			UnprocessedKeys map[string]keysAndAttributes
-		}
-		err := s.client.Call(ctx, "BatchGetItem", &struct {
-			RequestItems map[string]keysAndAttributes
-		}{map[string]keysAndAttributes{s.table: {
-			Keys: keys, ConsistentRead: true, ProjectionExpression: "#pk, #sk",
-			ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#sk": attrSK},
-		}}}, &out)
+		out, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
+			RequestItems: map[string]types.KeysAndAttributes{s.table: {
+				Keys: keys, ConsistentRead: aws.Bool(true), ProjectionExpression: aws.String("#pk, #sk"),
+				ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#sk": attrSK},
+			}},
+		})
 		if err != nil {
 			return nil, fmt.Errorf("read history records: %w", err)
 		}
 		for _, it := range out.Responses[s.table] {
-			if sk := it[attrSK].S; sk != nil {
-				found[*sk] = true
+			if sk, err := stringAttr(it, attrSK); err == nil {
+				found[sk] = true
 			}
 		}
 		keys = out.UnprocessedKeys[s.table].Keys
@@ -733,22 +678,26 @@ func (s *Store) putAggregate(ctx context.Context, agentID string, a aggregateIte
 	if err != nil {
 		return fmt.Errorf("encode aggregate: %w", err)
 	}
-	batch := make([]value, len(pending))
+	batch := make([]types.AttributeValue, len(pending))
 	for i, v := range pending {
-		batch[i] = mapOf(historyItem(v))
+		rec, err := historyItem(v)
+		if err != nil {
+			return err
+		}
+		batch[i] = &types.AttributeValueMemberM{Value: rec}
 	}
 	it := aggregateKey(agentID)
 	it[attrAgentID] = str(agentID)
 	it[attrVersion] = number(a.version + 1)
 	it[attrAggregate] = str(string(body))
-	it[attrBatch] = list(batch)
-	put := putItemInput{
+	it[attrBatch] = &types.AttributeValueMemberL{Value: batch}
+	put := &dynamodb.PutItemInput{
 		Item:                     it,
-		ConditionExpression:      "attribute_not_exists(#pk)",
+		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
 	}
 	if exists {
-		put.ConditionExpression = "#v = :v"
+		put.ConditionExpression = aws.String("#v = :v")
 		put.ExpressionAttributeNames = map[string]string{"#v": attrVersion}
 		put.ExpressionAttributeValues = item{":v": number(a.version)}
 	}
@@ -775,7 +724,11 @@ func (s *Store) finish(ctx context.Context, agentID string, batch []store.Verifi
 				if first != nil {
 					continue
 				}
-				if err := s.putRecord(ctx, historyItem(v)); err != nil {
+				rec, err := historyItem(v)
+				if err == nil {
+					err = s.putRecord(ctx, rec)
+				}
+				if err != nil {
 					first = err
 					continue
 				}
@@ -802,10 +755,10 @@ func (s *Store) finish(ctx context.Context, agentID string, batch []store.Verifi
 // changed meanwhile (then a later folder finished it before replacing it), so that the next folder
 // does not write it again. It removes an earlier version's outbox and recent_ids too.
 func (s *Store) clearBatch(ctx context.Context, agentID string, version int64) error {
-	_, err := s.updateItem(ctx, updateItemInput{
+	_, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
 		Key:                       aggregateKey(agentID),
-		UpdateExpression:          "REMOVE #batch, #outbox, #recent",
-		ConditionExpression:       "#v = :v",
+		UpdateExpression:          aws.String("REMOVE #batch, #outbox, #recent"),
+		ConditionExpression:       aws.String("#v = :v"),
 		ExpressionAttributeNames:  map[string]string{"#batch": attrBatch, "#outbox": attrOutbox, "#recent": attrRecentIDs, "#v": attrVersion},
 		ExpressionAttributeValues: item{":v": number(version)},
 	})
@@ -815,31 +768,50 @@ func (s *Store) clearBatch(ctx context.Context, agentID string, version int64) e
 	return nil
 }
 
+// record is a verification's item (in the inbox, the history or an aggregate's batch), as
+// attributevalue encodes and decodes it. Empty strings are left out rather than stored: older
+// DynamoDB-compatible servers refuse them.
+type record struct {
+	PK             string `dynamodbav:"pk"`
+	SK             string `dynamodbav:"sk"`
+	AgentID        string `dynamodbav:"agent_id"`
+	VerificationID string `dynamodbav:"verification_id"`
+	TaskID         string `dynamodbav:"task_id,omitempty"`
+	CallerID       string `dynamodbav:"caller_id,omitempty"`
+	Result         string `dynamodbav:"result"`
+	OverallRatio   ratio  `dynamodbav:"overall_ratio"`
+	VerifiedAt     string `dynamodbav:"verified_at"`
+	Paid           bool   `dynamodbav:"paid"`
+}
+
+// ratio is a number written in Go's shortest form ('g'): attributevalue's own ('f') spells a tiny
+// ratio with more digits than DynamoDB's 38 of precision.
+type ratio float64
+
+// MarshalDynamoDBAttributeValue implements attributevalue.Marshaler.
+func (r ratio) MarshalDynamoDBAttributeValue() (types.AttributeValue, error) {
+	return &types.AttributeValueMemberN{Value: strconv.FormatFloat(float64(r), 'g', -1, 64)}, nil
+}
+
 // historyItem is v's history record, keys included.
-func historyItem(v store.Verification) item {
-	it := historyItemKey(v)
-	it[attrAgentID] = str(v.AgentID)
-	it[attrVerifID] = str(v.VerificationID)
-	it[attrResult] = str(v.Result)
-	ratio := strconv.FormatFloat(v.OverallRatio, 'g', -1, 64)
-	it[attrRatio] = value{N: &ratio}
-	it[attrVerifiedAt] = str(v.VerifiedAt.UTC().Format(time.RFC3339Nano))
-	it[attrPaid] = boolean(v.Paid)
-	// Empty strings are left out rather than stored: older DynamoDB-compatible servers refuse them.
-	if v.TaskID != "" {
-		it[attrTaskID] = str(v.TaskID)
+func historyItem(v store.Verification) (item, error) {
+	it, err := attributevalue.MarshalMap(record{
+		PK: prefixAgent + v.AgentID, SK: historySK(v),
+		AgentID: v.AgentID, VerificationID: v.VerificationID, TaskID: v.TaskID, CallerID: v.CallerID,
+		Result: v.Result, OverallRatio: ratio(v.OverallRatio),
+		VerifiedAt: v.VerifiedAt.UTC().Format(time.RFC3339Nano), Paid: v.Paid,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encode record: %w", err)
 	}
-	if v.CallerID != "" {
-		it[attrCallerID] = str(v.CallerID)
-	}
-	return it
+	return it, nil
 }
 
 // putRecord writes a history record unless it is there already.
 func (s *Store) putRecord(ctx context.Context, rec item) error {
-	err := s.putItem(ctx, putItemInput{
+	err := s.putItem(ctx, &dynamodb.PutItemInput{
 		Item:                     rec,
-		ConditionExpression:      "attribute_not_exists(#pk)",
+		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
 	})
 	if err != nil && !isConditionFailed(err) {
@@ -850,10 +822,7 @@ func (s *Store) putRecord(ctx context.Context, rec item) error {
 
 // deleteItem deletes one item; deleting an item that is gone already is no error.
 func (s *Store) deleteItem(ctx context.Context, k item) error {
-	err := s.client.Call(ctx, "DeleteItem", &struct {
-		TableName string
-		Key       item
-	}{s.table, k}, new(noOutput))
+	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: k})
 	if err != nil {
 		return fmt.Errorf("delete inbox record: %w", err)
 	}
@@ -900,12 +869,13 @@ func decodeAggregate(it item) (a aggregateItem, err error) {
 	if a.agg, err = reputation.UnmarshalAggregate([]byte(body)); err != nil {
 		return a, err
 	}
-	if l := it[attrBatch].L; l != nil {
-		for _, e := range *l {
-			if e.M == nil {
+	if l, ok := it[attrBatch].(*types.AttributeValueMemberL); ok {
+		for _, e := range l.Value {
+			m, ok := e.(*types.AttributeValueMemberM)
+			if !ok {
 				return a, errors.New("decode aggregate: a batch record is not a map")
 			}
-			v, err := decodeVerification(*e.M)
+			v, err := decodeVerification(m.Value)
 			if err != nil {
 				return a, fmt.Errorf("decode aggregate: batch: %w", err)
 			}
@@ -913,16 +883,22 @@ func decodeAggregate(it item) (a aggregateItem, err error) {
 		}
 	}
 	_, a.legacy = it[attrRecentIDs]
-	if m := it[attrOutbox].M; m != nil {
+	if m, ok := it[attrOutbox].(*types.AttributeValueMemberM); ok {
 		a.legacy = true
-		for id, e := range *m {
+		for id, e := range m.Value {
+			// An outbox entry is JSON holding the record in DynamoDB's JSON form.
 			var entry struct {
-				Record item `json:"record"`
+				Record json.RawMessage `json:"record"`
 			}
-			if e.S == nil || json.Unmarshal([]byte(*e.S), &entry) != nil {
+			es, ok := e.(*types.AttributeValueMemberS)
+			if !ok || json.Unmarshal([]byte(es.Value), &entry) != nil {
 				return a, fmt.Errorf("decode aggregate: outbox record %s is malformed", id)
 			}
-			v, err := decodeVerification(entry.Record)
+			rec, err := attributevalue.UnmarshalMapJSON(entry.Record)
+			if err != nil {
+				return a, fmt.Errorf("decode aggregate: outbox record %s is malformed", id)
+			}
+			v, err := decodeVerification(rec)
 			if err != nil {
 				return a, fmt.Errorf("decode aggregate: outbox: %w", err)
 			}
@@ -971,17 +947,16 @@ func (s *Store) History(ctx context.Context, agentID string, limit int, cursor s
 	}
 	var items []item
 	for {
-		var out queryOutput
-		err := s.client.Call(ctx, "Query", &queryInput{
-			TableName:                 s.table,
-			KeyConditionExpression:    "#pk = :pk AND begins_with(#sk, :v)",
+		out, err := s.client.Query(ctx, &dynamodb.QueryInput{
+			TableName:                 &s.table,
+			KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :v)"),
 			ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
 			ExpressionAttributeValues: item{":pk": str(prefixAgent + agentID), ":v": str(prefixHistory)},
-			ScanIndexForward:          false,
-			ConsistentRead:            true,
-			Limit:                     limit + 1 - len(items),
+			ScanIndexForward:          aws.Bool(false),
+			ConsistentRead:            aws.Bool(true),
+			Limit:                     aws.Int32(int32(limit + 1 - len(items))),
 			ExclusiveStartKey:         start,
-		}, &out)
+		})
 		if err != nil {
 			return nil, "", fmt.Errorf("read history: %w", err)
 		}
@@ -1012,64 +987,50 @@ func (s *Store) History(ctx context.Context, agentID string, limit int, cursor s
 	return page, next, nil
 }
 
+// decodeVerification reads a record. Besides attributevalue's type checks, it requires the
+// attributes every record has, so a damaged item fails instead of reading as zero values.
 func decodeVerification(it item) (store.Verification, error) {
-	var v store.Verification
-	var err error
-	if v.AgentID, err = stringAttr(it, attrAgentID); err != nil {
-		return v, err
-	}
-	if v.VerificationID, err = stringAttr(it, attrVerifID); err != nil {
-		return v, err
-	}
-	if v.Result, err = stringAttr(it, attrResult); err != nil {
-		return v, err
-	}
-	if _, ok := it[attrTaskID]; ok {
-		if v.TaskID, err = stringAttr(it, attrTaskID); err != nil {
-			return v, err
+	for _, name := range []string{attrAgentID, attrVerifID, attrResult, attrVerifiedAt} {
+		if _, err := stringAttr(it, name); err != nil {
+			return store.Verification{}, err
 		}
 	}
-	if _, ok := it[attrCallerID]; ok {
-		if v.CallerID, err = stringAttr(it, attrCallerID); err != nil {
-			return v, err
-		}
+	if _, ok := it[attrRatio].(*types.AttributeValueMemberN); !ok {
+		return store.Verification{}, fmt.Errorf("attribute %s is missing or not a number", attrRatio)
 	}
-	at, err := stringAttr(it, attrVerifiedAt)
-	if err != nil {
-		return v, err
+	if _, ok := it[attrPaid].(*types.AttributeValueMemberBOOL); !ok {
+		return store.Verification{}, fmt.Errorf("attribute %s is missing or not a boolean", attrPaid)
 	}
-	if v.VerifiedAt, err = time.Parse(time.RFC3339Nano, at); err != nil {
-		return v, fmt.Errorf("attribute %s of %s: %w", attrVerifiedAt, v.VerificationID, err)
+	var r record
+	if err := attributevalue.UnmarshalMap(it, &r); err != nil {
+		return store.Verification{}, fmt.Errorf("decode record: %w", err)
 	}
-	ratio := it[attrRatio].N
-	if ratio == nil {
-		return v, fmt.Errorf("attribute %s of %s is not a number", attrRatio, v.VerificationID)
-	}
-	if v.OverallRatio, err = strconv.ParseFloat(*ratio, 64); err != nil || math.IsInf(v.OverallRatio, 0) {
+	v := store.Verification{AgentID: r.AgentID, VerificationID: r.VerificationID, TaskID: r.TaskID,
+		CallerID: r.CallerID, Result: r.Result, OverallRatio: float64(r.OverallRatio), Paid: r.Paid}
+	if math.IsInf(v.OverallRatio, 0) || math.IsNaN(v.OverallRatio) {
 		return v, fmt.Errorf("attribute %s of %s is not a finite number", attrRatio, v.VerificationID)
 	}
-	paid := it[attrPaid].BOOL
-	if paid == nil {
-		return v, fmt.Errorf("attribute %s of %s is not a boolean", attrPaid, v.VerificationID)
+	var err error
+	if v.VerifiedAt, err = time.Parse(time.RFC3339Nano, r.VerifiedAt); err != nil {
+		return v, fmt.Errorf("attribute %s of %s: %w", attrVerifiedAt, v.VerificationID, err)
 	}
-	v.Paid = *paid
 	return v, nil
 }
 
 func stringAttr(it item, name string) (string, error) {
-	s := it[name].S
-	if s == nil {
+	s, ok := it[name].(*types.AttributeValueMemberS)
+	if !ok {
 		return "", fmt.Errorf("attribute %s is missing or not a string", name)
 	}
-	return *s, nil
+	return s.Value, nil
 }
 
 func intAttr(it item, name string) (int64, error) {
-	n := it[name].N
-	if n == nil {
+	n, ok := it[name].(*types.AttributeValueMemberN)
+	if !ok {
 		return 0, fmt.Errorf("attribute %s is missing or not a number", name)
 	}
-	v, err := strconv.ParseInt(*n, 10, 64)
+	v, err := strconv.ParseInt(n.Value, 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("attribute %s is not an integer: %w", name, err)
 	}
@@ -1079,7 +1040,7 @@ func intAttr(it item, name string) (int64, error) {
 // Ping implements store.Store with a GetItem of a key that never exists: it needs only the read
 // permission the service already has, and proves the endpoint, credentials and table all work.
 func (s *Store) Ping(ctx context.Context) error {
-	if _, err := s.getItem(ctx, getItemInput{Key: key(pingKey, pingKey)}); err != nil {
+	if _, err := s.getItem(ctx, &dynamodb.GetItemInput{Key: key(pingKey, pingKey)}); err != nil {
 		return newPingError(ctx, err)
 	}
 	return nil
@@ -1095,10 +1056,10 @@ type PingError struct {
 }
 
 func newPingError(ctx context.Context, err error) *PingError {
-	apiErr, answered := errors.AsType[*awsjson.Error](err)
+	apiErr, answered := errors.AsType[smithy.APIError](err)
 	switch {
 	case answered:
-		return &PingError{Reason: apiErr.Code, cause: err}
+		return &PingError{Reason: apiErr.ErrorCode(), cause: err}
 	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
 		return &PingError{Reason: "timeout", cause: err}
 	default:
@@ -1125,42 +1086,38 @@ const (
 	tablePollMax   = time.Second
 )
 
+// TableAdmin is the part of the SDK's DynamoDB client CreateTable calls.
+type TableAdmin interface {
+	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	dynamodb.DescribeTableAPIClient
+}
+
 // CreateTable creates table with the layout this package expects (string keys pk and sk,
-// on-demand billing) and waits until it is ACTIVE. It is FOR TESTS ONLY: in production the table
-// and its TTL setting come from template.yaml and the service never creates or alters tables. It
-// does not enable TTL, since dynalite has no TTL API and reads ignore expired items anyway.
-func CreateTable(ctx context.Context, client Client, table string) error {
-	type attribute struct{ AttributeName, AttributeType string }
-	type keyElement struct{ AttributeName, KeyType string }
-	err := client.Call(ctx, "CreateTable", struct {
-		TableName            string
-		AttributeDefinitions []attribute
-		KeySchema            []keyElement
-		BillingMode          string
-	}{
-		TableName:            table,
-		AttributeDefinitions: []attribute{{attrPK, "S"}, {attrSK, "S"}},
-		KeySchema:            []keyElement{{attrPK, "HASH"}, {attrSK, "RANGE"}},
-		BillingMode:          "PAY_PER_REQUEST",
-	}, new(noOutput))
+// on-demand billing) and waits until it is ACTIVE (the SDK's TableExists waiter). It is FOR TESTS
+// ONLY: in production the table and its TTL setting come from template.yaml and the service never
+// creates or alters tables. It does not enable TTL, since dynalite has no TTL API and reads ignore
+// expired items anyway.
+func CreateTable(ctx context.Context, client TableAdmin, table string) error {
+	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: &table,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String(attrPK), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(attrSK), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(attrSK), KeyType: types.KeyTypeRange},
+		},
+		BillingMode: types.BillingModePayPerRequest,
+	})
 	if err != nil {
 		return fmt.Errorf("create table %s: %w", table, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, tableReadyTimeout)
-	defer cancel()
-	for wait := tablePollFirst; ; wait = min(2*wait, tablePollMax) {
-		var out struct{ Table struct{ TableStatus string } }
-		err := client.Call(ctx, "DescribeTable", struct{ TableName string }{table}, &out)
-		if e, ok := errors.AsType[*awsjson.Error](err); err != nil && !(ok && e.Code == "ResourceNotFoundException") {
-			return fmt.Errorf("create table %s: wait until active: %w", table, err)
-		}
-		if err == nil && out.Table.TableStatus == "ACTIVE" {
-			return nil
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return fmt.Errorf("create table %s: wait until active: %w", table, ctx.Err())
-		}
+	w := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = tablePollFirst, tablePollMax
+	})
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: &table}, tableReadyTimeout); err != nil {
+		return fmt.Errorf("create table %s: wait until active: %w", table, err)
 	}
+	return nil
 }

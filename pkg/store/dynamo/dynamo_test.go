@@ -14,6 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/agent-output-verifier/verifier/internal/testclock"
 	"github.com/agent-output-verifier/verifier/pkg/reputation"
 	"github.com/agent-output-verifier/verifier/pkg/store"
@@ -22,8 +26,14 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/store/storetest"
 )
 
+// testClient is what the tests give a store: the SDK's client, or a hooked one around it.
+type testClient interface {
+	Client
+	TableAdmin
+}
+
 // newTable creates a fresh table in the dynalite at endpoint and returns a store on it.
-func newTable(t *testing.T, client Client, opts ...Option) (*Store, string) {
+func newTable(t *testing.T, client testClient, opts ...Option) (*Store, string) {
 	t.Helper()
 	table := dynalitetest.TableName(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -59,7 +69,7 @@ func TestDynamo(t *testing.T) {
 
 // testExpiresAtIsEpochSeconds reads the raw items back: DynamoDB's TTL only acts on a Number
 // attribute holding epoch seconds, and silently ignores anything else (milliseconds, strings).
-func testExpiresAtIsEpochSeconds(t *testing.T, client Client) {
+func testExpiresAtIsEpochSeconds(t *testing.T, client *dynamodb.Client) {
 	ctx := context.Background()
 	s, table := newTable(t, client)
 	// Half a second over: epoch seconds drop it, epoch milliseconds would not.
@@ -74,15 +84,15 @@ func testExpiresAtIsEpochSeconds(t *testing.T, client Client) {
 		"payment":   paymentKey("nonce-ttl"),
 		"allowance": allowanceKey("client-ttl", "2025-03-01"),
 	} {
-		got, err := New(client, table).getItem(ctx, getItemInput{Key: k, ConsistentRead: true})
+		got, err := New(client, table).getItem(ctx, &dynamodb.GetItemInput{Key: k, ConsistentRead: aws.Bool(true)})
 		if err != nil {
 			t.Fatalf("GetItem %s: %v", name, err)
 		}
-		n := got["expires_at"].N
-		if n == nil {
+		n, ok := got["expires_at"].(*types.AttributeValueMemberN)
+		if !ok {
 			t.Fatalf("%s item expires_at = %#v, want a Number", name, got["expires_at"])
 		}
-		if got, want := *n, strconv.FormatInt(expires.Unix(), 10); got != want {
+		if got, want := n.Value, strconv.FormatInt(expires.Unix(), 10); got != want {
 			t.Errorf("%s item expires_at = %s, want %s (epoch seconds)", name, got, want)
 		}
 	}
@@ -90,7 +100,7 @@ func testExpiresAtIsEpochSeconds(t *testing.T, client Client) {
 
 // testExpiryWithClock checks that reads and the reservation condition use the store's clock, not
 // the server's, and count in whole seconds like DynamoDB's TTL.
-func testExpiryWithClock(t *testing.T, client Client) {
+func testExpiryWithClock(t *testing.T, client *dynamodb.Client) {
 	ctx := context.Background()
 	clk := testclock.New(time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC))
 	s, _ := newTable(t, client, WithClock(clk.Now))
@@ -151,7 +161,7 @@ func testExpiryWithClock(t *testing.T, client Client) {
 
 // testPingHidesConfiguration makes Ping fail in the two ways a deployment can be misconfigured and
 // checks that the message names neither the table nor the endpoint.
-func testPingHidesConfiguration(t *testing.T, client Client) {
+func testPingHidesConfiguration(t *testing.T, client *dynamodb.Client) {
 	ctx := context.Background()
 	s, _ := newTable(t, client)
 	if err := s.Ping(ctx); err != nil {
@@ -187,26 +197,28 @@ func testPingHidesConfiguration(t *testing.T, client Client) {
 // opCounter is a Client that counts the calls it sends by operation, and the aggregate writes
 // DynamoDB refused for a stale version.
 type opCounter struct {
-	Client
+	*hooked
 	mu        sync.Mutex
 	ops       map[string]int
 	conflicts atomic.Int64
 }
 
-func (c *opCounter) Call(ctx context.Context, operation string, in, out any) error {
-	c.mu.Lock()
-	if c.ops == nil {
-		c.ops = map[string]int{}
-	}
-	c.ops[operation]++
-	c.mu.Unlock()
-	err := c.Client.Call(ctx, operation, in, out)
-	if put, ok := in.(*putItemInput); ok && isConditionFailed(err) {
-		if sk := put.Item[attrSK].S; sk != nil && *sk == skAggregate {
+func newOpCounter(client *dynamodb.Client) *opCounter {
+	c := &opCounter{hooked: &hooked{Client: client}}
+	c.hook = func(operation string, in any, call func() error) error {
+		c.mu.Lock()
+		if c.ops == nil {
+			c.ops = map[string]int{}
+		}
+		c.ops[operation]++
+		c.mu.Unlock()
+		err := call()
+		if operation == "PutItem" && sortKey(in) == skAggregate && isConditionFailed(err) {
 			c.conflicts.Add(1)
 		}
+		return err
 	}
-	return err
+	return c
 }
 
 func (c *opCounter) take() map[string]int {
@@ -219,9 +231,9 @@ func (c *opCounter) take() map[string]int {
 
 // testRecordIsOnePut: recording is one PutItem and nothing else, whether the verification is new,
 // waiting in the inbox, or counted already; this is all an answer waits for.
-func testRecordIsOnePut(t *testing.T, client Client) {
+func testRecordIsOnePut(t *testing.T, client *dynamodb.Client) {
 	ctx := context.Background()
-	counting := &opCounter{Client: client}
+	counting := newOpCounter(client)
 	s, _ := newTable(t, counting)
 	v := verificationAt("agent-one-put", "v-1", time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	for _, when := range []string{"new", "waiting in the inbox", "counted"} {
@@ -256,9 +268,9 @@ const (
 // record for one agent at once, folding after each record, some folds cut off by a timeout. Every
 // record must be in the history once and counted once, and the aggregate must equal the replay of
 // the history; the folds must have raced each other, or the concurrency control went untested.
-func testManyInstances(t *testing.T, client Client) {
+func testManyInstances(t *testing.T, client *dynamodb.Client) {
 	ctx := context.Background()
-	counting := &opCounter{Client: client}
+	counting := newOpCounter(client)
 	_, table := newTable(t, counting)
 	const agent = "agent-hot"
 	base := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -317,20 +329,17 @@ func testManyInstances(t *testing.T, client Client) {
 
 // failAt is a Client whose n-th call (counting from 1) fails without being sent, as a folder that
 // dies or times out just before that call.
-type failAt struct {
-	Client
-	n     int64
-	calls atomic.Int64
+func failAt(client *dynamodb.Client, n int64) *hooked {
+	var calls atomic.Int64
+	return &hooked{Client: client, hook: func(_ string, _ any, call func() error) error {
+		if calls.Add(1) == n {
+			return errInjected
+		}
+		return call()
+	}}
 }
 
 var errInjected = errors.New("injected failure")
-
-func (c *failAt) Call(ctx context.Context, operation string, in, out any) error {
-	if c.calls.Add(1) == c.n {
-		return errInjected
-	}
-	return c.Client.Call(ctx, operation, in, out)
-}
 
 // cutRecords is how many new records wait when testFoldCutAtEveryCall cuts a fold: enough for
 // the finishing of a batch to run in parallel; folds of more than one step are testBatchBounded's.
@@ -339,7 +348,7 @@ const cutRecords = 5
 // testFoldCutAtEveryCall cuts a fold off before each of its calls in turn, one agent per cut: the
 // records waiting are new ones and one recorded again after it was counted. After the cut, a verification recorded and a read by another instance must find
 // every verification in the history once and counted once.
-func testFoldCutAtEveryCall(t *testing.T, client Client) {
+func testFoldCutAtEveryCall(t *testing.T, client *dynamodb.Client) {
 	ctx := context.Background()
 	_, table := newTable(t, client)
 	clean := New(client, table)
@@ -365,7 +374,7 @@ func testFoldCutAtEveryCall(t *testing.T, client Client) {
 				t.Fatal(err)
 			}
 		}
-		dying := New(&failAt{Client: client, n: cut}, table)
+		dying := New(failAt(client, cut), table)
 		_, _, err := dying.Fold(ctx, agent)
 		if err != nil && !errors.Is(err, errInjected) {
 			t.Fatalf("cut before call %d: Fold: %v", cut, err)
@@ -394,9 +403,10 @@ func testFoldCutAtEveryCall(t *testing.T, client Client) {
 // testBatchBounded: records with the longest ids and labels, each a large share of an item, are
 // folded in steps whose batch keeps the aggregate item far under DynamoDB's 400 KB, and all are
 // counted and in the history.
-func testBatchBounded(t *testing.T, client Client) {
+func testBatchBounded(t *testing.T, client *dynamodb.Client) {
 	ctx := context.Background()
-	hooked := &hookClient{Client: client}
+	hooked := &hookClient{hooked: &hooked{Client: client}}
+	hooked.hook = hooked.call
 	s, _ := newTable(t, hooked)
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	agent := strings.Repeat("<", storekey.MaxIDLength)
@@ -412,7 +422,7 @@ func testBatchBounded(t *testing.T, client Client) {
 	var mu sync.Mutex
 	largest, steps := 0, 0
 	hooked.before = func(operation string, in any) {
-		if put, ok := in.(*putItemInput); ok && sortKey(in) == skAggregate {
+		if put, ok := in.(*dynamodb.PutItemInput); ok && sortKey(in) == skAggregate {
 			mu.Lock()
 			largest, steps = max(largest, itemSize(put.Item)), steps+1
 			mu.Unlock()
@@ -432,7 +442,7 @@ func testBatchBounded(t *testing.T, client Client) {
 // testLegacyOutbox: an aggregate an earlier version of this package wrote, with a record counted
 // and waiting in its outbox (not in the history) and recent_ids, is taken over by the next fold:
 // the record is written to the history, nothing is counted twice, and the old attributes go.
-func testLegacyOutbox(t *testing.T, client Client) {
+func testLegacyOutbox(t *testing.T, client *dynamodb.Client) {
 	ctx := context.Background()
 	s, _ := newTable(t, client)
 	const agent = "agent-legacy"
@@ -444,7 +454,14 @@ func testLegacyOutbox(t *testing.T, client Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	entry, err := json.Marshal(map[string]any{"queued": at.Unix(), "record": historyItem(old)})
+	// The record in DynamoDB's JSON form, as the earlier version wrote it.
+	record := map[string]map[string]any{
+		attrPK: {"S": prefixAgent + agent}, attrSK: {"S": historySK(old)},
+		attrAgentID: {"S": agent}, attrVerifID: {"S": old.VerificationID}, attrTaskID: {"S": old.TaskID},
+		attrCallerID: {"S": old.CallerID}, attrResult: {"S": old.Result}, attrRatio: {"N": "1"},
+		attrVerifiedAt: {"S": at.Format(time.RFC3339Nano)}, attrPaid: {"BOOL": old.Paid},
+	}
+	entry, err := json.Marshal(map[string]any{"queued": at.Unix(), "record": record})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,9 +469,9 @@ func testLegacyOutbox(t *testing.T, client Client) {
 	it[attrAgentID] = str(agent)
 	it[attrVersion] = number(1)
 	it[attrAggregate] = str(string(body))
-	it[attrRecentIDs] = list([]value{str("in-outbox")})
-	it[attrOutbox] = mapOf(item{"in-outbox": str(string(entry))})
-	if err := s.putItem(ctx, putItemInput{Item: it}); err != nil {
+	it[attrRecentIDs] = &types.AttributeValueMemberL{Value: []types.AttributeValue{str("in-outbox")}}
+	it[attrOutbox] = &types.AttributeValueMemberM{Value: item{"in-outbox": str(string(entry))}}
+	if err := s.putItem(ctx, &dynamodb.PutItemInput{Item: it}); err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range []store.Verification{old, verificationAt(agent, "new", at.Add(time.Minute))} {
@@ -468,7 +485,7 @@ func testLegacyOutbox(t *testing.T, client Client) {
 	if n := aggregateOf(t, s, agent).Verifications; n != 2 {
 		t.Errorf("%d verifications counted, want 2", n)
 	}
-	raw, err := s.getItem(ctx, getItemInput{Key: aggregateKey(agent), ConsistentRead: true})
+	raw, err := s.getItem(ctx, &dynamodb.GetItemInput{Key: aggregateKey(agent), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,9 +499,10 @@ func testLegacyOutbox(t *testing.T, client Client) {
 // testRecordedAgainDuringFinish: a verification recorded again while a fold finishes it, after its
 // history record is written and before its inbox item is deleted, and again after the deletion,
 // is counted once: the next fold finds its history record and deletes the inbox item.
-func testRecordedAgainDuringFinish(t *testing.T, client Client) {
+func testRecordedAgainDuringFinish(t *testing.T, client *dynamodb.Client) {
 	ctx := context.Background()
-	hooked := &hookClient{Client: client}
+	hooked := &hookClient{hooked: &hooked{Client: client}}
+	hooked.hook = hooked.call
 	s, table := newTable(t, hooked)
 	other := New(client, table)
 	const agent = "agent-again"
@@ -553,20 +571,24 @@ func replay(t *testing.T, s *Store, agent string) reputation.Aggregate {
 // inboxOf lists the verification ids waiting in agent's inbox, read without folding.
 func inboxOf(t *testing.T, s *Store, agent string) []string {
 	t.Helper()
-	var out queryOutput
-	if err := s.client.Call(context.Background(), "Query", &queryInput{
-		TableName:                 s.table,
-		KeyConditionExpression:    "#pk = :pk AND begins_with(#sk, :in)",
+	out, err := s.client.Query(context.Background(), &dynamodb.QueryInput{
+		TableName:                 &s.table,
+		KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :in)"),
 		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
 		ExpressionAttributeValues: item{":pk": str(prefixAgent + agent), ":in": str(prefixInbox)},
-		ConsistentRead:            true,
-		Limit:                     1000,
-	}, &out); err != nil {
+		ConsistentRead:            aws.Bool(true),
+		Limit:                     aws.Int32(1000),
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	var ids []string
 	for _, it := range out.Items {
-		ids = append(ids, *it[attrVerifID].S)
+		id, err := stringAttr(it, attrVerifID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
 	}
 	return ids
 }
@@ -582,38 +604,82 @@ func itemSize(it item) int {
 	return n
 }
 
-func valueSize(v value) int {
-	switch {
-	case v.S != nil:
-		return len(*v.S)
-	case v.N != nil:
+func valueSize(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
 		return 21
-	case v.BOOL != nil:
+	case *types.AttributeValueMemberBOOL:
 		return 1
-	case v.L != nil:
+	case *types.AttributeValueMemberL:
 		n := 3
-		for _, e := range *v.L {
+		for _, e := range v.Value {
 			n += 1 + valueSize(e)
 		}
 		return n
-	case v.M != nil:
-		return 3 + len(*v.M) + itemSize(*v.M)
+	case *types.AttributeValueMemberM:
+		return 3 + len(v.Value) + itemSize(v.Value)
 	}
 	return 0
+}
+
+// hooked is the SDK's client with hook run around each call the store makes, given the
+// operation's name and input, and the call itself; a nil hook just calls.
+type hooked struct {
+	*dynamodb.Client
+	hook func(operation string, in any, call func() error) error
+}
+
+func (c *hooked) do(operation string, in any, call func() error) error {
+	if c.hook == nil {
+		return call()
+	}
+	return c.hook(operation, in, call)
+}
+
+func (c *hooked) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (out *dynamodb.GetItemOutput, err error) {
+	err = c.do("GetItem", in, func() (err error) { out, err = c.Client.GetItem(ctx, in, opts...); return err })
+	return out, err
+}
+
+func (c *hooked) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (out *dynamodb.PutItemOutput, err error) {
+	err = c.do("PutItem", in, func() (err error) { out, err = c.Client.PutItem(ctx, in, opts...); return err })
+	return out, err
+}
+
+func (c *hooked) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (out *dynamodb.UpdateItemOutput, err error) {
+	err = c.do("UpdateItem", in, func() (err error) { out, err = c.Client.UpdateItem(ctx, in, opts...); return err })
+	return out, err
+}
+
+func (c *hooked) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (out *dynamodb.DeleteItemOutput, err error) {
+	err = c.do("DeleteItem", in, func() (err error) { out, err = c.Client.DeleteItem(ctx, in, opts...); return err })
+	return out, err
+}
+
+func (c *hooked) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (out *dynamodb.QueryOutput, err error) {
+	err = c.do("Query", in, func() (err error) { out, err = c.Client.Query(ctx, in, opts...); return err })
+	return out, err
+}
+
+func (c *hooked) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (out *dynamodb.BatchGetItemOutput, err error) {
+	err = c.do("BatchGetItem", in, func() (err error) { out, err = c.Client.BatchGetItem(ctx, in, opts...); return err })
+	return out, err
 }
 
 // hookClient is a Client that calls before ahead of each call it sends and after once the call is
 // answered, so that a test can put another writer's steps between two of a store's calls.
 type hookClient struct {
-	Client
+	*hooked
 	before, after func(operation string, in any)
 }
 
-func (c *hookClient) Call(ctx context.Context, operation string, in, out any) error {
+func (c *hookClient) call(operation string, in any, call func() error) error {
 	if c.before != nil {
 		c.before(operation, in)
 	}
-	err := c.Client.Call(ctx, operation, in, out)
+	err := call()
 	if c.after != nil {
 		c.after(operation, in)
 	}
@@ -624,15 +690,13 @@ func (c *hookClient) Call(ctx context.Context, operation string, in, out any) er
 func sortKey(in any) string {
 	var k item
 	switch in := in.(type) {
-	case *getItemInput:
+	case *dynamodb.GetItemInput:
 		k = in.Key
-	case *putItemInput:
+	case *dynamodb.PutItemInput:
 		k = in.Item
 	}
-	if sk := k[attrSK].S; sk != nil {
-		return *sk
-	}
-	return ""
+	sk, _ := stringAttr(k, attrSK)
+	return sk
 }
 
 // inHistory lists the verification ids in agent's history, sorted.

@@ -24,8 +24,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-
-	"github.com/agent-output-verifier/verifier/pkg/internal/awsjson"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
 // cliPath is where `npm ci --prefix infra/dynalite` puts dynalite's server, relative to the repo root.
@@ -127,7 +126,9 @@ func start(node, cli string) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	cmd := exec.Command(node, cli,
+	// tolerate-aborts.js sits in infra/dynalite, three levels above cli.js.
+	tolerate := filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(cli))), "tolerate-aborts.js")
+	cmd := exec.Command(node, "--require", tolerate, cli,
 		"--host", "127.0.0.1",
 		"--port", strconv.Itoa(port),
 		// Tables are ACTIVE at once; the default half second per table adds up over many tests.
@@ -198,23 +199,17 @@ func start(node, cli string) (string, func(), error) {
 	return "http://" + addr, stop, nil
 }
 
-// Client returns the functions' DynamoDB client (awsjson) for endpoint with dummy static
-// credentials, built without reading the machine's AWS configuration, so a test can never reach
-// real AWS. (AWS_ENDPOINT_URL_DYNAMODB, which no test sets to anything but its dynalite, would
-// take precedence over endpoint, as it does for the functions.)
-func Client(endpoint string) *awsjson.Client {
-	c, err := awsjson.New(aws.Config{
+// Client returns an SDK DynamoDB client for endpoint with dummy static credentials, built from
+// explicit options rather than the SDK's configuration loader, so it reads none of the machine's
+// AWS configuration or environment and a test can never reach real AWS.
+func Client(endpoint string) *dynamodb.Client {
+	return dynamodb.New(dynamodb.Options{
 		Region:       Region,
 		BaseEndpoint: aws.String(endpoint),
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "dynalite", SecretAccessKey: "dynalite", Source: "dynalitetest"}, nil
 		}),
-	}, awsjson.DynamoDB)
-	if err != nil {
-		// The region and endpoint are fixed; only a malformed AWS_ENDPOINT_URL_DYNAMODB gets here.
-		panic("dynalitetest.Client: " + err.Error())
-	}
-	return c
+	})
 }
 
 var tableSeq atomic.Int64
