@@ -260,3 +260,37 @@ var (
 		"required": []any{"receipt"},
 	}
 )
+
+// VerifyJWS checks an offer's or receipt's compact JWS against pub, the key its kid names
+// (DIDDocument, or the agent card, lists it under the key version), and returns its header and
+// payload. Only EdDSA is accepted: a JWS naming another algorithm is refused, never verified
+// another way.
+func VerifyJWS(jws string, pub ed25519.PublicKey) (header OfferReceiptHeader, payload []byte, err error) {
+	h, p, ok := strings.Cut(jws, ".")
+	p, s, ok2 := strings.Cut(p, ".")
+	if !ok || !ok2 || strings.Contains(s, ".") {
+		return header, nil, errors.New("jws: not three parts")
+	}
+	dec := base64.RawURLEncoding.Strict()
+	rawHeader, err := dec.DecodeString(h)
+	if err != nil {
+		return header, nil, errors.New("jws: the header is not base64url")
+	}
+	if err := decodeObject(rawHeader, &header); err != nil || header.Alg != AlgEdDSA {
+		return header, nil, errors.New("jws: the header is not {alg: EdDSA, kid}")
+	}
+	if payload, err = dec.DecodeString(p); err != nil {
+		return header, nil, errors.New("jws: the payload is not base64url")
+	}
+	sig, err := dec.DecodeString(s)
+	if err != nil || len(pub) != ed25519.PublicKeySize || !ed25519.Verify(pub, []byte(h+"."+p), sig) {
+		return header, nil, errors.New("jws: the signature does not verify")
+	}
+	return header, payload, nil
+}
+
+// OfferReceiptHeader is the protected header of an offer's or receipt's JWS.
+type OfferReceiptHeader struct {
+	Alg string `json:"alg"`
+	Kid string `json:"kid"`
+}

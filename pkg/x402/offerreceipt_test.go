@@ -224,3 +224,35 @@ func TestDIDDocumentListsEveryKey(t *testing.T) {
 		}
 	}
 }
+
+func TestVerifyJWS(t *testing.T) {
+	o, key := testOfferReceipt(t)
+	ext, err := o.Receipt("https://verifier.example.com/verify/schema", NetworkBase, "0xpayer", "0xtx", time.Unix(1_900_000_000, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jws := ext["info"].(map[string]any)["receipt"].(SignedReceipt).Signature
+	header, payload, err := VerifyJWS(jws, key.Public().Key)
+	if err != nil || header.Kid != o.KeyID() || !bytes.Contains(payload, []byte(`"payer":"0xpayer"`)) {
+		t.Fatalf("VerifyJWS = %+v, %s, %v", header, payload, err)
+	}
+	parts := strings.Split(jws, ".")
+	forged, _ := json.Marshal(map[string]any{"payer": "0xsomeoneelse"})
+	noneHeader := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","kid":"x"}`))
+	for name, bad := range map[string]string{
+		"another payload": parts[0] + "." + base64.RawURLEncoding.EncodeToString(forged) + "." + parts[2],
+		"alg none":        noneHeader + "." + parts[1] + "." + parts[2],
+		"no signature":    parts[0] + "." + parts[1] + ".",
+		"two parts":       parts[0] + "." + parts[1],
+		"four parts":      jws + ".x",
+		"padded":          jws + "==",
+	} {
+		if _, _, err := VerifyJWS(bad, key.Public().Key); err == nil {
+			t.Errorf("%s: verified", name)
+		}
+	}
+	other := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{8}, 32)).Public().(ed25519.PublicKey)
+	if _, _, err := VerifyJWS(jws, other); err == nil {
+		t.Error("verified with another key")
+	}
+}
