@@ -35,6 +35,7 @@ var operationIDs = map[string]string{
 	"GET /.well-known/agent-card.json": "getAgentCard",
 	"GET /.well-known/agent.json":      "getAgentCardLegacy",
 	"GET /.well-known/x402":            "getX402Manifest",
+	"GET /.well-known/did.json":        "getDIDDocument",
 	"GET /.well-known/api-catalog":     "getApiCatalog",
 	"GET /openapi.json":                "getOpenAPI",
 	"GET /docs":                        "getDocs",
@@ -191,6 +192,15 @@ func operations(svc *service.Service, ex *Examples) map[string]operation {
 				"200", obj("description", "The manifest.", "content", jsonContent(schemaRef("X402Manifest"), nil)),
 				"500", responseRef("InternalError"),
 				"503", responseRef("Unavailable"),
+			),
+		},
+		"GET /.well-known/did.json": {
+			tags: []string{"discovery"},
+			description: "The did:web DID document of the deployment (its configured base URL): every public key that signs x402 offer-receipt offers and receipts, " +
+				"current first and earlier ones kept, as JsonWebKey2020 methods (OKP, Ed25519) with ids did:web:<host>#<key version>, the kid of each JWS.",
+			responses: obj(
+				"200", obj("description", "The DID document.", "content", jsonContent(obj("type", "object", "required", []any{"id", "verificationMethod", "assertionMethod"}), nil)),
+				"500", responseRef("InternalError"),
 			),
 		},
 		"GET /.well-known/api-catalog": {
