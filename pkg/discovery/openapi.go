@@ -364,7 +364,7 @@ func openAPIComponents(svc *service.Service) (object, error) {
 		),
 		"headers", obj(
 			"PaymentRequired", obj("description", "x402 v2: standard base64 of the PaymentRequired JSON (the body repeats it).", "required", true, "schema", obj("type", "string")),
-			"PaymentResponse", obj("description", "x402 v2: standard base64 of the facilitator's SettlementResponse (the transaction), on a paid answer or a failed settlement.", "schema", obj("type", "string")),
+			"PaymentResponse", obj("description", "x402 v2: standard base64 of the facilitator's SettlementResponse (the transaction), on a paid answer or a failed settlement. A paid answer's carries extensions[\"offer-receipt\"].info.receipt, the signed receipt (JWS, EdDSA, kid did:web:<host>#<key version>).", "schema", obj("type", "string")),
 			"FreeAllowanceRemaining", obj("description", "Free verifications this client has left today.", "schema", obj("type", "integer", "minimum", 0)),
 			"FreeAllowanceLimit", obj("description", "Free verifications per client per UTC day.", "schema", obj("type", "integer", "minimum", 0)),
 			"FreeAllowanceResets", obj("description", "When the allowance resets: the next UTC midnight, RFC 3339.", "schema", obj("type", "string", "format", "date-time")),

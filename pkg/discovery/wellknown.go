@@ -117,7 +117,8 @@ func (s wellKnown) handleX402(w http.ResponseWriter, r *http.Request) {
 		var err error
 		doc, err = m.Manifest(r.Context(), PaidRoutes(s.svc), free,
 			"Send the request; past the free allowance the answer is 402 with a PAYMENT-REQUIRED header (x402 v2). "+
-				"Sign one of its accepts and send it again with the PAYMENT-SIGNATURE header; the settlement comes back in PAYMENT-RESPONSE.")
+				"Sign one of its accepts and send it again with the PAYMENT-SIGNATURE header; the settlement comes back in PAYMENT-RESPONSE. "+
+				"Every 402 answer signs its offers and every paid settlement its receipt (x402 offer-receipt extension, JWS; keys at /.well-known/did.json).")
 		if err != nil {
 			edge.Fail(w, r, s.svc, err)
 			return
