@@ -198,8 +198,12 @@ func operations(svc *service.Service, ex *Examples) map[string]operation {
 			tags: []string{"discovery"},
 			description: "The did:web DID document of the deployment (its configured base URL): every public key that signs x402 offer-receipt offers and receipts, " +
 				"current first and earlier ones kept, as JsonWebKey2020 methods (OKP, Ed25519) with ids did:web:<host>#<key version>, the kid of each JWS.",
+			parameters: []any{paramRef("IfNoneMatch")},
 			responses: obj(
-				"200", obj("description", "The DID document.", "content", jsonContent(obj("type", "object", "required", []any{"id", "verificationMethod", "assertionMethod"}), nil)),
+				"200", obj("description", "The DID document.",
+					"headers", obj("ETag", headerRef("ETag"), "Cache-Control", headerRef("CacheControl")),
+					"content", jsonContent(obj("type", "object", "required", []any{"id", "verificationMethod", "assertionMethod"}), nil)),
+				"304", responseRef("NotModified"),
 				"500", responseRef("InternalError"),
 			),
 		},
