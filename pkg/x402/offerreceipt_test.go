@@ -63,7 +63,7 @@ func checkJWS(t *testing.T, jws string, pub ed25519.PublicKey) (header map[strin
 	return header, payload
 }
 
-func testOfferReceipt(t *testing.T) (*OfferReceipt, receipt.Key) {
+func testOfferReceipt(t testing.TB) (*OfferReceipt, receipt.Key) {
 	t.Helper()
 	key := receipt.Key{Version: "v7", Private: receipt.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))}
 	o, err := NewOfferReceipt(key, "https://verifier.example.com", key.Version)
@@ -255,4 +255,30 @@ func TestVerifyJWS(t *testing.T) {
 	if _, _, err := VerifyJWS(jws, other); err == nil {
 		t.Error("verified with another key")
 	}
+}
+
+// FuzzVerifyJWS: a JWS a client or a receipt file hands over never panics the verifier, and
+// only the server's own signature verifies: what verifies under the key is a JWS it signed, with
+// the one algorithm, whose payload round-trips.
+func FuzzVerifyJWS(f *testing.F) {
+	o, key := testOfferReceipt(f)
+	ext, _ := o.Receipt("https://verifier.example.com/verify/schema", NetworkBase, "0xpayer", "0xtx", time.Unix(1_900_000_000, 0))
+	good := ext["info"].(map[string]any)["receipt"].(SignedReceipt).Signature
+	f.Add(good)
+	f.Add(rfc8037JWS)
+	f.Add("..")
+	f.Add("e30.e30.")
+	f.Fuzz(func(t *testing.T, jws string) {
+		header, payload, err := VerifyJWS(jws, key.Public().Key)
+		if err != nil {
+			return
+		}
+		if header.Alg != AlgEdDSA {
+			t.Fatalf("verified a JWS with alg %q", header.Alg)
+		}
+		parts := strings.Split(jws, ".")
+		if base64.RawURLEncoding.EncodeToString(payload) != parts[1] {
+			t.Fatalf("payload %q is not the JWS's", payload)
+		}
+	})
 }
