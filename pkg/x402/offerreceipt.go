@@ -3,6 +3,7 @@ package x402
 import (
 	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -223,9 +224,24 @@ func compactJWS(header, payload []byte, signer Signer) (string, error) {
 }
 
 // offerSchema and receiptSchema are the JSON Schemas of the extension's info, as
-// @x402/extensions declares them.
+// @x402/extensions declares them, encoded once (with EncodeJSON, as header parts encoded ahead of
+// time must be): every 402 answer carries the offer schema.
 var (
-	offerSchema = map[string]any{
+	offerSchema   = mustEncodeJSON(offerSchemaValue)
+	receiptSchema = mustEncodeJSON(receiptSchemaValue)
+)
+
+// mustEncodeJSON is EncodeJSON of a constant document, which cannot fail.
+func mustEncodeJSON(v any) json.RawMessage {
+	b, err := EncodeJSON(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+var (
+	offerSchemaValue = map[string]any{
 		"$schema": "https://json-schema.org/draft/2020-12/schema",
 		"type":    "object",
 		"properties": map[string]any{
@@ -244,7 +260,7 @@ var (
 		},
 		"required": []any{"offers"},
 	}
-	receiptSchema = map[string]any{
+	receiptSchemaValue = map[string]any{
 		"$schema": "https://json-schema.org/draft/2020-12/schema",
 		"type":    "object",
 		"properties": map[string]any{
