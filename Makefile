@@ -40,7 +40,7 @@ FUZZ_TARGETS := \
 	pkg/receipt:FuzzCanonicalEqual pkg/receipt:FuzzVerifyAttestation pkg/receipt:FuzzRequestHashes pkg/receipt:FuzzCardKeys \
 	pkg/receipt:FuzzSignMatchesStdlib \
 	pkg/x402:FuzzDecodePaymentSignature pkg/x402:FuzzDecodePaymentRequired pkg/x402:FuzzDecodeSettleResponse \
-	pkg/x402:FuzzDecodePaymentPayload pkg/x402:FuzzPaymentIDSolana \
+	pkg/x402:FuzzDecodePaymentPayload pkg/x402:FuzzPaymentIDSolana pkg/x402:FuzzVerifyJWS \
 	pkg/store/internal/storekey:FuzzDecodeCursor pkg/reputation:FuzzUnmarshalAggregate pkg/client:FuzzReadAnswer \
 	pkg/mcpserver:FuzzToolArguments
 

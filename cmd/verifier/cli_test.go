@@ -52,6 +52,7 @@ func TestHelpExitsZero(t *testing.T) {
 		{[]string{"--help"}, []string{"verifier check", "verifier version"}, nil},
 		{[]string{"check", "-h"}, []string{"-key KEY", "-schema FILE", "-output", "-max-body BYTES", "-unsigned"}, []string{"-key verifier"}},
 		{[]string{"receipt", "verify", "--help"}, []string{"-key KEY", "-card FILE_OR_URL"}, nil},
+		{[]string{"receipt", "export", "--help"}, []string{"-format FORMAT", "-key KEY", "-out FILE"}, nil},
 		{[]string{"keygen", "-h"}, []string{"-out FILE", "NAME.pub"}, nil},
 		{[]string{"serve", "-h"}, []string{"-addr ADDRESS"}, nil},
 		{[]string{"remote", "-h"}, []string{"verifier remote reputation"}, nil},

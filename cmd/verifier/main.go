@@ -1,5 +1,6 @@
 // Command verifier is the Agent Output Verifier's command line: it checks requests locally
-// (`check`), verifies receipts offline (`receipt verify`), makes signing keys (`keygen`), serves
+// (`check`), verifies receipts offline (`receipt verify`) and exports them as in-toto attestations
+// (`receipt export`), makes signing keys (`keygen`), serves
 // every route on one machine (`serve`) and calls a running service, checking and paying
 // (`remote`).
 package main
@@ -28,6 +29,7 @@ const usage = `usage:
   verifier check --key KEY [--detail full|compact] [--output json|text] [--max-body N] REQUEST.json|-
   verifier check --key KEY --schema SCHEMA.json --data DATA.json [--rules RULES.json] [--task-id ID]
   verifier receipt verify (--key PUBLIC_KEY | --card FILE_OR_URL) [--context verify|score|reputation] [--request REQUEST.json] RECEIPT.json|-
+  verifier receipt export --format in-toto --key KEY [--card FILE_OR_URL] [--out FILE] RECEIPT.json|-
   verifier keygen (--out NAME.key.json [--kms-key-id ID] | --secret NAME) [--version V]
   verifier serve [--addr 127.0.0.1:8080] [--data DIR]
   verifier remote (verify|deliverable) --url URL [--pay-key FILE] [--pay-solana-key FILE --solana-rpc URL] [--max-price USD] [--timeout D] REQUEST.json|-
@@ -52,11 +54,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "check":
 		return runCheck(args[1:], stdin, stdout, stderr)
 	case "receipt":
-		if len(args) < 2 || args[1] != "verify" {
-			fmt.Fprint(stderr, "verifier receipt: missing subcommand: verifier receipt verify ...\n"+usage)
-			return exitInvalid
+		switch {
+		case len(args) >= 2 && args[1] == "verify":
+			return runReceiptVerify(args[2:], stdin, stdout, stderr)
+		case len(args) >= 2 && args[1] == "export":
+			return runReceiptExport(args[2:], stdin, stdout, stderr)
 		}
-		return runReceiptVerify(args[2:], stdin, stdout, stderr)
+		fmt.Fprint(stderr, "verifier receipt: missing subcommand: verifier receipt verify|export ...\n"+usage)
+		return exitInvalid
 	case "serve":
 		return runServe(args[1:], stdout, stderr)
 	case "keygen":

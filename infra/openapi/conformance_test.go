@@ -320,6 +320,7 @@ func TestResponsesMatchTheDocument(t *testing.T) {
 		{d.send(t, "agent card", "GET", "/.well-known/agent-card.json", nil), 200, true},
 		{d.send(t, "agent card (legacy)", "GET", "/.well-known/agent.json", nil), 200, true},
 		{d.send(t, "x402 manifest", "GET", "/.well-known/x402", nil), 200, true},
+		{d.send(t, "DID document", "GET", "/.well-known/did.json", nil), 200, true},
 		{d.send(t, "api catalog", "GET", "/.well-known/api-catalog", nil), 200, true},
 		{d.send(t, "api catalog HEAD", "HEAD", "/.well-known/api-catalog", nil), 200, true},
 		{d.send(t, "openapi", "GET", "/openapi.json", nil), 200, true},
@@ -330,7 +331,7 @@ func TestResponsesMatchTheDocument(t *testing.T) {
 		{d.send(t, "index JSON", "GET", "/", nil, "Accept", "application/json"), 200, true},
 	}
 	// Conditional requests: 304 with the ETag of a first answer.
-	for _, p := range []string{"/.well-known/agent-card.json", "/.well-known/agent.json", "/.well-known/api-catalog", "/openapi.json", "/docs", "/llms.txt", "/llms-full.txt"} {
+	for _, p := range []string{"/.well-known/agent-card.json", "/.well-known/agent.json", "/.well-known/did.json", "/.well-known/api-catalog", "/openapi.json", "/docs", "/llms.txt", "/llms-full.txt"} {
 		first := d.send(t, p, "GET", p, nil)
 		cases = append(cases, struct {
 			ex     exchange

@@ -35,6 +35,7 @@ var operationIDs = map[string]string{
 	"GET /.well-known/agent-card.json": "getAgentCard",
 	"GET /.well-known/agent.json":      "getAgentCardLegacy",
 	"GET /.well-known/x402":            "getX402Manifest",
+	"GET /.well-known/did.json":        "getDIDDocument",
 	"GET /.well-known/api-catalog":     "getApiCatalog",
 	"GET /openapi.json":                "getOpenAPI",
 	"GET /docs":                        "getDocs",
@@ -191,6 +192,19 @@ func operations(svc *service.Service, ex *Examples) map[string]operation {
 				"200", obj("description", "The manifest.", "content", jsonContent(schemaRef("X402Manifest"), nil)),
 				"500", responseRef("InternalError"),
 				"503", responseRef("Unavailable"),
+			),
+		},
+		"GET /.well-known/did.json": {
+			tags: []string{"discovery"},
+			description: "The did:web DID document of the deployment (its configured base URL): every public key that signs x402 offer-receipt offers and receipts, " +
+				"current first and earlier ones kept, as JsonWebKey2020 methods (OKP, Ed25519) with ids did:web:<host>#<key version>, the kid of each JWS.",
+			parameters: []any{paramRef("IfNoneMatch")},
+			responses: obj(
+				"200", obj("description", "The DID document.",
+					"headers", obj("ETag", headerRef("ETag"), "Cache-Control", headerRef("CacheControl")),
+					"content", jsonContent(obj("type", "object", "required", []any{"id", "verificationMethod", "assertionMethod"}), nil)),
+				"304", responseRef("NotModified"),
+				"500", responseRef("InternalError"),
 			),
 		},
 		"GET /.well-known/api-catalog": {
@@ -354,7 +368,7 @@ func openAPIComponents(svc *service.Service) (object, error) {
 		),
 		"headers", obj(
 			"PaymentRequired", obj("description", "x402 v2: standard base64 of the PaymentRequired JSON (the body repeats it).", "required", true, "schema", obj("type", "string")),
-			"PaymentResponse", obj("description", "x402 v2: standard base64 of the facilitator's SettlementResponse (the transaction), on a paid answer or a failed settlement.", "schema", obj("type", "string")),
+			"PaymentResponse", obj("description", "x402 v2: standard base64 of the facilitator's SettlementResponse (the transaction), on a paid answer or a failed settlement. A paid answer's carries extensions[\"offer-receipt\"].info.receipt, the signed receipt (JWS, EdDSA, kid did:web:<host>#<key version>).", "schema", obj("type", "string")),
 			"FreeAllowanceRemaining", obj("description", "Free verifications this client has left today.", "schema", obj("type", "integer", "minimum", 0)),
 			"FreeAllowanceLimit", obj("description", "Free verifications per client per UTC day.", "schema", obj("type", "integer", "minimum", 0)),
 			"FreeAllowanceResets", obj("description", "When the allowance resets: the next UTC midnight, RFC 3339.", "schema", obj("type", "string", "format", "date-time")),

@@ -39,6 +39,7 @@ func Routes() []RouteInfo {
 		{"GET", "/.well-known/agent-card.json", "A2A agent card: skills, the public keys that sign receipts, request-hash test vectors, x402 networks and prices.", "free"},
 		{"GET", "/.well-known/agent.json", "The same agent card at the legacy path.", "free"},
 		{"GET", "/.well-known/x402", "x402 discovery manifest: live prices, networks, assets and payees.", "free"},
+		{"GET", "/.well-known/did.json", "did:web DID document: every public key that signs x402 offers and receipts (kid did:web:<host>#<key version>).", "free"},
 		{"GET", "/.well-known/api-catalog", "RFC 9727 API catalog (linkset): where the OpenAPI document, the docs and the status are.", "free"},
 		{"GET", "/openapi.json", "OpenAPI 3.1 description of every route.", "free"},
 		{"GET", "/docs", "Interactive API documentation (no external assets).", "free"},
@@ -48,7 +49,8 @@ func Routes() []RouteInfo {
 	}
 }
 
-// MountWellKnown adds the index, /health, the agent card and the x402 manifest to rt: what every
+// MountWellKnown adds the index, /health, the agent card, the x402 manifest and the DID document
+// to rt: what every
 // server that signs needs for its keys to be found. Documents.Mount mounts them with the larger
 // documents (OpenAPI, the docs viewer, llms.txt, the API catalog).
 func MountWellKnown(rt *edge.Router, svc *service.Service) {
@@ -58,6 +60,24 @@ func MountWellKnown(rt *edge.Router, svc *service.Service) {
 	rt.Handle(http.MethodGet, "/.well-known/agent-card.json", s.handleAgentCard)
 	rt.Handle(http.MethodGet, "/.well-known/agent.json", s.handleAgentCard)
 	rt.Handle(http.MethodGet, "/.well-known/x402", s.handleX402)
+	rt.Handle(http.MethodGet, x402.DIDDocumentPath, s.handleDIDDocument)
+}
+
+// handleDIDDocument is the deployment's did:web DID document (SPEC §16): the key ring's public
+// keys, current first and every earlier one kept, under the ids the offer-receipt JWS kid names,
+// so that an x402 client resolves a kid to its key as did:web says, from the configured base URL.
+func (s wellKnown) handleDIDDocument(w http.ResponseWriter, r *http.Request) {
+	doc, err := x402.DIDDocument(s.svc.BaseURL(), s.svc.Keys().PublicKeys())
+	if err != nil {
+		edge.Fail(w, r, s.svc, err)
+		return
+	}
+	body, err := json.Marshal(doc)
+	if err != nil {
+		edge.Fail(w, r, s.svc, err)
+		return
+	}
+	edge.WriteDocument(w, r, "application/json", "max-age=300", body)
 }
 
 // wellKnown serves the documents every server that signs publishes, from one service.
@@ -97,7 +117,8 @@ func (s wellKnown) handleX402(w http.ResponseWriter, r *http.Request) {
 		var err error
 		doc, err = m.Manifest(r.Context(), PaidRoutes(s.svc), free,
 			"Send the request; past the free allowance the answer is 402 with a PAYMENT-REQUIRED header (x402 v2). "+
-				"Sign one of its accepts and send it again with the PAYMENT-SIGNATURE header; the settlement comes back in PAYMENT-RESPONSE.")
+				"Sign one of its accepts and send it again with the PAYMENT-SIGNATURE header; the settlement comes back in PAYMENT-RESPONSE. "+
+				"Every 402 answer signs its offers and every paid settlement its receipt (x402 offer-receipt extension, JWS; keys at /.well-known/did.json).")
 		if err != nil {
 			edge.Fail(w, r, s.svc, err)
 			return

@@ -280,7 +280,11 @@ func TestBazaarExtensionsEncodedOnce(t *testing.T) {
 		"score":  {scorePR, x402.BazaarExtension(http.MethodGet, nil, nil)},
 	} {
 		want := c.got
-		want.Extensions = map[string]any{"bazaar": c.maps}
+		// The signed offers are the answer's own (their tests are the offer-receipt ones).
+		want.Extensions = map[string]any{"bazaar": c.maps, x402.ExtOfferReceipt: c.got.Extensions[x402.ExtOfferReceipt]}
+		if want.Extensions[x402.ExtOfferReceipt] == nil {
+			t.Errorf("%s: no signed offers", name)
+		}
 		gotHdr, err1 := x402.EncodeHeader(c.got)
 		wantHdr, err2 := x402.EncodeHeader(want)
 		if err1 != nil || err2 != nil || gotHdr != wantHdr {
@@ -460,17 +464,17 @@ func TestPaymentNotSettledIsReleased(t *testing.T) {
 
 	// The work fails: an error, nothing settled, and the same payment is taken afterwards.
 	failing := func(context.Context, receipt.Payment) error { return apperr.New(apperr.DeadlineExceeded, "too slow") }
-	if sr, fail, err := e.svc.Charge(ctx, payment(1), "0.02", failing); err == nil || sr != nil || fail != nil || payer.settles.Load() != 0 {
+	if sr, fail, err := e.svc.Charge(ctx, payment(1), e.svc.BaseURL()+"/verify/schema", "0.02", failing); err == nil || sr != nil || fail != nil || payer.settles.Load() != 0 {
 		t.Fatalf("failing work: %v %v %v, settles %d", sr, fail, err, payer.settles.Load())
 	}
-	if sr, fail, err := e.svc.Charge(ctx, payment(1), "0.02", works); err != nil || fail != nil || sr == nil || payer.settles.Load() != 1 {
+	if sr, fail, err := e.svc.Charge(ctx, payment(1), e.svc.BaseURL()+"/verify/schema", "0.02", works); err != nil || fail != nil || sr == nil || payer.settles.Load() != 1 {
 		t.Fatalf("the same payment after failed work: %v %v %v", sr, fail, err)
 	}
 
 	// Too little time left: a retryable error, nothing settled, the payment released.
 	short, cancel := context.WithTimeout(ctx, service.AfterSettle+service.MinSettleTime-time.Second)
 	defer cancel()
-	_, _, err := e.svc.Charge(short, payment(2), "0.02", works)
+	_, _, err := e.svc.Charge(short, payment(2), e.svc.BaseURL()+"/verify/schema", "0.02", works)
 	if ae, ok := apperr.As(err); !ok || ae.Code != apperr.FacilitatorDown || !ae.Retryable || ae.Charged || payer.settles.Load() != 1 {
 		t.Fatalf("too little time: %v, settles %d", err, payer.settles.Load())
 	}
@@ -478,7 +482,7 @@ func TestPaymentNotSettledIsReleased(t *testing.T) {
 	deadline := time.Now().Add(service.AfterSettle + service.MinSettleTime + 2*time.Second)
 	enough, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	if sr, fail, err := e.svc.Charge(enough, payment(2), "0.02", works); err != nil || fail != nil || sr == nil {
+	if sr, fail, err := e.svc.Charge(enough, payment(2), e.svc.BaseURL()+"/verify/schema", "0.02", works); err != nil || fail != nil || sr == nil {
 		t.Fatalf("the same payment with time enough: %v %v %v", sr, fail, err)
 	}
 	if want := deadline.Add(-service.AfterSettle); !payer.settleBy.Equal(want) {
@@ -486,14 +490,14 @@ func TestPaymentNotSettledIsReleased(t *testing.T) {
 	}
 	// The work's own deadline leaves settlement its time.
 	var workBy time.Time
-	if _, _, err := e.svc.Charge(enough, payment(4), "0.02", func(ctx context.Context, _ receipt.Payment) error { workBy, _ = ctx.Deadline(); return nil }); err != nil {
+	if _, _, err := e.svc.Charge(enough, payment(4), e.svc.BaseURL()+"/verify/schema", "0.02", func(ctx context.Context, _ receipt.Payment) error { workBy, _ = ctx.Deadline(); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if want := deadline.Add(-service.AfterSettle - service.MinSettleTime); !workBy.Equal(want) {
 		t.Errorf("work deadline %v, want %v", workBy, want)
 	}
 	// Without a deadline (the local server), settlement has service.SettleTimeout.
-	if sr, _, err := e.svc.Charge(ctx, payment(5), "0.02", works); err != nil || sr == nil || time.Until(payer.settleBy) > service.SettleTimeout || time.Until(payer.settleBy) < service.SettleTimeout-time.Minute {
+	if sr, _, err := e.svc.Charge(ctx, payment(5), e.svc.BaseURL()+"/verify/schema", "0.02", works); err != nil || sr == nil || time.Until(payer.settleBy) > service.SettleTimeout || time.Until(payer.settleBy) < service.SettleTimeout-time.Minute {
 		t.Errorf("no deadline: %v, settlement deadline in %v, want about %v", err, time.Until(payer.settleBy), service.SettleTimeout)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
@@ -69,13 +70,27 @@ func (s *Service) freeTrial(ctx context.Context, client string, used int, knownU
 }
 
 // PaymentRequiredFor builds the x402 PaymentRequired for a resource (a REST URL or an MCP tool's
-// mcp://tool/<name>) at priceUSD, from the one price table behind every 402 answer.
+// mcp://tool/<name>) at priceUSD, from the one price table behind every 402 answer, with a
+// signed offer per requirement in extensions["offer-receipt"].
 func (s *Service) PaymentRequiredFor(ctx context.Context, resourceURL, description, priceUSD, message string, extensions map[string]any) (x402.PaymentRequired, error) {
 	accepts := []x402.Requirements{} // free-only: the probe still answers, with nothing to pay
 	if s.d.Payer != nil {
 		var err error
 		if accepts, err = s.d.Payer.Requirements(ctx, priceUSD); err != nil {
 			return x402.PaymentRequired{}, fmt.Errorf("payment requirements: %w", err)
+		}
+	}
+	if len(accepts) > 0 {
+		// Every 402 answer signs its offers (SPEC §16). A key source that cannot sign leaves them
+		// out, as the extension allows: the requirements alone still say what to pay.
+		if offers, err := s.offers.Offers(resourceURL, accepts, s.d.Now()); err != nil {
+			s.d.Log.Error("offers not signed", "err", err.Error())
+		} else {
+			extensions = maps.Clone(extensions)
+			if extensions == nil {
+				extensions = map[string]any{}
+			}
+			extensions[x402.ExtOfferReceipt] = offers
 		}
 	}
 	return x402.PaymentRequired{
@@ -166,10 +181,12 @@ type PaymentFailure struct {
 // match the payment against the server's own requirements for priceUSD, refuse a known replay,
 // verify with the facilitator, reserve the payment id, run work, settle. work gets the payment's
 // binding (SPEC §16), for the answer it signs. Nothing is settled unless work succeeded, and the
-// caller delivers nothing unless Charge returns a settlement.
+// caller delivers nothing unless Charge returns a settlement, which carries the signed receipt
+// of the offer-receipt extension for resourceURL (the PaymentRequired's resource, so that it
+// matches the offers).
 // A refused payment is a *PaymentFailure; a 5xx (facilitator or store down, work failed) is an
 // error.
-func (s *Service) Charge(ctx context.Context, payload x402.PaymentPayload, priceUSD string, work func(context.Context, receipt.Payment) error) (*x402.SettleResponse, *PaymentFailure, error) {
+func (s *Service) Charge(ctx context.Context, payload x402.PaymentPayload, resourceURL, priceUSD string, work func(context.Context, receipt.Payment) error) (*x402.SettleResponse, *PaymentFailure, error) {
 	if s.d.Payer == nil {
 		return nil, nil, apperr.Field("payment", "was sent to a deployment that takes no payments", "Send the request without a payment.")
 	}
@@ -249,7 +266,27 @@ func (s *Service) Charge(ctx context.Context, payload x402.PaymentPayload, price
 	if !sr.Success {
 		return nil, &PaymentFailure{Code: apperr.PaymentSettleFail, Message: "The payment could not be settled: " + safeReason(sr.ErrorReason) + ". Nothing was charged.", Settlement: &sr}, nil
 	}
+	s.attachReceipt(&sr, resourceURL, accepted.Network, binding.Payer)
 	return &sr, nil, nil
+}
+
+// attachReceipt puts the offer-receipt extension's signed receipt into a successful settlement:
+// the payer the facilitator settled for (the verified payer when it names none), the network
+// paid on and the settlement's transaction (SPEC §16 includes it: a buyer can then show the
+// payment on chain). Only the server's own extensions are sent. A key source that cannot sign
+// leaves the receipt out: the payment is settled and the answer must be delivered.
+func (s *Service) attachReceipt(sr *x402.SettleResponse, resourceURL, network, verifiedPayer string) {
+	payer := sr.Payer
+	if payer == "" {
+		payer = verifiedPayer
+	}
+	ext, err := s.offers.Receipt(resourceURL, network, payer, sr.Transaction, s.d.Now())
+	if err != nil {
+		s.d.Log.Error("receipt not signed", "err", err.Error())
+		sr.Extensions = nil
+		return
+	}
+	sr.Extensions = map[string]any{x402.ExtOfferReceipt: ext}
 }
 
 // facilitator's verification, the work and settlement, each at its bound. A server's write

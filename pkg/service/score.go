@@ -205,7 +205,7 @@ func (s *Service) Score(ctx context.Context, call ScoreCall) Outcome {
 		return s.scorePaymentRequired(ctx, call, apperr.PaymentInvalid, call.Words.UndecodablePayment, nil)
 	}
 	var body []byte
-	sr, fail, err := s.Charge(ctx, call.Payment.Payload, s.d.Pricing.PriceScore, func(ctx context.Context, _ receipt.Payment) (err error) {
+	sr, fail, err := s.Charge(ctx, call.Payment.Payload, call.Resource, s.d.Pricing.PriceScore, func(ctx context.Context, _ receipt.Payment) (err error) {
 		body, err = lookup.Document(ctx)
 		return err
 	})

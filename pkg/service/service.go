@@ -14,6 +14,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -98,6 +99,10 @@ type Deps struct {
 type Service struct {
 	d Deps
 
+	// offers signs the x402 offer-receipt extension's offers and receipts (SPEC §16); nil when
+	// the deployment takes no payments.
+	offers *x402.OfferReceipt
+
 	records chan store.Verification // history writes waiting for StartRecording's writers
 	// recording guards records: a request still running when the writers stop (a shutdown that
 	// outlived its grace) writes its record itself instead of sending on a closed channel.
@@ -156,7 +161,14 @@ func New(d Deps) (*Service, error) {
 	if d.StoreTimeout <= 0 {
 		d.StoreTimeout = DefaultStoreTimeout
 	}
-	return &Service{d: d}, nil
+	s := &Service{d: d}
+	if d.Payer != nil {
+		var err error
+		if s.offers, err = x402.NewOfferReceipt(d.Keys.Current, d.BaseURL, d.Keys.Current.Version); err != nil {
+			return nil, fmt.Errorf("service: %w", err)
+		}
+	}
+	return s, nil
 }
 
 // WithKeys is a new service like s that signs with and publishes keys (a key rotation, which a

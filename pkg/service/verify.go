@@ -186,7 +186,7 @@ func (s *Service) verifyPaid(ctx context.Context, call VerifyCall, job *Job) Out
 		}
 	}
 	var v *Verification
-	sr, fail, err := s.Charge(ctx, call.Payment.Payload, s.d.Pricing.PriceVerify, func(ctx context.Context, binding receipt.Payment) (err error) {
+	sr, fail, err := s.Charge(ctx, call.Payment.Payload, call.Resource, s.d.Pricing.PriceVerify, func(ctx context.Context, binding receipt.Payment) (err error) {
 		v, err = s.Finish(ctx, job, &binding)
 		return err
 	})

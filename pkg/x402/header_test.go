@@ -8,6 +8,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -141,7 +142,7 @@ func TestDecodeSettleResponseFromNPM(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got != c.want {
+		if !reflect.DeepEqual(got, c.want) {
 			t.Errorf("got %+v, want %+v", got, c.want)
 		}
 	}

@@ -124,6 +124,9 @@ type SettleResponse struct {
 	Payer        string `json:"payer,omitempty"`
 	Transaction  string `json:"transaction"`
 	Network      string `json:"network"`
+	// Extensions are the server's additions to a successful settlement: the signed receipt of
+	// the offer-receipt extension (SPEC §16). A facilitator's answer carries none.
+	Extensions map[string]any `json:"extensions,omitempty"`
 }
 
 // Known CAIP-2 network ids (SPEC §8.2).
