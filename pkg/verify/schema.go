@@ -62,8 +62,9 @@ func schemaTally(r schemacheck.Result, prefix string) Tally {
 		t.Failures = make([]Failure, len(r.Failures))
 		for i, f := range r.Failures {
 			path := jsonvalue.Render(f.At, nil)
-			t.Failures[i] = Failure{Check: prefix + f.Keyword, Path: path, Field: jsonvalue.Bare(path),
-				Expected: f.Expected, Found: f.Found, Detail: f.Detail}
+			expected, found, detail := f.Kind.Texts()
+			t.Failures[i] = Failure{Check: prefix + f.Kind.Keyword(), Path: path, Field: jsonvalue.Bare(path),
+				Expected: expected, Found: found, Detail: detail}
 		}
 	}
 	for _, kw := range r.OmittedKeywords {
