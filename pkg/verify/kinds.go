@@ -85,34 +85,37 @@ func (k operandCount) Texts() (string, string, string) {
 	return "exactly one number at " + p, n + " values", detail
 }
 
-// sumMismatch: the values of a sum_equals rule add up to sum (its exact decimal), not to target
-// (within the rule's tolerance, shown when it is not the default).
+// sumMismatch: the values of rule r (sum_equals) add up to sum (its exact decimal), not to the
+// target lit (its equals, or the number at its equals_field) within its tolerance.
 type sumMismatch struct {
-	r         *Rule
-	target    operand
-	tolerance bool
-	sum       string
+	r        *Rule
+	lit, sum string
 }
 
 func (k sumMismatch) Texts() (string, string, string) {
-	label, sum := k.target.label(), jsonvalue.Shorten(k.sum)
-	if k.tolerance {
-		label += " within " + toleranceText(k.r)
+	lit, within, sum := jsonvalue.Shorten(k.lit), "", jsonvalue.Shorten(k.sum)
+	if toleranceShown(k.r) {
+		within = " within " + toleranceText(k.r)
 	}
-	return "a sum equal to " + label, "sum " + sum, "values sum to " + sum + ", expected " + label
+	if k.r.EqualsField == nil {
+		return "a sum equal to " + lit + within, "sum " + sum, "values sum to " + sum + ", expected " + lit + within
+	}
+	// Each text in one concatenation: the label "total (135.0)" is not made on its own.
+	name := jsonvalue.Shorten(k.r.EqualsField.String())
+	return "a sum equal to " + name + " (" + lit + ")" + within, "sum " + sum,
+		"values sum to " + sum + ", expected " + name + " (" + lit + ")" + within
 }
 
-// outOfOrder: a value of a gte or lte rule is on the wrong side of its operand (beyond the
-// rule's tolerance, shown when it is not the default), or is not a number it can compare
-// (number false; err says why a number is unusable).
+// outOfOrder: a value of rule r (gte or lte) is on the wrong side of its operand beyond its
+// tolerance, or is not a number it can compare (number false; err says why a number is
+// unusable).
 type outOfOrder struct {
-	r         *Rule
-	op        operand
-	tolerance bool
-	value     any
-	number    bool
-	err       error
-	at        where
+	r      *Rule
+	op     operand
+	value  any
+	number bool
+	err    error
+	at     where
 }
 
 func (k outOfOrder) Texts() (string, string, string) {
@@ -121,7 +124,7 @@ func (k outOfOrder) Texts() (string, string, string) {
 		rel, word = "<=", "greater than"
 	}
 	expected := "a number " + rel + " " + k.op.label()
-	if k.tolerance {
+	if toleranceShown(k.r) {
 		expected += " (tolerance " + toleranceText(k.r) + ")"
 	}
 	if !k.number {
@@ -129,6 +132,9 @@ func (k outOfOrder) Texts() (string, string, string) {
 	}
 	return expected, jsonvalue.Describe(k.value), jsonvalue.Describe(k.value) + " is " + word + " " + k.op.label()
 }
+
+// toleranceShown tells whether a rule's texts name its tolerance: when it is not the default.
+func toleranceShown(r *Rule) bool { return r.Tolerance != nil && !isDefaultTolerance(r.Tolerance) }
 
 // notIn: a value of an exists_in rule occurs neither at the in_field path (in) nor, without one,
 // among the rule's values (set).

@@ -226,7 +226,7 @@ func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
 			return
 		}
 	}
-	var target operand
+	var lit string // the target
 	switch {
 	case r.EqualsField != nil:
 		ef := *r.EqualsField
@@ -243,16 +243,16 @@ func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
 			t.Fail(ev.ruleFailure(r, whole(ef), notNumber{want: wanted{text: "a number at ", path: ef}, value: tv[0], at: whole(ef)}))
 			return
 		}
-		target = operand{lit: string(n), name: ef.String()}
+		lit = string(n)
 	case r.Equals != nil:
-		target = operand{lit: string(*r.Equals)}
+		lit = string(*r.Equals)
 	default:
 		ev.noOperand(r, t)
 		return
 	}
-	if err := jsonvalue.ParseDecimal(target.lit, &ev.target); err != nil {
+	if err := jsonvalue.ParseDecimal(lit, &ev.target); err != nil {
 		t.Fail(ev.ruleFailure(r, whole(r.Field), badOperand{want: wanted{text: "a number to compare the sum with"},
-			what: "the target number", lit: target.lit, err: err}))
+			what: "the target number", lit: lit, err: err}))
 		return
 	}
 	ev.total.SetZero()
@@ -280,7 +280,7 @@ func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
 		t.Pass()
 		return
 	}
-	t.Fail(ev.ruleFailure(r, whole(r.Field), sumMismatch{r: r, target: target, tolerance: !tol.isDefault(), sum: ev.total.PyString(intLike)}))
+	t.Fail(ev.ruleFailure(r, whole(r.Field), sumMismatch{r: r, lit: lit, sum: ev.total.PyString(intLike)}))
 }
 
 // compare: gte and lte, one check per place of field. The operand is value, a single number at
@@ -470,7 +470,7 @@ func (ev *evaluator) compareOne(r *Rule, t *Tally, tol *tolerance, v any, w wher
 	if t.failCounted(ruleCheck(r.Type)) {
 		return
 	}
-	t.Fail(ev.ruleFailure(r, w, outOfOrder{r: r, op: op, tolerance: !tol.isDefault(), value: v, number: ok && err == nil, err: err, at: w}))
+	t.Fail(ev.ruleFailure(r, w, outOfOrder{r: r, op: op, value: v, number: ok && err == nil, err: err, at: w}))
 }
 
 // existsIn: each value of field occurs among the operand values (canonical JSON equality). One
