@@ -731,7 +731,9 @@ func TestSchemaKeepsFirstFailures(t *testing.T) {
 
 // A failure past the kept ones is counted by its keyword and costs no allocation: its Kind is
 // never made, let alone written (fail is generic for this). Twice the failing items, all past
-// the kept ones, allocate no more.
+// the kept ones, allocate no more, but for the walkers the race detector's sync.Pool drops at
+// random (hence a margin of one allocation per 50 failures; writing each failure's texts cost
+// eight).
 func TestDroppedFailuresAllocateNothing(t *testing.T) {
 	sch, err := Compile(schDecode(t, []byte(`{"items": {"type": "string", "minimum": 5}}`)), false)
 	if err != nil {
@@ -751,7 +753,7 @@ func TestDroppedFailuresAllocateNothing(t *testing.T) {
 	}
 	small, large := allocs(1000), allocs(2000)
 	t.Logf("allocations: %v for 1,000 failing items, %v for 2,000", small, large)
-	if large > small {
+	if large-small > 1000/50 {
 		t.Errorf("1,000 more failures past the kept ones cost %v allocations (%v for 1,000 items, %v for 2,000)", large-small, small, large)
 	}
 }
