@@ -619,8 +619,9 @@ func (ev *evaluator) find(s *valueSet, v any) (int, bool) {
 }
 
 // where is the concrete location of one value: the rule's steps with the indices its `[]` steps
-// took (at, then more for `[]` steps past an element-wise prefix). It is turned into text only
-// when a check fails.
+// took (at, then more for `[]` steps past an element-wise prefix). A failure holds it as it is
+// (Failure.At and Elems, and inside its Kind); it is turned into text only when a report shows
+// the failure.
 type where struct {
 	steps    []Step
 	at, more []int

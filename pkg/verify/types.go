@@ -134,12 +134,12 @@ func (t *Tally) Pass() { t.Total++; t.Passed++ }
 func (t *Tally) Fail(f Failure) { t.Total++; t.keep(f) }
 
 // full tells whether t keeps no more failures: one failed now is counted by its Check name
-// only, so a caller may skip writing its texts (see failCounted).
+// only, so a caller may skip making its location and Kind (see failCounted).
 func (t *Tally) full() bool { return len(t.Failures) >= ListCap }
 
-// failCounted records a failed check of check without its texts when t keeps no more failures,
-// and reports whether it did: a check that fails at each of many places then costs no message
-// past the first ListCap.
+// failCounted records a failed check of check without its location and Kind when t keeps no
+// more failures, and reports whether it did: a check that fails at each of many places then
+// costs nothing past the first ListCap.
 func (t *Tally) failCounted(check string) bool {
 	if !t.full() {
 		return false
