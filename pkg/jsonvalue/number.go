@@ -1,6 +1,7 @@
 package jsonvalue
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"math"
@@ -360,66 +361,71 @@ func DecimalOfRat(r *big.Rat) (*Decimal, error) {
 // the integer ("130"); otherwise the repr of a float, but with exact digits: at least one
 // fractional digit ("130.0", "129.5"), and exponent notation when the decimal point would sit more
 // than 16 places right or 4 places left of the first digit ("1e+16", "1.5e-05").
+//
+// It writes on the stack and allocates the answer alone (a sum_equals failure writes one).
 func (d *Decimal) PyString(intLike bool) string {
-	digits := d.coef.String()
-	neg := strings.HasPrefix(digits, "-")
-	digits = strings.TrimPrefix(digits, "-")
-	exp := d.exp
-	if t := strings.TrimRight(digits, "0"); t != "" {
-		exp += len(digits) - len(t)
-		digits = t
+	var dbuf, obuf [64]byte
+	var digits []byte
+	if d.coef.IsInt64() {
+		digits = strconv.AppendInt(dbuf[:0], d.coef.Int64(), 10) // big.Int's own writing allocates
 	} else {
-		digits, exp, neg = "0", 0, false
+		digits = d.coef.Append(dbuf[:0], 10)
 	}
-	var b strings.Builder
+	neg := digits[0] == '-'
 	if neg {
-		b.WriteByte('-')
+		digits = digits[1:]
 	}
-	if digits == "0" {
+	t := bytes.TrimRight(digits, "0")
+	if len(t) == 0 {
 		if intLike {
 			return "0"
 		}
 		return "0.0"
 	}
+	exp := d.exp + len(digits) - len(t)
+	digits = t
+	b := obuf[:0]
+	if neg {
+		b = append(b, '-')
+	}
 	if intLike && exp >= 0 {
-		b.WriteString(digits)
-		b.WriteString(strings.Repeat("0", exp))
-		return b.String()
+		return string(appendZeros(append(b, digits...), exp))
 	}
 	decpt := len(digits) + exp // the decimal point sits after this many digits
 	switch {
 	case decpt > 16 || decpt <= -4:
-		b.WriteByte(digits[0])
+		b = append(b, digits[0])
 		if len(digits) > 1 {
-			b.WriteByte('.')
-			b.WriteString(digits[1:])
+			b = append(append(b, '.'), digits[1:]...)
 		}
 		e := decpt - 1
-		b.WriteByte('e')
+		b = append(b, 'e')
 		if e < 0 {
-			b.WriteByte('-')
+			b = append(b, '-')
 			e = -e
 		} else {
-			b.WriteByte('+')
+			b = append(b, '+')
 		}
 		if e < 10 {
-			b.WriteByte('0')
+			b = append(b, '0')
 		}
-		b.WriteString(strconv.Itoa(e))
+		b = strconv.AppendInt(b, int64(e), 10)
 	case decpt <= 0:
-		b.WriteString("0.")
-		b.WriteString(strings.Repeat("0", -decpt))
-		b.WriteString(digits)
+		b = append(appendZeros(append(b, "0."...), -decpt), digits...)
 	case decpt < len(digits):
-		b.WriteString(digits[:decpt])
-		b.WriteByte('.')
-		b.WriteString(digits[decpt:])
+		b = append(append(append(b, digits[:decpt]...), '.'), digits[decpt:]...)
 	default:
-		b.WriteString(digits)
-		b.WriteString(strings.Repeat("0", decpt-len(digits)))
-		b.WriteString(".0")
+		b = append(appendZeros(append(b, digits...), decpt-len(digits)), ".0"...)
 	}
-	return b.String()
+	return string(b)
+}
+
+// appendZeros appends n zeros.
+func appendZeros(b []byte, n int) []byte {
+	for range n {
+		b = append(b, '0')
+	}
+	return b
 }
 
 // appendNumberKey appends the canonical form of a number literal for equality (exists_in,

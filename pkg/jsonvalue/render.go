@@ -64,9 +64,11 @@ func Display(field string) string {
 	return "$." + field
 }
 
-// Render is AppendPath into a new string.
+// Render is AppendPath into a new string, written on the stack first so that a path of usual
+// length costs the string alone.
 func Render(steps []Step, at []int) string {
-	return string(AppendPath(make([]byte, 0, 16+4*len(steps)), steps, at))
+	var buf [128]byte
+	return string(AppendPath(buf[:0], steps, at))
 }
 
 // AppendPath appends the location steps name in the report's path syntax, "$" first. at holds,

@@ -38,18 +38,18 @@ func (ev *evaluator) bound(b *Bound, t *Tally) {
 			continue
 		}
 		if err := jsonvalue.ParseDecimal(string(*lim.lit), lim.into); err != nil {
-			t.Fail(Failure{Check: boundsCheck, Path: b.Path.Display(), Field: b.Path.String(), Expected: boundExpected(b),
-				Found: foundValue(*lim.lit, err), Detail: "the bound's " + lim.name + " " + jsonvalue.Shorten(string(*lim.lit)) + " " + err.Error()})
+			t.Fail(Failure{Check: boundsCheck, At: b.Path.Steps, Filed: &b.Path,
+				Kind: badOperand{want: wanted{bound: b}, what: "the bound's " + lim.name, lit: string(*lim.lit), err: err}})
 			return
 		}
 	}
 	width := jsonvalue.CountAll(b.Path.Steps)
 	for i, v := range values {
+		here := where{steps: b.Path.Steps, at: at[i*width : (i+1)*width]}
 		if jsonvalue.IsAbsent(v) {
 			if !b.IfPresent && !t.failCounted(boundsCheck) {
-				loc := placeOf(b.Path, at[i*width:(i+1)*width])
-				t.Fail(Failure{Check: boundsCheck, Path: jsonvalue.Display(loc), Field: b.Path.String(), Expected: boundExpected(b),
-					Found: "field not found", Detail: notFoundDetail(loc, 0)})
+				t.Fail(Failure{Check: boundsCheck, At: here.steps, Elems: here.at, Filed: &b.Path,
+					Kind: notFound{want: wanted{bound: b}, at: here}})
 			}
 			continue
 		}
@@ -67,19 +67,32 @@ func (ev *evaluator) bound(b *Bound, t *Tally) {
 		if t.failCounted(boundsCheck) {
 			continue
 		}
-		loc := jsonvalue.Field(b.Path.Steps, at[i*width:(i+1)*width])
-		var detail string
-		switch {
-		case low:
-			detail = jsonvalue.Describe(v) + " is below the minimum " + jsonvalue.Shorten(string(*b.Min))
-		case high:
-			detail = jsonvalue.Describe(v) + " is above the maximum " + jsonvalue.Shorten(string(*b.Max))
-		default:
-			detail = notNumberDetail(loc, v, err)
-		}
-		t.Fail(Failure{Check: boundsCheck, Path: jsonvalue.Display(loc), Field: b.Path.String(), Expected: boundExpected(b),
-			Found: foundValue(v, err), Detail: detail})
+		t.Fail(Failure{Check: boundsCheck, At: here.steps, Elems: here.at, Filed: &b.Path,
+			Kind: outOfBounds{b: b, value: v, err: err, low: low, high: high, at: here}})
 	}
+}
+
+// outOfBounds is a value at a bound's place that is not a number within it: below the minimum
+// (low), above the maximum (high), or not a number at all (err says why a number is unusable).
+type outOfBounds struct {
+	b         *Bound
+	value     any
+	err       error
+	low, high bool
+	at        where
+}
+
+func (k outOfBounds) Texts() (string, string, string) {
+	var detail string
+	switch {
+	case k.low:
+		detail = jsonvalue.Describe(k.value) + " is below the minimum " + jsonvalue.Shorten(string(*k.b.Min))
+	case k.high:
+		detail = jsonvalue.Describe(k.value) + " is above the maximum " + jsonvalue.Shorten(string(*k.b.Max))
+	default:
+		detail = notNumberDetail(k.at.raw(), k.value, k.err)
+	}
+	return boundExpected(k.b), foundValue(k.value, k.err), detail
 }
 
 // boundExpected says what a bound wants: "a number between 0 and 100", "a number >= 0" or

@@ -86,23 +86,20 @@ func (w *contentWalker) walk(v any) {
 			w.t.Pass()
 			return
 		}
-		expected := "a non-empty string"
-		if check == checkPlaceholder {
-			expected = "real content, not placeholder text"
+		if !w.t.failCounted(check) {
+			w.t.Fail(w.failure(check, badString{placeholder: check == checkPlaceholder, value: x, why: detail}))
 		}
-		w.t.Fail(w.failure(check, expected, jsonvalue.Describe(x), detail))
 	case json.Number:
 		inexact, becomes := jsonvalue.InexactNumber(string(x))
 		switch {
-		case inexact:
-			f := w.failure(checkInexactNumber, "a number that IEEE-754 double precision holds exactly", jsonvalue.Describe(x),
-				jsonvalue.Describe(x)+" does not survive IEEE-754 double precision: it reads as "+becomes+
-					", so its output_hash cannot tell it from that number")
-			if w.strict {
-				w.t.Fail(f)
-			} else {
-				w.info.keep(f)
+		case inexact && w.strict:
+			if !w.t.failCounted(checkInexactNumber) {
+				w.t.Fail(w.failure(checkInexactNumber, inexactNumber{value: x, becomes: becomes}))
 			}
+		case inexact && w.info.full():
+			w.info.keep(Failure{Check: checkInexactNumber}) // counted only, as failCounted does
+		case inexact:
+			w.info.keep(w.failure(checkInexactNumber, inexactNumber{value: x, becomes: becomes}))
 		case w.strict:
 			w.t.Pass()
 		}
@@ -121,11 +118,36 @@ func (w *contentWalker) walk(v any) {
 	}
 }
 
-// failure names the current location: Path "$.line_items[0].sku", Field "line_items[0].sku" (""
-// for the root, which reports show as "$").
-func (w *contentWalker) failure(check, expected, found, detail string) Failure {
-	raw := jsonvalue.Field(w.at, nil)
-	return Failure{Check: check, Path: jsonvalue.Display(raw), Field: raw, Expected: expected, Found: found, Detail: detail}
+// failure is a failure of check at the current location ("$.line_items[0].sku"), filed under it.
+func (w *contentWalker) failure(check string, k Kind) Failure {
+	return Failure{Check: check, At: slices.Clone(w.at), Kind: k}
+}
+
+// badString is a string a content check refuses: empty (or only whitespace and invisible
+// characters), or placeholder text; why says which (stringProblem).
+type badString struct {
+	placeholder bool
+	value, why  string
+}
+
+func (k badString) Texts() (string, string, string) {
+	expected := "a non-empty string"
+	if k.placeholder {
+		expected = "real content, not placeholder text"
+	}
+	return expected, jsonvalue.Describe(k.value), k.why
+}
+
+// inexactNumber is a number that IEEE-754 double precision does not hold: it reads as becomes.
+type inexactNumber struct {
+	value   json.Number
+	becomes string
+}
+
+func (k inexactNumber) Texts() (string, string, string) {
+	return "a number that IEEE-754 double precision holds exactly", jsonvalue.Describe(k.value),
+		jsonvalue.Describe(k.value) + " does not survive IEEE-754 double precision: it reads as " + k.becomes +
+			", so its output_hash cannot tell it from that number"
 }
 
 // stringProblem returns the check a string fails and why, or "" when it passes. The string is

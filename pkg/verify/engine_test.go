@@ -175,8 +175,8 @@ func TestReportListsCapped(t *testing.T) {
 		var all []Failure
 		for i := range n {
 			c := checks[i*len(checks)/max(n, 1)] // the later checks appear only past the cap
-			f := Failure{Check: c, Path: fmt.Sprintf("$.%s[%d]", c, i), Field: fmt.Sprintf("%s[%d]", c, i),
-				Expected: "e", Found: fmt.Sprint(i), Detail: "d" + fmt.Sprint(i)}
+			f := Failure{Check: c, At: []Step{{Kind: StepKey, Key: c}, {Kind: StepIndex, Index: i}},
+				Kind: textKind{"e", fmt.Sprint(i), "d" + fmt.Sprint(i)}}
 			tl.Fail(f)
 			all = append(all, f)
 		}
@@ -193,7 +193,8 @@ func TestReportListsCapped(t *testing.T) {
 		var later []Hint
 		blocking = []string{}
 		for _, g := range groups {
-			for _, x := range g.all {
+			for _, f := range g.all {
+				x := shownOf(f)
 				flags = append(flags, Flag{Check: x.Check, Field: x.Field, Severity: g.severity, Detail: x.Detail})
 				h := Hint{Source: g.source, Check: x.Check, Path: x.Path, Expected: x.Expected, Found: x.Found}
 				if !g.blocking {
@@ -267,7 +268,7 @@ func TestReportListsCapped(t *testing.T) {
 	b, allB := fails(30, "content:placeholder", "content:empty_string")
 	a.Add(b)
 	merged := append(allA, allB...)
-	if !slices.Equal(a.Failures, merged[:ListCap]) || a.Failed() != 70 || !slices.Equal(a.appendChecks(nil), []string{"content:placeholder", "content:empty_string"}) {
+	if !slices.Equal(shownAll(a.Failures), shownAll(merged[:ListCap])) || a.Failed() != 70 || !slices.Equal(a.appendChecks(nil), []string{"content:placeholder", "content:empty_string"}) {
 		t.Errorf("merged tally: %d kept, %d failed, checks %v", len(a.Failures), a.Failed(), a.appendChecks(nil))
 	}
 }
@@ -372,4 +373,65 @@ func itemsName(n int) string {
 		return "seed"
 	}
 	return "items=200"
+}
+
+// countingKind counts how often a report writes it.
+type countingKind struct{ written *int }
+
+func (k countingKind) Texts() (string, string, string) { *k.written++; return "e", "f", "d" }
+
+// A report writes a failure only when one of its lists shows it, and once however many lists
+// show it: a compact report writes none, and a failure kept in a tally but past every list's
+// ListCap is never written.
+func TestFailuresWrittenOnlyWhenListed(t *testing.T) {
+	for _, c := range []struct {
+		enforce, strict bool
+		listed          int // distinct failures the lists show
+	}{
+		// Flags show 30 schema and 20 rule failures; hints the same ones.
+		{false, false, 50},
+		// errors, errors_detail, flags and hints all show 30 schema and 20 rule failures.
+		{true, false, 50},
+		// Flags show 30 schema and 20 rule failures, errors 30 schema and 20 content ones.
+		{false, true, 70},
+	} {
+		var counts [5][]int
+		tally := func(g int, check string, n int) Tally {
+			counts[g] = make([]int, n)
+			var tl Tally
+			for i := range n {
+				if !tl.failCounted(check) {
+					tl.Fail(Failure{Check: check, At: []Step{{Kind: StepIndex, Index: i}}, Kind: countingKind{&counts[g][i]}})
+				}
+			}
+			return tl
+		}
+		f := Findings{
+			Schema: tally(0, "schema:type", 30), Rules: tally(1, "consistency:gte", 80), Bounds: tally(2, "bounds:range", 10),
+			Content: tally(3, "content:placeholder", 70), Info: tally(4, "content:inexact_number", 5),
+			Enforce: c.enforce, Strict: c.strict,
+		}
+		written := func() (once, more int) {
+			for _, g := range counts {
+				for _, n := range g {
+					once += min(n, 1)
+					more += max(n-1, 0)
+				}
+			}
+			return once, more
+		}
+		f.Compact = true
+		buildReport(&Request{}, f, Envelope{})
+		if once, _ := written(); once != 0 {
+			t.Errorf("enforce=%v strict=%v: a compact report wrote %d failures", c.enforce, c.strict, once)
+		}
+		f.Compact = false
+		rep := buildReport(&Request{}, f, Envelope{})
+		if len(rep.Flags) != ListCap || len(rep.Hints) != ListCap {
+			t.Fatalf("enforce=%v strict=%v: %d flags, %d hints", c.enforce, c.strict, len(rep.Flags), len(rep.Hints))
+		}
+		if once, more := written(); once != c.listed || more != 0 {
+			t.Errorf("enforce=%v strict=%v: %d failures written, %d of them again; want %d, each once", c.enforce, c.strict, once, more, c.listed)
+		}
+	}
 }

@@ -148,7 +148,7 @@ func TestPathResolve(t *testing.T) {
 		if c.places != nil {
 			places := []string{}
 			for i := range slots {
-				places = append(places, placeOf(p, at[i*w:(i+1)*w]))
+				places = append(places, where{steps: p.Steps, at: at[i*w : (i+1)*w]}.raw())
 			}
 			if !reflect.DeepEqual(places, c.places) {
 				t.Errorf("jsonvalue.Places(%q) places = %q, want %q", c.path, places, c.places)
@@ -243,7 +243,7 @@ func FuzzParsePath(f *testing.F) {
 		}
 		for i := range tv {
 			w := jsonvalue.CountAll(p.Steps)
-			if _, err := ParsePath(placeOf(p, at[i*w:(i+1)*w])); err != nil {
+			if _, err := ParsePath(where{steps: p.Steps, at: at[i*w : (i+1)*w]}.raw()); err != nil {
 				t.Fatalf("place %d of %q does not parse: %v", i, s, err)
 			}
 		}

@@ -218,44 +218,7 @@ func buildReport(req *Request, f Findings, env Envelope) *Report {
 	}
 
 	rep.RequestHash = req.Hashes.Request
-	// Each list is allocated once, with room for the entries it shows.
-	var (
-		errs    = make([]string, 0, min(nBlocking, ListCap))
-		details = make([]ErrorDetail, 0, min(nBlocking, ListCap))
-		flags   = make([]Flag, 0, min(nAll, ListCap))
-		hints   = make([]Hint, 0, min(nBlocking+nLater, ListCap))
-	)
-	for i := range groups {
-		g := &groups[i]
-		for _, x := range g.t.Failures {
-			if len(flags) == ListCap && (!g.blocking || len(errs) == ListCap) {
-				break // nothing more of this group is shown
-			}
-			if len(flags) < ListCap {
-				flags = append(flags, Flag{Check: x.Check, Field: x.Field, Severity: g.severity, Detail: x.Detail})
-			}
-			if !g.blocking || len(errs) == ListCap {
-				continue
-			}
-			msg := messagePrefix(g.source) + ": " + x.Check + " at '" + fieldOrRoot(x.Field) + "': " + x.Detail
-			errs = append(errs, msg)
-			details = append(details, ErrorDetail{Check: x.Check, Path: x.Path, Expected: x.Expected, Found: x.Found, Message: msg})
-			hints = append(hints, Hint{Source: g.source, Check: x.Check, Path: x.Path, Expected: x.Expected, Found: x.Found})
-		}
-	}
-	// The hints of the blocking failures come first, then those of the others but info.
-	for i := range groups {
-		g := &groups[i]
-		if g.blocking || g.severity == "info" {
-			continue
-		}
-		for _, x := range g.t.Failures {
-			if len(hints) == ListCap {
-				break
-			}
-			hints = append(hints, Hint{Source: g.source, Check: x.Check, Path: x.Path, Expected: x.Expected, Found: x.Found})
-		}
-	}
+	errs, details, flags, hints := listFailures(groups[:], nAll, nBlocking, nLater)
 
 	rep.Errors, rep.ErrorsTotal, rep.ErrorsOmitted = listed(errs, nBlocking, &rep.counts[0])
 	rep.ErrorsDetail, rep.ErrorsDetailTotal, rep.ErrorsDetailOmitted = listed(details, nBlocking, &rep.counts[1])
@@ -265,6 +228,68 @@ func buildReport(req *Request, f Findings, env Envelope) *Report {
 	rep.ratios = [3]Ratio{schema, integ, rep.overall}
 	rep.SchemaCompliance, rep.IntegrityChecks, rep.Overall = &rep.ratios[0], &rep.ratios[1], &rep.ratios[2]
 	return rep
+}
+
+// listFailures writes the report's lists from the groups' failures in report order: errors,
+// errors_detail and hints of the blocking ones, flags of all, then the hints of the others but
+// info. Each list is allocated once, with room for the entries it shows, and a failure is
+// written (Failure.Show) once, only when a list shows it.
+func listFailures(groups []failureGroup, nAll, nBlocking, nLater int) (errs []string, details []ErrorDetail, flags []Flag, hints []Hint) {
+	errs = make([]string, 0, min(nBlocking, ListCap))
+	details = make([]ErrorDetail, 0, min(nBlocking, ListCap))
+	flags = make([]Flag, 0, min(nAll, ListCap))
+	hints = make([]Hint, 0, min(nBlocking+nLater, ListCap))
+	// The hints of the non-blocking failures come after all the blocking ones': those written
+	// for their flags wait here, in the order they are listed in.
+	var later [ListCap]Hint
+	nLater = 0
+	for i := range groups {
+		g := &groups[i]
+		for j := range g.t.Failures {
+			if len(flags) == ListCap && (!g.blocking || len(errs) == ListCap) {
+				break // nothing more of this group is shown
+			}
+			x := &g.t.Failures[j]
+			s := x.Show()
+			if len(flags) < ListCap {
+				flags = append(flags, Flag{Check: x.Check, Field: s.Field, Severity: g.severity, Detail: s.Detail})
+			}
+			hint := Hint{Source: g.source, Check: x.Check, Path: s.Path, Expected: s.Expected, Found: s.Found}
+			switch {
+			case !g.blocking:
+				if g.severity != "info" && nLater < ListCap {
+					later[nLater] = hint
+					nLater++
+				}
+			case len(errs) < ListCap:
+				msg := messagePrefix(g.source) + ": " + x.Check + " at '" + fieldOrRoot(s.Field) + "': " + s.Detail
+				errs = append(errs, msg)
+				details = append(details, ErrorDetail{Check: x.Check, Path: s.Path, Expected: s.Expected, Found: s.Found, Message: msg})
+				hints = append(hints, hint)
+			}
+		}
+	}
+	k := 0
+	for i := range groups {
+		g := &groups[i]
+		if g.blocking || g.severity == "info" {
+			continue
+		}
+		for j := range g.t.Failures {
+			if len(hints) == ListCap {
+				break
+			}
+			if k < nLater {
+				hints = append(hints, later[k])
+			} else {
+				x := &g.t.Failures[j]
+				s := x.Show()
+				hints = append(hints, Hint{Source: g.source, Check: x.Check, Path: s.Path, Expected: s.Expected, Found: s.Found})
+			}
+			k++
+		}
+	}
+	return errs, details, flags, hints
 }
 
 func messagePrefix(source string) string {

@@ -124,22 +124,21 @@ func (ev *evaluator) rule(r *Rule, t *Tally) {
 	case Unique:
 		ev.unique(r, t)
 	default:
-		t.Fail(ev.ruleFailure(r, r.Field.Display(), "a known rule type", "rule type "+jsonvalue.QuoteShort(string(r.Type)),
-			"the rule type is not one this verifier knows"))
+		t.Fail(ev.ruleFailure(r, whole(r.Field), unknownRule{r.Type}))
 	}
 }
 
-// ruleFailure builds a failure of rule r; Field is always the rule's own field, so every failure
-// of one rule is filed under the path the caller wrote, while path says where to repair.
-func (ev *evaluator) ruleFailure(r *Rule, path, expected, found, detail string) Failure {
-	return Failure{Check: ruleCheck(r.Type), Path: path, Field: r.Field.String(), Expected: expected, Found: found, Detail: detail}
+// ruleFailure builds a failure of rule r at loc: it is filed under the rule's own field, so every
+// failure of one rule is filed under the path the caller wrote, while loc says where to repair.
+func (ev *evaluator) ruleFailure(r *Rule, loc where, k Kind) Failure {
+	return Failure{Check: ruleCheck(r.Type), At: loc.steps, Elems: loc.elems(), Filed: &r.Field, Kind: k}
 }
 
-// notFound is the failing check of a place where path p finds nothing (see Path): loc is that
-// place, and more how many other places p selects have nothing there, for a check that stands
-// for all of them (sum_equals, unique, an operand).
-func (ev *evaluator) notFound(r *Rule, loc, expected string, more int) Failure {
-	return ev.ruleFailure(r, jsonvalue.Display(loc), expected, "field not found", notFoundDetail(loc, more))
+// notFound is the failing check of a place where a path finds nothing (see Path): loc is that
+// place, and more how many other places the path selects have nothing there, for a check that
+// stands for all of them (sum_equals, unique, an operand).
+func (ev *evaluator) notFound(r *Rule, loc where, want wanted, more int) Failure {
+	return ev.ruleFailure(r, loc, notFound{want: want, at: loc, more: more})
 }
 
 // notFoundDetail says that nothing is at loc, nor at more other places the same path selects.
@@ -154,26 +153,17 @@ func notFoundDetail(loc string, more int) string {
 	return d
 }
 
-// placeOf names one place p selects: p as written when it has no `[]`, else the concrete
-// location at gives, where a `[]` that an absent place never reached stays `[]`.
-func placeOf(p Path, at []int) string {
-	if len(at) == 0 {
-		return p.String()
-	}
-	return jsonvalue.Field(p.Steps, at)
-}
-
-// firstMissing names the first place p selects in root with nothing there. It resolves again,
-// so it is for failures only.
-func firstMissing(p Path, root any) string {
+// firstMissing is the first place p selects in root with nothing there, where a `[]` that an
+// absent place never reached stays `[]`. It resolves again, so it is for failures only.
+func firstMissing(p Path, root any) where {
 	values, at, _ := jsonvalue.Places(p.Steps, root, true)
 	w := jsonvalue.CountAll(p.Steps)
 	for i, v := range values {
 		if jsonvalue.IsAbsent(v) {
-			return placeOf(p, at[i*w:(i+1)*w])
+			return where{steps: p.Steps, at: at[i*w : (i+1)*w]}
 		}
 	}
-	return p.String()
+	return whole(p)
 }
 
 // operandValues resolves an operand path (equals_field, other_field, in_field) as Path says:
@@ -190,7 +180,7 @@ func (ev *evaluator) operandValues(r *Rule, t *Tally, p Path, what string, hashe
 		return slots, true
 	}
 	if !r.IfPresent {
-		t.Fail(ev.notFound(r, firstMissing(p, ev.root), what+jsonvalue.Shorten(p.String()), missing-1))
+		t.Fail(ev.notFound(r, firstMissing(p, ev.root), wanted{text: what, path: p}, missing-1))
 		return nil, false
 	}
 	if missing == len(slots) {
@@ -208,7 +198,7 @@ func (ev *evaluator) operandValues(r *Rule, t *Tally, p Path, what string, hashe
 // noOperand guards against a rule that reached evaluation without its operand (the decoder
 // rejects those); it fails rather than passes.
 func (ev *evaluator) noOperand(r *Rule, t *Tally) {
-	t.Fail(ev.ruleFailure(r, r.Field.Display(), "a rule with its operand", "no operand", "the rule has no operand to compare with"))
+	t.Fail(ev.ruleFailure(r, whole(r.Field), noOperand{}))
 }
 
 // wholeArray guards against an exists_in path without `[]` that names an array (the decoder
@@ -217,8 +207,7 @@ func (ev *evaluator) wholeArray(r *Rule, t *Tally, p Path) bool {
 	if !jsonvalue.ArrayWithoutAll(p, ev.root) {
 		return false
 	}
-	t.Fail(ev.ruleFailure(r, p.Display(), "a path with [] to the elements of the array at "+jsonvalue.Shorten(p.String()), "an array",
-		jsonvalue.Shorten(p.String())+" names an array; write "+jsonvalue.Shorten(p.String())+"[] to check its elements"))
+	t.Fail(ev.ruleFailure(r, whole(p), wholeArray{p}))
 	return true
 }
 
@@ -230,14 +219,14 @@ func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
 	}
 	if missing > 0 {
 		if !r.IfPresent {
-			t.Fail(ev.notFound(r, firstMissing(r.Field, ev.root), "a sum of the values at "+jsonvalue.Shorten(r.Field.String()), missing-1))
+			t.Fail(ev.notFound(r, firstMissing(r.Field, ev.root), wanted{text: "a sum of the values at ", path: r.Field}, missing-1))
 			return
 		}
 		if missing == len(values) {
 			return
 		}
 	}
-	var lit, label string
+	var lit string // the target
 	switch {
 	case r.EqualsField != nil:
 		ef := *r.EqualsField
@@ -246,27 +235,24 @@ func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
 			return
 		}
 		if len(tv) != 1 {
-			t.Fail(ev.ruleFailure(r, ef.Display(), "exactly one number at "+jsonvalue.Shorten(ef.String()), strconv.Itoa(len(tv))+" values",
-				"equals_field "+jsonvalue.Shorten(ef.String())+" resolves to "+strconv.Itoa(len(tv))+" values, not one number"))
+			t.Fail(ev.ruleFailure(r, whole(ef), operandCount{name: "equals_field", p: ef, n: len(tv)}))
 			return
 		}
 		n, ok := tv[0].(json.Number)
 		if !ok {
-			t.Fail(ev.ruleFailure(r, ef.Display(), "a number at "+jsonvalue.Shorten(ef.String()), jsonvalue.Describe(tv[0]),
-				jsonvalue.Shorten(ef.String())+" is "+jsonvalue.Describe(tv[0])+", not a number"))
+			t.Fail(ev.ruleFailure(r, whole(ef), notNumber{want: wanted{text: "a number at ", path: ef}, value: tv[0], at: whole(ef)}))
 			return
 		}
-		lit, label = string(n), jsonvalue.Shorten(ef.String())+" ("+jsonvalue.Shorten(string(n))+")"
+		lit = string(n)
 	case r.Equals != nil:
 		lit = string(*r.Equals)
-		label = jsonvalue.Shorten(lit)
 	default:
 		ev.noOperand(r, t)
 		return
 	}
 	if err := jsonvalue.ParseDecimal(lit, &ev.target); err != nil {
-		t.Fail(ev.ruleFailure(r, r.Field.Display(), "a number to compare the sum with", foundValue(json.Number(lit), err),
-			"the target number "+jsonvalue.Shorten(lit)+" "+err.Error()))
+		t.Fail(ev.ruleFailure(r, whole(r.Field), badOperand{want: wanted{text: "a number to compare the sum with"},
+			what: "the target number", lit: lit, err: err}))
 		return
 	}
 	ev.total.SetZero()
@@ -282,7 +268,7 @@ func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
 		}
 		if !ok || err != nil {
 			loc := locate(r.Field.Steps, ev.root, i)
-			t.Fail(ev.ruleFailure(r, jsonvalue.Display(loc), "a number to add up", foundValue(v, err), notNumberDetail(loc, v, err)))
+			t.Fail(ev.ruleFailure(r, loc, notNumber{want: wanted{text: "a number to add up"}, value: v, err: err, at: loc}))
 			return
 		}
 		intLike = intLike && jsonvalue.IntegerLiteral(string(n))
@@ -294,13 +280,7 @@ func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
 		t.Pass()
 		return
 	}
-	sum := jsonvalue.Shorten(ev.total.PyString(intLike))
-	within := ""
-	if !tol.isDefault() {
-		within = " within " + toleranceText(r)
-	}
-	t.Fail(ev.ruleFailure(r, r.Field.Display(), "a sum equal to "+label+within, "sum "+sum,
-		"values sum to "+sum+", expected "+label+within))
+	t.Fail(ev.ruleFailure(r, whole(r.Field), sumMismatch{r: r, lit: lit, sum: ev.total.PyString(intLike)}))
 }
 
 // compare: gte and lte, one check per place of field. The operand is value, a single number at
@@ -323,7 +303,7 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 		if !r.IfPresent {
 			for i := range values {
 				if !t.failCounted(ruleCheck(r.Type)) {
-					t.Fail(ev.notFound(r, placeOf(r.Field, at[i*width:(i+1)*width]), "numbers at "+jsonvalue.Shorten(r.Field.String()), 0))
+					t.Fail(ev.notFound(r, where{steps: r.Field.Steps, at: at[i*width : (i+1)*width]}, wanted{text: "numbers at ", path: r.Field}, 0))
 				}
 			}
 		}
@@ -335,8 +315,8 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 	case r.Value != nil:
 		op.lit = string(*r.Value)
 		if err := jsonvalue.ParseDecimal(op.lit, &ev.target); err != nil {
-			t.Fail(ev.ruleFailure(r, r.Field.Display(), "a number to compare with", foundValue(json.Number(op.lit), err),
-				"the rule's value "+jsonvalue.Shorten(op.lit)+" "+err.Error()))
+			t.Fail(ev.ruleFailure(r, whole(r.Field), badOperand{want: wanted{text: "a number to compare with"},
+				what: "the rule's value", lit: op.lit, err: err}))
 			return
 		}
 	case r.OtherField != nil:
@@ -346,9 +326,7 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 			return
 		}
 		if len(ovals) != 1 {
-			t.Fail(ev.ruleFailure(r, other.Display(), "exactly one number at "+jsonvalue.Shorten(other.String()), strconv.Itoa(len(ovals))+" values",
-				"other_field "+jsonvalue.Shorten(other.String())+" resolves to "+strconv.Itoa(len(ovals))+
-					" values; it must be one number, or share field's [] prefix to compare element by element"))
+			t.Fail(ev.ruleFailure(r, whole(other), operandCount{name: "other_field", p: other, n: len(ovals)}))
 			return
 		}
 		n, ok := ovals[0].(json.Number)
@@ -357,8 +335,7 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 			err = jsonvalue.ParseDecimal(string(n), &ev.target)
 		}
 		if !ok || err != nil {
-			t.Fail(ev.ruleFailure(r, other.Display(), "a number at "+jsonvalue.Shorten(other.String()), foundValue(ovals[0], err),
-				notNumberDetail(other.String(), ovals[0], err)))
+			t.Fail(ev.ruleFailure(r, whole(other), notNumber{want: wanted{text: "a number at ", path: other}, value: ovals[0], err: err, at: whole(other)}))
 			return
 		}
 		op = operand{lit: string(n), name: other.String()}
@@ -370,7 +347,7 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 		vAt := at[i*width : (i+1)*width]
 		if jsonvalue.IsAbsent(v) {
 			if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
-				t.Fail(ev.notFound(r, placeOf(r.Field, vAt), "numbers at "+jsonvalue.Shorten(r.Field.String()), 0))
+				t.Fail(ev.notFound(r, where{steps: r.Field.Steps, at: vAt}, wanted{text: "numbers at ", path: r.Field}, 0))
 			}
 			continue
 		}
@@ -396,7 +373,7 @@ func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other
 		if jsonvalue.IsAbsent(e) {
 			// The prefix itself has nothing here: one place of field, not found.
 			if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
-				t.Fail(ev.notFound(r, jsonvalue.Field(r.Field.Steps, eAt), "numbers at "+jsonvalue.Shorten(r.Field.String()), 0))
+				t.Fail(ev.notFound(r, where{steps: r.Field.Steps, at: eAt}, wanted{text: "numbers at ", path: r.Field}, 0))
 			}
 			continue
 		}
@@ -425,12 +402,11 @@ func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other
 			switch {
 			case jsonvalue.IsAbsent(v):
 				if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
-					t.Fail(ev.notFound(r, w.raw(), "numbers at "+jsonvalue.Shorten(r.Field.String()), 0))
+					t.Fail(ev.notFound(r, w, wanted{text: "numbers at ", path: r.Field}, 0))
 				}
 			case !opThere:
 				if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
-					loc := opAt.raw()
-					t.Fail(ev.notFound(r, loc, "a number at "+jsonvalue.Shorten(loc)+" to compare "+jsonvalue.Shorten(w.raw())+" with", 0))
+					t.Fail(ev.notFound(r, opAt, wanted{op: opAt, of: w, elementwise: true}, 0))
 				}
 			default:
 				ev.compareElement(r, t, tol, v, w, ov, opAt, ok && err == nil, err)
@@ -442,15 +418,13 @@ func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other
 // compareElement is one element-wise check; a non-number operand fails the check and names it.
 func (ev *evaluator) compareElement(r *Rule, t *Tally, tol *tolerance, v any, w where, ov any, opAt where, opOK bool, opErr error) {
 	if opOK {
-		ev.compareOne(r, t, tol, v, w, operand{lit: string(ov.(json.Number)), at: &opAt})
+		ev.compareOne(r, t, tol, v, w, operand{lit: string(ov.(json.Number)), at: opAt, elem: true})
 		return
 	}
 	if t.failCounted(ruleCheck(r.Type)) {
 		return
 	}
-	loc := opAt.raw()
-	t.Fail(ev.ruleFailure(r, jsonvalue.Display(loc), "a number at "+jsonvalue.Shorten(loc)+" to compare "+jsonvalue.Shorten(w.raw())+" with",
-		foundValue(ov, opErr), notNumberDetail(loc, ov, opErr)))
+	t.Fail(ev.ruleFailure(r, opAt, notNumber{want: wanted{op: opAt, of: w, elementwise: true}, value: ov, err: opErr, at: opAt}))
 }
 
 // operand is what a gte or lte value is compared with (already parsed into ev.target): a literal,
@@ -458,13 +432,14 @@ func (ev *evaluator) compareElement(r *Rule, t *Tally, tol *tolerance, v any, w 
 type operand struct {
 	lit  string
 	name string // other_field as the caller wrote it; "" for a `value` operand
-	at   *where // the operand's own element, when compared element by element
+	at   where  // the operand's own element, when compared element by element (elem)
+	elem bool
 }
 
 // label shows the operand in messages: "10", "limit (10)", "items[2].start (10)".
 func (o operand) label() string {
 	switch {
-	case o.at != nil:
+	case o.elem:
 		return jsonvalue.Shorten(o.at.raw()) + " (" + jsonvalue.Shorten(o.lit) + ")"
 	case o.name != "":
 		return jsonvalue.Shorten(o.name) + " (" + jsonvalue.Shorten(o.lit) + ")"
@@ -495,20 +470,7 @@ func (ev *evaluator) compareOne(r *Rule, t *Tally, tol *tolerance, v any, w wher
 	if t.failCounted(ruleCheck(r.Type)) {
 		return
 	}
-	rel, word := ">=", "less than"
-	if !gte {
-		rel, word = "<=", "greater than"
-	}
-	expected := "a number " + rel + " " + op.label()
-	if !tol.isDefault() {
-		expected += " (tolerance " + toleranceText(r) + ")"
-	}
-	loc := w.raw()
-	if !ok || err != nil {
-		t.Fail(ev.ruleFailure(r, jsonvalue.Display(loc), expected, foundValue(v, err), notNumberDetail(loc, v, err)))
-		return
-	}
-	t.Fail(ev.ruleFailure(r, jsonvalue.Display(loc), expected, jsonvalue.Describe(v), jsonvalue.Describe(v)+" is "+word+" "+op.label()))
+	t.Fail(ev.ruleFailure(r, w, outOfOrder{r: r, op: op, value: v, number: ok && err == nil, err: err, at: w}))
 }
 
 // existsIn: each value of field occurs among the operand values (canonical JSON equality). One
@@ -524,7 +486,7 @@ func (ev *evaluator) existsIn(r *Rule, t *Tally) {
 		if !r.IfPresent {
 			for i := range values {
 				if !t.failCounted(ruleCheck(r.Type)) {
-					t.Fail(ev.notFound(r, placeOf(r.Field, at[i*width:(i+1)*width]), "values at "+jsonvalue.Shorten(r.Field.String()), 0))
+					t.Fail(ev.notFound(r, where{steps: r.Field.Steps, at: at[i*width : (i+1)*width]}, wanted{text: "values at ", path: r.Field}, 0))
 				}
 			}
 		}
@@ -534,24 +496,22 @@ func (ev *evaluator) existsIn(r *Rule, t *Tally) {
 		return
 	}
 	var set []any
-	var expected, notIn string
+	var in *Path
 	switch {
 	case r.InField != nil:
-		in := *r.InField
-		if ev.wholeArray(r, t, in) {
+		in = r.InField
+		if ev.wholeArray(r, t, *in) {
 			return
 		}
 		var ok bool
-		if set, ok = ev.operandValues(r, t, in, "values at ", true); !ok {
+		if set, ok = ev.operandValues(r, t, *in, "values at ", true); !ok {
 			return
 		}
-		expected, notIn = "a value that occurs in "+jsonvalue.Shorten(in.String()), " does not occur in "+jsonvalue.Shorten(in.String())
 	case r.Values != nil:
 		set = r.Values
 		if !ev.spendHashed(set) {
 			return
 		}
-		expected, notIn = "one of "+jsonvalue.Preview(set), " is not one of "+jsonvalue.Preview(set)
 	default:
 		ev.noOperand(r, t)
 		return
@@ -564,7 +524,7 @@ func (ev *evaluator) existsIn(r *Rule, t *Tally) {
 		vAt := at[i*width : (i+1)*width]
 		if jsonvalue.IsAbsent(v) {
 			if !r.IfPresent && !t.failCounted(ruleCheck(r.Type)) {
-				t.Fail(ev.notFound(r, placeOf(r.Field, vAt), "values at "+jsonvalue.Shorten(r.Field.String()), 0))
+				t.Fail(ev.notFound(r, where{steps: r.Field.Steps, at: vAt}, wanted{text: "values at ", path: r.Field}, 0))
 			}
 			continue
 		}
@@ -575,8 +535,7 @@ func (ev *evaluator) existsIn(r *Rule, t *Tally) {
 		if t.failCounted(ruleCheck(r.Type)) {
 			continue
 		}
-		loc := jsonvalue.Field(r.Field.Steps, vAt)
-		t.Fail(ev.ruleFailure(r, jsonvalue.Display(loc), expected, jsonvalue.Describe(v), jsonvalue.Describe(v)+notIn))
+		t.Fail(ev.ruleFailure(r, where{steps: r.Field.Steps, at: vAt}, notIn{in: in, set: set, value: v}))
 	}
 }
 
@@ -590,7 +549,7 @@ func (ev *evaluator) unique(r *Rule, t *Tally) {
 	}
 	if missing > 0 {
 		if !r.IfPresent {
-			t.Fail(ev.notFound(r, firstMissing(r.Field, ev.root), "distinct values at "+jsonvalue.Shorten(r.Field.String()), missing-1))
+			t.Fail(ev.notFound(r, firstMissing(r.Field, ev.root), wanted{text: "distinct values at ", path: r.Field}, missing-1))
 			return
 		}
 		if missing == len(values) {
@@ -599,8 +558,7 @@ func (ev *evaluator) unique(r *Rule, t *Tally) {
 	}
 	if jsonvalue.CountAll(r.Field.Steps) == 0 {
 		// The decoder refuses this (refuseWholeValues): one value would always pass.
-		t.Fail(ev.ruleFailure(r, r.Field.Display(), "a path with [] to the values to compare", "one value",
-			jsonvalue.Shorten(r.Field.String())+" selects one value, which is always unique; select the values with []"))
+		t.Fail(ev.ruleFailure(r, whole(r.Field), oneValue{r.Field}))
 		return
 	}
 	seen := newValueSet(len(values) - missing)
@@ -622,13 +580,8 @@ func (ev *evaluator) unique(r *Rule, t *Tally) {
 		t.Pass()
 		return
 	}
-	locA := locate(r.Field.Steps, ev.root, first)
-	locB := locate(r.Field.Steps, ev.root, again)
-	detail := "values are not unique: " + jsonvalue.Shorten(locB) + " repeats " + jsonvalue.Shorten(locA) + " (" + jsonvalue.Describe(values[again]) + ")"
-	if repeats > 1 {
-		detail += "; " + strconv.Itoa(repeats-1) + " more value(s) repeat earlier ones"
-	}
-	t.Fail(ev.ruleFailure(r, r.Field.Display(), "no two values equal", "duplicate "+jsonvalue.Describe(values[again]), detail))
+	t.Fail(ev.ruleFailure(r, whole(r.Field), notUnique{first: locate(r.Field.Steps, ev.root, first), again: locate(r.Field.Steps, ev.root, again),
+		value: values[again], repeats: repeats}))
 }
 
 // valueSet holds values by canonical JSON equality, remembering the position each was first
@@ -666,26 +619,34 @@ func (ev *evaluator) find(s *valueSet, v any) (int, bool) {
 }
 
 // where is the concrete location of one value: the rule's steps with the indices its `[]` steps
-// took (at, then more for `[]` steps past an element-wise prefix). It is turned into text only
-// when a check fails.
+// took (at, then more for `[]` steps past an element-wise prefix). A failure holds it as it is
+// (Failure.At and Elems, and inside its Kind); it is turned into text only when a report shows
+// the failure.
 type where struct {
 	steps    []Step
 	at, more []int
 }
 
-func (w where) raw() string {
+// whole is the place a path names as a whole: its `[]` steps meaning every element.
+func whole(p Path) where { return where{steps: p.Steps} }
+
+// elems is the element of each `[]` step, as Failure.Elems holds them.
+func (w where) elems() []int {
 	if len(w.more) == 0 {
-		return jsonvalue.Field(w.steps, w.at)
+		return w.at
 	}
-	return jsonvalue.Field(w.steps, append(slices.Clip(w.at), w.more...))
+	return append(slices.Clip(w.at), w.more...)
 }
 
-// locate names the i-th value steps select under root ("line_items[1].line_total"). It resolves
+// raw is the place in the report's path syntax without "$" ("items[2].qty"), for texts.
+func (w where) raw() string { return jsonvalue.Field(w.steps, w.elems()) }
+
+// locate is the i-th place steps select under root ("line_items[1].line_total"). It resolves
 // again, so it is for failures only.
-func locate(steps []Step, root any, i int) string {
+func locate(steps []Step, root any, i int) where {
 	_, at, _ := jsonvalue.Places(steps, root, true)
 	w := jsonvalue.CountAll(steps)
-	return jsonvalue.Field(steps, at[i*w:(i+1)*w])
+	return where{steps: steps, at: at[i*w : (i+1)*w]}
 }
 
 // notNumberDetail says why the value at loc cannot be used as a number: it is not one, or it is

@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 	"github.com/agent-output-verifier/verifier/pkg/verify/schemacheck"
 )
 
@@ -53,17 +52,14 @@ func (s *Schema) checkUntil(instance any, stop <-chan struct{}) (schema Tally, u
 // checkUndeclared is the check name of the undeclared-property family (SPEC §4.5).
 const checkUndeclared = "content:undeclared_property"
 
-// schemaTally is a schemacheck.Result as a report's tally: each failure's location rendered in the
-// report's one path syntax (jsonvalue.AppendPath) and named prefix+keyword (the undeclared family
-// is one check, prefix alone).
+// schemaTally is a schemacheck.Result as a report's tally: each failure located and typed as the
+// evaluator answered it, named prefix+keyword (the undeclared family is one check, prefix alone).
 func schemaTally(r schemacheck.Result, prefix string) Tally {
 	t := Tally{Total: r.Total, Passed: r.Passed}
 	if len(r.Failures) > 0 {
 		t.Failures = make([]Failure, len(r.Failures))
 		for i, f := range r.Failures {
-			path := jsonvalue.Render(f.At, nil)
-			t.Failures[i] = Failure{Check: prefix + f.Keyword, Path: path, Field: jsonvalue.Bare(path),
-				Expected: f.Expected, Found: f.Found, Detail: f.Detail}
+			t.Failures[i] = Failure{Check: prefix + f.Kind.Keyword(), At: f.At, Kind: f.Kind}
 		}
 	}
 	for _, kw := range r.OmittedKeywords {

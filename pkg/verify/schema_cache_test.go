@@ -218,7 +218,8 @@ func ExampleCompileSchema() {
 	tally, _, _ := sch.Check(output)
 	fmt.Printf("%d of %d checks passed\n", tally.Passed, tally.Total)
 	for _, f := range tally.Failures {
-		fmt.Printf("%s at %s: expected %s, found %s\n", f.Check, f.Path, f.Expected, f.Found)
+		shown := f.Show()
+		fmt.Printf("%s at %s: expected %s, found %s\n", f.Check, shown.Path, shown.Expected, shown.Found)
 	}
 	// Output:
 	// 2 of 3 checks passed

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"math/big"
 	"slices"
+
+	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 )
 
 // Values of submitted_output, expected_schema and rule operands are held as the decoder builds
@@ -49,15 +51,53 @@ type Bound struct {
 	IfPresent bool
 }
 
-// Failure is one failed check, with what was expected and what was found (shortened to
-// FoundMaxChars). Path is shown as "$." + path; Field is the bare path the caller wrote.
+// Failure is one failed check as values: where it failed, as steps, and what it found, as a
+// Kind. Nothing of it is text until the report lists it (Show): a failure counted past ListCap,
+// or one the report's lists leave out, is never written, and every path a report prints,
+// locations and the paths inside texts alike, is written by the one renderer
+// (jsonvalue.AppendPath) there.
 type Failure struct {
-	Check    string // "schema:type", "consistency:sum_equals", "bounds:range", "content:placeholder", ...
-	Path     string
-	Field    string
-	Expected string
-	Found    string
-	Detail   string // one sentence, no check name or path: "values sum to 129.5, expected total (135.0)"
+	Check string // "schema:type", "consistency:sum_equals", "bounds:range", "content:placeholder", ...
+	// At is where to repair: the steps of the location and, for each `[]` step among them in
+	// order, the element meant (or a negative number where the step still means every element),
+	// as jsonvalue.AppendPath takes them.
+	At    []Step
+	Elems []int
+	// Filed is the path the report files the failure under (a flag's field, a message's
+	// location): a rule's or bound's own path as the caller wrote it; nil files it under At.
+	Filed *Path
+	// Kind is what the check found; nil only for a failure counted past ListCap.
+	Kind Kind
+}
+
+// Kind is what a failed check found, as values: the expectation and what the output had there.
+// Texts writes it for the report, each text shortened (jsonvalue.ShownChars), the detail one
+// sentence without the check name or the failure's location ("values sum to 129.5, expected
+// total (135.0)"). The schema evaluator's kinds (schemacheck.Kind) are Kinds.
+type Kind interface {
+	Texts() (expected, found, detail string)
+}
+
+// ShownFailure is a failure as a report writes it: Path is its location ("$.items[0].qty"),
+// Field the path it is filed under without "$" ("items[].qty", "" for the root), and the texts
+// of its Kind.
+type ShownFailure struct {
+	Path, Field, Expected, Found, Detail string
+}
+
+// Show writes f as a report does: its location in the report's one path syntax
+// (jsonvalue.AppendPath) and its texts.
+func (f *Failure) Show() ShownFailure {
+	s := ShownFailure{Path: jsonvalue.Render(f.At, f.Elems)}
+	if f.Filed != nil {
+		s.Field = f.Filed.String()
+	} else {
+		s.Field = jsonvalue.Bare(s.Path)
+	}
+	if f.Kind != nil {
+		s.Expected, s.Found, s.Detail = f.Kind.Texts()
+	}
+	return s
 }
 
 // Tally counts checks of one family and keeps the failures a report can show: the first ListCap
@@ -94,12 +134,12 @@ func (t *Tally) Pass() { t.Total++; t.Passed++ }
 func (t *Tally) Fail(f Failure) { t.Total++; t.keep(f) }
 
 // full tells whether t keeps no more failures: one failed now is counted by its Check name
-// only, so a caller may skip writing its texts (see failCounted).
+// only, so a caller may skip making its location and Kind (see failCounted).
 func (t *Tally) full() bool { return len(t.Failures) >= ListCap }
 
-// failCounted records a failed check of check without its texts when t keeps no more failures,
-// and reports whether it did: a check that fails at each of many places then costs no message
-// past the first ListCap.
+// failCounted records a failed check of check without its location and Kind when t keeps no
+// more failures, and reports whether it did: a check that fails at each of many places then
+// costs nothing past the first ListCap.
 func (t *Tally) failCounted(check string) bool {
 	if !t.full() {
 		return false

@@ -27,17 +27,15 @@ func (r *Result) Failed() int { return len(r.Failures) + r.Omitted }
 
 func (r *Result) pass() { r.Total++; r.Passed++ }
 
-// Failure is one failed assertion at one instance location.
+// Failure is one failed assertion at one instance location, as values: the report renders its
+// location (jsonvalue.AppendPath) and its texts (Kind.Texts) when it shows it.
 type Failure struct {
 	// At is the instance location: keys and indices (jsonvalue.StepKey and StepIndex), outermost
 	// first; empty for the root.
 	At []jsonvalue.Step
-	// Keyword is the assertion that failed ("type", "required", "false" for a false schema, "$ref"
-	// for a reference cycle); empty in the undeclared-property family, which is one check.
-	Keyword string
-	// Expected, Found and Detail say what failed in words, each shortened to ShownChars;
-	// Found shows at most that much of the caller's value.
-	Expected, Found, Detail string
+	// Kind is what failed, with the schema's expectation and what the instance had; its Keyword
+	// names the assertion.
+	Kind Kind
 }
 
 // steps is a location as jsonvalue steps.

@@ -846,11 +846,6 @@ type schNode struct {
 
 	patternSize int                 // the estimated program size of pattern, which its matches are charged by
 	enumStrs    map[string]struct{} // the strings of an enum of more than schEnumScan values
-	// enumExpected and enumDetail are an enum failure's expected text and detail, the same for
-	// every value the enum refuses: made once here rather than for each of them, which for a
-	// large enum and an output of many values was most of the walk's time and memory.
-	enumExpected, enumDetail string
-	requiredExpected         string // a required failure's expected text, likewise
 
 	ref, recRef *schNode
 	dynRef      *schNode
@@ -1047,15 +1042,8 @@ func fillValues(n *schNode) {
 	n.exMinI, n.exMaxI = schBoundOf(s.ExclusiveMinimum), schBoundOf(s.ExclusiveMaximum)
 	n.multI = schBoundOf(s.MultipleOf)
 	n.required = s.Required
-	if len(s.Required) > 0 {
-		n.requiredExpected = "required properties " + schNames(s.Required)
-	}
 	if s.Pattern != nil {
 		n.patternSize, _ = schRegexSize(s.Pattern.String())
-	}
-	if s.Enum != nil {
-		n.enumExpected = jsonvalue.Clip("one of "+jsonvalue.BriefList(s.Enum.Values), jsonvalue.ShownChars)
-		n.enumDetail = fmt.Sprintf("the value is not one of the %d allowed values", len(s.Enum.Values))
 	}
 	if s.Enum != nil && len(s.Enum.Values) > schEnumScan {
 		n.enumStrs = map[string]struct{}{}

@@ -303,11 +303,8 @@ func (w *schWalker) undeclaredCheck(obj map[string]any, decl []*schNode) {
 		return
 	}
 	slices.Sort(bad)
-	f := Failure{
-		Expected: "only properties the schema declares", Found: jsonvalue.Shorten(jsonvalue.Plural(len(bad), "undeclared property", "undeclared properties") + " " + schNames(bad)),
-		Detail: jsonvalue.Plural(len(bad), "property is", "properties are") + " not declared by the schema at this location"}
 	w.undeclared.Total++
-	w.undeclKept.add(f, w.loc)
+	keepFailure(&w.undeclKept, Undeclared{Names: bad}, w.loc)
 }
 
 // declared tells whether a schema applied at an object declares property k; past the budget it
@@ -350,9 +347,11 @@ func (w *schWalker) spendFormat(name string, v any) bool {
 // pass and fail record one check in counting mode.
 func (w *schWalker) pass() { w.tally.pass() }
 
-func (w *schWalker) fail(kw, expected, found, detail string) {
+// fail records a failed check of what k says. It is generic so that k becomes a Kind (which
+// allocates) only when the failure is kept: one past the first keep is counted by its keyword.
+func fail[K Kind](w *schWalker, k K) {
 	w.tally.Total++
-	w.kept.add(Failure{Keyword: kw, Expected: jsonvalue.Shorten(expected), Found: jsonvalue.Shorten(found), Detail: detail}, w.loc)
+	keepFailure(&w.kept, k, w.loc)
 }
 
 // spend charges units of work to the budget and reports whether the walk may go on; once it may
@@ -391,7 +390,7 @@ func (w *schWalker) eval(n *schNode, v any, count, track bool) (bool, schAnn) {
 			return true, schAnn{}
 		}
 		if count {
-			w.fail("false", "no value here (the schema is false)", jsonvalue.Describe(v), "the schema allows no value at this location")
+			fail(w, FalseSchema{Value: v})
 		}
 		return false, schAnn{}
 	}
@@ -400,7 +399,7 @@ func (w *schWalker) eval(n *schNode, v any, count, track bool) (bool, schAnn) {
 	for i := len(w.scope) - 1; i >= w.base && w.scope[i].vid == w.vid; i-- {
 		if w.scope[i].n == n {
 			if count {
-				w.fail("$ref", "a schema without a reference cycle", "reference cycle", "the schema refers to itself without consuming any of the value")
+				fail(w, RefCycle{})
 			}
 			return false, schAnn{}
 		}
@@ -483,7 +482,7 @@ func (w *schWalker) values(n *schNode, v any, count bool, ok *bool) bool {
 			return false
 		}
 		if !pass && count {
-			w.failType(n, v)
+			fail(w, Type{Want: *n.s.Types, Value: v})
 		}
 	}
 	if s.Const != nil {
@@ -495,7 +494,7 @@ func (w *schWalker) values(n *schNode, v any, count bool, ok *bool) bool {
 			return false
 		}
 		if !pass && count {
-			w.fail("const", "the constant "+jsonvalue.Brief(*s.Const), "value "+jsonvalue.Brief(v), "the value differs from the required constant")
+			fail(w, Const{Want: *s.Const, Value: v})
 		}
 	}
 	if s.Enum != nil && !w.enum(n, v, count, ok) {
@@ -511,7 +510,7 @@ func (w *schWalker) values(n *schNode, v any, count bool, ok *bool) bool {
 				return false
 			}
 			if err != nil && count {
-				w.fail("format", "format "+jsonvalue.Clip(s.Format.Name, 40), "value "+jsonvalue.Brief(v), "the value is not a valid "+jsonvalue.Clip(s.Format.Name, 40))
+				fail(w, Format{Want: s.Format.Name, Value: v})
 			}
 		}
 	}
@@ -538,7 +537,7 @@ func (w *schWalker) enum(n *schNode, v any, count bool, ok *bool) bool {
 		return false
 	}
 	if !pass && count {
-		w.fail("enum", n.enumExpected, "value "+jsonvalue.Brief(v), n.enumDetail)
+		fail(w, Enum{Want: n.s.Enum.Values, Value: v})
 	}
 	return true
 }
@@ -562,7 +561,7 @@ func (w *schWalker) byKind(n *schNode, v any, count, trk bool, ok *bool, ann *sc
 	if !w.check(false, count, ok) {
 		return false
 	}
-	w.fail("type", "a JSON value", "unsupported value", "the value is not JSON")
+	fail(w, NotJSON{Value: v})
 	return true
 }
 
@@ -608,7 +607,7 @@ func (w *schWalker) logic(n *schNode, v any, count, trk bool, ok *bool, ann *sch
 			return false
 		}
 		if nok && count {
-			w.fail("not", "a value that does not match the not subschema", "matches it", "the value matches the subschema it must not match")
+			fail(w, Not{})
 		}
 	}
 	for _, a := range n.allOf {
@@ -655,8 +654,7 @@ func (w *schWalker) anyOf(n *schNode, v any, count, trk bool, ok *bool, ann *sch
 		return false
 	}
 	if !matched && count {
-		w.fail("anyOf", fmt.Sprintf("a match for at least one of %d anyOf subschemas", len(n.anyOf)), "matches none",
-			"the value matches none of the anyOf subschemas")
+		fail(w, AnyOf{Of: len(n.anyOf)})
 	}
 	return true
 }
@@ -684,12 +682,7 @@ func (w *schWalker) oneOf(n *schNode, v any, count, trk bool, ok *bool, ann *sch
 		ann.merge(firstAnn)
 	}
 	if !pass && count {
-		found := "matches none"
-		if first >= 0 {
-			found = fmt.Sprintf("matches subschemas %d and %d", first, second)
-		}
-		w.fail("oneOf", fmt.Sprintf("a match for exactly one of %d oneOf subschemas", len(n.oneOf)), found,
-			"the value must match exactly one of the oneOf subschemas")
+		fail(w, OneOf{Of: len(n.oneOf), First: first, Second: second})
 	}
 	return true
 }
@@ -775,8 +768,7 @@ func (w *schWalker) objectSize(n *schNode, obj map[string]any, count bool, ok *b
 			return false
 		}
 		if !pass && count {
-			w.fail("minProperties", "at least "+jsonvalue.Plural(*s.MinProperties, "property", "properties"), jsonvalue.Plural(len(obj), "property", "properties"),
-				"the object has fewer properties than the minimum")
+			fail(w, Count{Assertion: "minProperties", Want: *s.MinProperties, Got: len(obj)})
 		}
 	}
 	if s.MaxProperties != nil {
@@ -785,8 +777,7 @@ func (w *schWalker) objectSize(n *schNode, obj map[string]any, count bool, ok *b
 			return false
 		}
 		if !pass && count {
-			w.fail("maxProperties", "at most "+jsonvalue.Plural(*s.MaxProperties, "property", "properties"), jsonvalue.Plural(len(obj), "property", "properties"),
-				"the object has more properties than the maximum")
+			fail(w, Count{Assertion: "maxProperties", Want: *s.MaxProperties, Got: len(obj)})
 		}
 	}
 	return true
@@ -802,8 +793,7 @@ func (w *schWalker) objectRequired(n *schNode, obj map[string]any, count, trk bo
 			return false
 		}
 		if nMissing > 0 && count {
-			w.fail("required", n.requiredExpected, "missing "+schNames(missing),
-				jsonvalue.Plural(nMissing, "required property is", "required properties are")+" missing")
+			fail(w, Required{Want: n.required, Missing: missing, NMissing: nMissing})
 		}
 	}
 	for _, d := range n.deps {
@@ -830,8 +820,7 @@ func (w *schWalker) requires(d schDep, kw string, obj map[string]any, count bool
 		return false
 	}
 	if nMissing > 0 && count {
-		w.fail(kw, "properties "+schNames(d.req)+" when "+jsonvalue.Clip(d.name, 30)+" is present", "missing "+schNames(missing),
-			"a property that requires others is present without them")
+		fail(w, Dependent{Assertion: kw, Property: d.name, Want: d.req, Missing: missing})
 	}
 	return true
 }
@@ -891,9 +880,7 @@ func (w *schWalker) members(n *schNode, obj map[string]any, keys []string, count
 		return false
 	}
 	if len(extra) > 0 && count {
-		w.fail("additionalProperties", "no properties beyond those declared",
-			jsonvalue.Plural(len(extra), "undeclared property", "undeclared properties")+" "+schNames(extra),
-			jsonvalue.Plural(len(extra), "property is", "properties are")+" not allowed by the schema")
+		fail(w, AdditionalProperties{Names: extra})
 	}
 	return true
 }
@@ -913,8 +900,7 @@ func (w *schWalker) propertyNames(n *schNode, obj map[string]any, count bool, ok
 		return false
 	}
 	if !pass && count {
-		w.fail("propertyNames", "property names valid against propertyNames", "invalid name "+jsonvalue.Brief(bad),
-			"a property name does not satisfy propertyNames")
+		fail(w, PropertyNames{Name: bad})
 	}
 	return true
 }
@@ -945,9 +931,7 @@ func (w *schWalker) unevaluatedProps(n *schNode, obj map[string]any, count bool,
 				if !count {
 					return false
 				}
-				w.fail("unevaluatedProperties", "no properties beyond those the schema evaluates",
-					jsonvalue.Plural(len(extra), "unevaluated property", "unevaluated properties")+" "+schNames(extra),
-					jsonvalue.Plural(len(extra), "property is", "properties are")+" not evaluated by any subschema")
+				fail(w, UnevaluatedProperties{Names: extra})
 			} else if count {
 				w.pass()
 			}
@@ -981,8 +965,7 @@ func (w *schWalker) unevaluatedItems(n *schNode, arr []any, count bool, ok *bool
 			if !count {
 				return false
 			}
-			w.fail("unevaluatedItems", "no items beyond those the schema evaluates", jsonvalue.Plural(extra, "unevaluated item", "unevaluated items"),
-				"some items are not evaluated by any subschema")
+			fail(w, UnevaluatedItems{Extra: extra})
 		} else if count {
 			w.pass()
 		}
@@ -999,7 +982,7 @@ func (w *schWalker) array(n *schNode, arr []any, count, trk bool, ok *bool, ann 
 			return false
 		}
 		if !pass && count {
-			w.fail("minItems", "at least "+jsonvalue.Plural(*s.MinItems, "item", "items"), jsonvalue.Plural(len(arr), "item", "items"), "the array has fewer items than the minimum")
+			fail(w, Count{Assertion: "minItems", Want: *s.MinItems, Got: len(arr)})
 		}
 	}
 	if s.MaxItems != nil {
@@ -1008,7 +991,7 @@ func (w *schWalker) array(n *schNode, arr []any, count, trk bool, ok *bool, ann 
 			return false
 		}
 		if !pass && count {
-			w.fail("maxItems", "at most "+jsonvalue.Plural(*s.MaxItems, "item", "items"), jsonvalue.Plural(len(arr), "item", "items"), "the array has more items than the maximum")
+			fail(w, Count{Assertion: "maxItems", Want: *s.MaxItems, Got: len(arr)})
 		}
 	}
 	if s.UniqueItems {
@@ -1020,7 +1003,7 @@ func (w *schWalker) array(n *schNode, arr []any, count, trk bool, ok *bool, ann 
 			return false
 		}
 		if i >= 0 && count {
-			w.fail("uniqueItems", "unique items", fmt.Sprintf("items %d and %d are equal", i, j), "the array has equal items")
+			fail(w, UniqueItems{First: i, Second: j})
 		}
 	}
 	np := min(len(n.prefix), len(arr))
@@ -1038,8 +1021,7 @@ func (w *schWalker) array(n *schNode, arr []any, count, trk bool, ok *bool, ann 
 			return false
 		}
 		if !pass && count {
-			w.fail(n.restFalse, "at most "+jsonvalue.Plural(len(n.prefix), "item", "items"), jsonvalue.Plural(len(arr), "item", "items"),
-				"the array has more items than the schema allows")
+			fail(w, Count{Assertion: n.restFalse, Want: len(n.prefix), Got: len(arr)})
 		}
 	} else if n.rest != nil && n.rest.boolean <= 0 {
 		for i := np; i < len(arr); i++ {
@@ -1078,16 +1060,7 @@ func (w *schWalker) array(n *schNode, arr []any, count, trk bool, ok *bool, ann 
 			return false
 		}
 		if !pass && count {
-			want := "at least 1 item matching contains"
-			switch {
-			case s.MinContains != nil && s.MaxContains != nil:
-				want = fmt.Sprintf("between %d and %d items matching contains", *s.MinContains, *s.MaxContains)
-			case s.MinContains != nil:
-				want = fmt.Sprintf("at least %s matching contains", jsonvalue.Plural(*s.MinContains, "item", "items"))
-			case s.MaxContains != nil:
-				want = fmt.Sprintf("at least 1 and at most %d items matching contains", *s.MaxContains)
-			}
-			w.fail("contains", want, jsonvalue.Plural(matched, "matching item", "matching items"), "the number of items matching contains is outside the allowed range")
+			fail(w, Contains{Min: s.MinContains, Max: s.MaxContains, Matched: matched})
 		}
 	}
 	return true
@@ -1106,8 +1079,7 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 				return false
 			}
 			if !pass && count {
-				w.fail("minLength", "at least "+jsonvalue.Plural(*s.MinLength, "character", "characters"), jsonvalue.Plural(l, "character", "characters"),
-					"the string is shorter than the minimum length")
+				fail(w, Count{Assertion: "minLength", Want: *s.MinLength, Got: l})
 			}
 		}
 		if s.MaxLength != nil {
@@ -1116,8 +1088,7 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 				return false
 			}
 			if !pass && count {
-				w.fail("maxLength", "at most "+jsonvalue.Plural(*s.MaxLength, "character", "characters"), jsonvalue.Plural(l, "character", "characters"),
-					"the string is longer than the maximum length")
+				fail(w, Count{Assertion: "maxLength", Want: *s.MaxLength, Got: l})
 			}
 		}
 	}
@@ -1130,7 +1101,7 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 			return false
 		}
 		if !pass && count {
-			w.fail("pattern", "a string matching "+s.Pattern.String(), "value "+jsonvalue.Brief(str), "the string does not match the required pattern")
+			fail(w, Pattern{Want: s.Pattern, Value: str})
 		}
 	}
 	if s.ContentEncoding == nil && s.ContentMediaType == nil {
@@ -1148,8 +1119,7 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 		}
 		if err != nil {
 			if count {
-				w.fail("contentEncoding", jsonvalue.Clip(s.ContentEncoding.Name, 30)+"-encoded content", "not valid "+jsonvalue.Clip(s.ContentEncoding.Name, 30),
-					"the string is not valid "+jsonvalue.Clip(s.ContentEncoding.Name, 30))
+				fail(w, ContentEncoding{Want: s.ContentEncoding.Name})
 			}
 			return true
 		}
@@ -1169,8 +1139,7 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 			return false
 		}
 		if err != nil && count {
-			w.fail("contentMediaType", "content of type "+jsonvalue.Clip(s.ContentMediaType.Name, 40), "not valid "+jsonvalue.Clip(s.ContentMediaType.Name, 40),
-				"the content is not valid "+jsonvalue.Clip(s.ContentMediaType.Name, 40))
+			fail(w, ContentMediaType{Want: s.ContentMediaType.Name})
 		}
 	}
 	if haveValue && n.contentS != nil {
@@ -1179,7 +1148,7 @@ func (w *schWalker) str(n *schNode, str string, count bool, ok *bool) bool {
 			return false
 		}
 		if !pass && count {
-			w.fail("contentSchema", "content valid against contentSchema", "invalid content", "the decoded content does not satisfy contentSchema")
+			fail(w, ContentSchema{})
 		}
 	}
 	return true
@@ -1244,14 +1213,14 @@ func (w *schWalker) number(n *schNode, lit string, count bool, ok *bool) bool {
 	}
 	x := schParseNumber(lit)
 	bounds := [...]struct {
-		kw, want string
-		b        schBound
-		pass     func(c int) bool
+		kw   string
+		b    schBound
+		pass func(c int) bool
 	}{
-		{"minimum", "at least ", n.minI, func(c int) bool { return c >= 0 }},
-		{"maximum", "at most ", n.maxI, func(c int) bool { return c <= 0 }},
-		{"exclusiveMinimum", "greater than ", n.exMinI, func(c int) bool { return c > 0 }},
-		{"exclusiveMaximum", "less than ", n.exMaxI, func(c int) bool { return c < 0 }},
+		{"minimum", n.minI, func(c int) bool { return c >= 0 }},
+		{"maximum", n.maxI, func(c int) bool { return c <= 0 }},
+		{"exclusiveMinimum", n.exMinI, func(c int) bool { return c > 0 }},
+		{"exclusiveMaximum", n.exMaxI, func(c int) bool { return c < 0 }},
 	}
 	for _, bd := range bounds {
 		if bd.b.r == nil {
@@ -1262,7 +1231,7 @@ func (w *schWalker) number(n *schNode, lit string, count bool, ok *bool) bool {
 			return false
 		}
 		if !pass && count {
-			w.fail(bd.kw, bd.want+schRatText(bd.b.r), "value "+jsonvalue.Clip(lit, 60), "the value is not "+bd.want+schRatText(bd.b.r))
+			fail(w, Bound{Assertion: bd.kw, Want: bd.b.r, Value: lit})
 		}
 	}
 	if s.MultipleOf != nil {
@@ -1271,32 +1240,10 @@ func (w *schWalker) number(n *schNode, lit string, count bool, ok *bool) bool {
 			return false
 		}
 		if !pass && count {
-			w.fail("multipleOf", "a multiple of "+schRatText(s.MultipleOf), "value "+jsonvalue.Clip(lit, 60), "the value is not a multiple of "+schRatText(s.MultipleOf))
+			fail(w, MultipleOf{Want: s.MultipleOf, Value: lit})
 		}
 	}
 	return true
-}
-
-// schRatText shows a schema number compactly (decimal when exact, else a fraction).
-func schRatText(r *big.Rat) string {
-	if r.IsInt() {
-		return jsonvalue.Clip(r.Num().String(), 40)
-	}
-	if d, exact := r.FloatPrec(); exact {
-		return jsonvalue.Clip(r.FloatString(d), 40)
-	}
-	return jsonvalue.Clip(r.RatString(), 40)
-}
-
-func (w *schWalker) failType(n *schNode, v any) {
-	want := n.s.Types.ToStrings()
-	got := schJSONType(v)
-	found := got
-	if lit, isNum := jsonvalue.NumberLiteral(v); isNum && n.types&schTInteger != 0 {
-		found = "number " + jsonvalue.Clip(lit, 40)
-	}
-	w.fail("type", "type "+strings.Join(want, " or "), found,
-		"the value is "+schemaArticle(got)+", but the schema requires "+strings.Join(want, " or "))
 }
 
 func schTypeMatches(types uint8, v any) bool {
@@ -1427,24 +1374,6 @@ func schDuplicate(arr []any) (int, int) {
 	return -1, -1
 }
 
-// ---- failure text ----
-
-// schNames joins property names for a message, each clipped, the whole kept short.
-func schNames(names []string) string {
-	var b strings.Builder
-	for i, n := range names {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		if b.Len() > jsonvalue.ShownChars {
-			b.WriteString("…")
-			break
-		}
-		b.WriteString(jsonvalue.Clip(n, 40))
-	}
-	return b.String()
-}
-
 // schKept holds the failures of a walk that a report can show: the first keep in document
 // order (object keys sorted, array indices ascending, a container before its contents; the walk's
 // keyword order within one location), which the walk does not meet in that order. They are kept
@@ -1453,15 +1382,21 @@ func schNames(names []string) string {
 type schKept struct {
 	keep    int // how many to keep
 	heap    []schFailureAt
-	found   int            // failures added, the seq of the next
-	dropped []schFailureAt // per check name among the failures not kept, the first (no Failure)
+	found   int          // failures added, the seq of the next
+	dropped []schDropped // per keyword among the failures not kept, the first
+}
+
+// schDropped is where the first failure of a keyword among those not kept was found.
+type schDropped struct {
+	keyword string
+	schFailureAt
 }
 
 // schFailureAt is a failure with its instance location and the order the walk found it in.
 type schFailureAt struct {
-	f   Failure
-	loc []schLoc
-	seq int
+	kind Kind
+	loc  []schLoc
+	seq  int
 }
 
 func (a *schFailureAt) compare(loc []schLoc, seq int) int {
@@ -1477,36 +1412,37 @@ func (k *schKept) reset() {
 	k.heap, k.dropped, k.found = k.heap[:0], k.dropped[:0], 0
 }
 
-// add records f, found at loc.
-func (k *schKept) add(f Failure, loc []schLoc) {
+// keepFailure records a failure of what kd says, found at loc in k. One that is not kept is
+// counted by its keyword, and kd never becomes a Kind (see fail).
+func keepFailure[K Kind](k *schKept, kd K, loc []schLoc) {
 	seq := k.found
 	k.found++
 	if len(k.heap) < k.keep {
-		k.heap = append(k.heap, schFailureAt{f, slices.Clone(loc), seq})
+		k.heap = append(k.heap, schFailureAt{kd, slices.Clone(loc), seq})
 		heap.Fix(k, len(k.heap)-1)
 		return
 	}
-	top := &k.heap[0]
-	if top.compare(loc, seq) < 0 {
-		k.drop(f.Keyword, loc, seq)
+	if len(k.heap) == 0 || k.heap[0].compare(loc, seq) < 0 {
+		k.drop(kd.Keyword(), loc, seq)
 		return
 	}
-	k.drop(top.f.Keyword, top.loc, top.seq)
-	*top = schFailureAt{f, slices.Clone(loc), seq}
+	top := &k.heap[0]
+	k.drop(top.kind.Keyword(), top.loc, top.seq)
+	*top = schFailureAt{kd, slices.Clone(loc), seq}
 	heap.Fix(k, 0)
 }
 
 // drop notes a failure not kept: its keyword's first position among those.
 func (k *schKept) drop(keyword string, loc []schLoc, seq int) {
 	for i := range k.dropped {
-		if d := &k.dropped[i]; d.f.Keyword == keyword {
+		if d := &k.dropped[i]; d.keyword == keyword {
 			if d.compare(loc, seq) > 0 {
 				d.loc, d.seq = slices.Clone(loc), seq
 			}
 			return
 		}
 	}
-	k.dropped = append(k.dropped, schFailureAt{Failure{Keyword: keyword}, slices.Clone(loc), seq})
+	k.dropped = append(k.dropped, schDropped{keyword, schFailureAt{nil, slices.Clone(loc), seq}})
 }
 
 // schKept is a heap (container/heap) of the kept failures with the last, in document order, on
@@ -1529,13 +1465,12 @@ func (k *schKept) into(r *Result) {
 	if len(k.heap) > 0 {
 		r.Failures = make([]Failure, len(k.heap))
 		for i := range k.heap {
-			r.Failures[i] = k.heap[i].f
-			r.Failures[i].At = steps(k.heap[i].loc)
+			r.Failures[i] = Failure{At: steps(k.heap[i].loc), Kind: k.heap[i].kind}
 		}
 	}
-	slices.SortFunc(k.dropped, byPosition)
+	slices.SortFunc(k.dropped, func(a, b schDropped) int { return byPosition(a.schFailureAt, b.schFailureAt) })
 	for _, d := range k.dropped {
-		r.addOmitted(d.f.Keyword)
+		r.addOmitted(d.keyword)
 	}
 	r.Omitted = k.found - len(k.heap)
 }

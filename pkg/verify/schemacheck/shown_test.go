@@ -25,7 +25,8 @@ func shown(r Result, prefix string) shownResult {
 	s := shownResult{Total: r.Total, Passed: r.Passed, omitted: r.Omitted}
 	for _, f := range r.Failures {
 		path := jsonvalue.Render(f.At, nil)
-		s.Failures = append(s.Failures, shownFailure{prefix + f.Keyword, path, jsonvalue.Bare(path), f.Expected, f.Found, f.Detail})
+		expected, found, detail := f.Kind.Texts()
+		s.Failures = append(s.Failures, shownFailure{prefix + f.Kind.Keyword(), path, jsonvalue.Bare(path), expected, found, detail})
 	}
 	for _, kw := range r.OmittedKeywords {
 		s.omittedChecks = append(s.omittedChecks, prefix+kw)
