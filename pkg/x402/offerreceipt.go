@@ -1,6 +1,7 @@
 package x402
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
@@ -34,12 +35,6 @@ const (
 // has to sign and send a payment, the same as every requirement's maxTimeoutSeconds, so an offer
 // never outlives the terms it signs.
 const OfferValidity = maxTimeoutSeconds * time.Second
-
-// Signer signs bytes with the receipt key; receipt.Key is one (its Sign method, the key's one
-// signing entry point).
-type Signer interface {
-	Sign(msg []byte) ([]byte, error)
-}
 
 // OfferPayload is a signed offer's payload: one accepted requirement's terms for a resource, and
 // until when (Unix seconds) the server stands by them.
@@ -80,27 +75,29 @@ type SignedReceipt struct {
 }
 
 // OfferReceipt signs offers and receipts with the receipt key under a kid naming the key as a
-// did:web URL of the deployment (SPEC §16).
+// did:web URL of the deployment (SPEC §16). Every signature is the key's one signing entry point,
+// receipt.Key.Sign, under the context of the request it is made for, so that a remote key's call
+// (kms-sign) ends with that request.
 type OfferReceipt struct {
-	signer Signer
-	kid    string
+	key receipt.Key
+	kid string
 }
 
 // NewOfferReceipt builds the signer of offers and receipts for the deployment at baseURL (the
-// configured public base URL, never a request's Host header), signing with signer, the key of
-// version keyVersion.
-func NewOfferReceipt(signer Signer, baseURL, keyVersion string) (*OfferReceipt, error) {
-	if signer == nil {
-		return nil, errors.New("offer-receipt: no signer")
+// configured public base URL, never a request's Host header), signing with key under a kid that
+// names its version.
+func NewOfferReceipt(key receipt.Key, baseURL string) (*OfferReceipt, error) {
+	if key.Private == nil && !key.IsRemote() {
+		return nil, errors.New("offer-receipt: no signing key")
 	}
 	did, err := DIDWeb(baseURL)
 	if err != nil {
 		return nil, err
 	}
-	if keyVersion == "" || strings.ContainsAny(keyVersion, "#/?") {
+	if key.Version == "" || strings.ContainsAny(key.Version, "#/?") {
 		return nil, errors.New("offer-receipt: the key version is empty or holds #, / or ?")
 	}
-	return &OfferReceipt{signer: signer, kid: did + "#" + keyVersion}, nil
+	return &OfferReceipt{key: key, kid: did + "#" + key.Version}, nil
 }
 
 // KeyID is the JWS kid: did:web:<deployment host>#<key version>.
@@ -155,11 +152,12 @@ func DIDDocument(baseURL string, keys []receipt.PublicKey) (map[string]any, erro
 }
 
 // Offers is the offer-receipt extension of a 402 answer for resourceURL: one signed offer per
-// accepted requirement, valid for OfferValidity from now, with the extension's schema.
-func (o *OfferReceipt) Offers(resourceURL string, accepts []Requirements, now time.Time) (map[string]any, error) {
+// accepted requirement, valid for OfferValidity from now, with the extension's schema. The
+// signatures are made under ctx, the request's.
+func (o *OfferReceipt) Offers(ctx context.Context, resourceURL string, accepts []Requirements, now time.Time) (map[string]any, error) {
 	offers := make([]SignedOffer, 0, len(accepts))
 	for i, r := range accepts {
-		jws, err := o.sign(OfferPayload{
+		jws, err := o.sign(ctx, OfferPayload{
 			Version: offerReceiptVersion, ResourceURL: resourceURL, Scheme: r.Scheme, Network: r.Network,
 			Asset: r.Asset, PayTo: r.PayTo, Amount: r.Amount, ValidUntil: now.Add(OfferValidity).Unix(),
 		})
@@ -172,9 +170,10 @@ func (o *OfferReceipt) Offers(resourceURL string, accepts []Requirements, now ti
 }
 
 // Receipt is the offer-receipt extension of a successful settlement of a payment for
-// resourceURL on network: payer, the settlement's transaction, issued now.
-func (o *OfferReceipt) Receipt(resourceURL, network, payer, transaction string, now time.Time) (map[string]any, error) {
-	jws, err := o.sign(ReceiptPayload{
+// resourceURL on network: payer, the settlement's transaction, issued now. The signature is
+// made under ctx, the request's.
+func (o *OfferReceipt) Receipt(ctx context.Context, resourceURL, network, payer, transaction string, now time.Time) (map[string]any, error) {
+	jws, err := o.sign(ctx, ReceiptPayload{
 		Version: offerReceiptVersion, Network: network, ResourceURL: resourceURL, Payer: payer,
 		IssuedAt: now.Unix(), Transaction: transaction,
 	})
@@ -187,8 +186,8 @@ func (o *OfferReceipt) Receipt(resourceURL, network, payer, transaction string, 
 // sign is the JWS compact serialization (RFC 7515 §7.1) of payload: the protected header
 // {"alg":"EdDSA","kid":...} as JSON.stringify writes it, the payload in its RFC 8785 form (the
 // extension's canonical form), each base64url without padding, and the Ed25519 signature of
-// "header.payload".
-func (o *OfferReceipt) sign(payload any) (string, error) {
+// "header.payload", made under ctx.
+func (o *OfferReceipt) sign(ctx context.Context, payload any) (string, error) {
 	header, err := EncodeJSON(struct {
 		Alg string `json:"alg"`
 		Kid string `json:"kid"`
@@ -204,16 +203,16 @@ func (o *OfferReceipt) sign(payload any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return compactJWS(header, canon, o.signer)
+	return compactJWS(header, canon, o.key.WithContext(ctx))
 }
 
 // compactJWS is the JWS compact serialization of payload under the protected header, signed by
-// signer with Ed25519: base64url(header) "." base64url(payload) "." base64url(signature), the
+// key with Ed25519: base64url(header) "." base64url(payload) "." base64url(signature), the
 // signature over the first two parts (RFC 7515 §5.1, RFC 8037 §3.1).
-func compactJWS(header, payload []byte, signer Signer) (string, error) {
+func compactJWS(header, payload []byte, key receipt.Key) (string, error) {
 	enc := base64.RawURLEncoding
 	input := enc.EncodeToString(header) + "." + enc.EncodeToString(payload)
-	sig, err := signer.Sign([]byte(input))
+	sig, err := key.Sign([]byte(input))
 	if err != nil {
 		return "", err
 	}
