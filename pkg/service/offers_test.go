@@ -3,7 +3,10 @@ package service_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +94,83 @@ func TestOffersSignUnderTheRequestsContext(t *testing.T) {
 	pr := e.probe(t, context.Background(), e.svc.BaseURL()+"/score/agent-live")
 	if _, ok := pr.Extensions[x402.ExtOfferReceipt]; !ok || e.kms.Signs() != 2 {
 		t.Fatalf("live request: offers %v, %d KMS signatures; want both offers signed by KMS", pr.Extensions, e.kms.Signs())
+	}
+}
+
+// offerPayloads is the offers of a 402 answer, each verified with the KMS key.
+func (e *kmsOffers) offerPayloads(t *testing.T, pr x402.PaymentRequired) (jws []string, payloads []x402.OfferPayload) {
+	t.Helper()
+	raw, err := json.Marshal(pr.Extensions[x402.ExtOfferReceipt])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ext struct {
+		Info struct{ Offers []x402.SignedOffer } `json:"info"`
+	}
+	if err := json.Unmarshal(raw, &ext); err != nil || len(ext.Info.Offers) != len(pr.Accepts) {
+		t.Fatalf("offers %s for %d requirements (%v)", raw, len(pr.Accepts), err)
+	}
+	for _, off := range ext.Info.Offers {
+		_, p, err := x402.VerifyJWS(off.Signature, e.kms.Public())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var payload x402.OfferPayload
+		if err := json.Unmarshal(p, &payload); err != nil {
+			t.Fatal(err)
+		}
+		jws, payloads = append(jws, off.Signature), append(payloads, payload)
+	}
+	return jws, payloads
+}
+
+// Probes of one resource cost KMS one signature per network while the offers stay valid for
+// the reuse margin: the offers handed out again verify and are still valid for at least the
+// margin; past it they are signed again.
+func TestProbesShareSignedOffers(t *testing.T) {
+	e := newKMSOffers(t)
+	resource := e.svc.BaseURL() + "/verify/schema"
+	first, _ := e.offerPayloads(t, e.probe(t, context.Background(), resource))
+	if e.kms.Signs() != 2 {
+		t.Fatalf("first probe: %d KMS signatures, want one per network", e.kms.Signs())
+	}
+	e.clock.Advance(x402.OfferValidity - x402.OfferReuseMargin)
+	again, payloads := e.offerPayloads(t, e.probe(t, context.Background(), resource))
+	if e.kms.Signs() != 2 || !slices.Equal(again, first) {
+		t.Fatalf("probe within the margin: %d KMS signatures, same offers %v; want the kept ones", e.kms.Signs(), slices.Equal(again, first))
+	}
+	for i, p := range payloads {
+		if left := time.Unix(p.ValidUntil, 0).Sub(e.svc.Now()); left < x402.OfferReuseMargin {
+			t.Errorf("kept offer %d handed out with %v left, under %v", i, left, x402.OfferReuseMargin)
+		}
+	}
+	e.clock.Advance(time.Second)
+	renewed, payloads := e.offerPayloads(t, e.probe(t, context.Background(), resource))
+	if e.kms.Signs() != 4 || slices.Equal(renewed, first) || payloads[0].ValidUntil != e.svc.Now().Add(x402.OfferValidity).Unix() {
+		t.Fatalf("probe past the margin: %d KMS signatures, validUntil %d; want 4 and new offers", e.kms.Signs(), payloads[0].ValidUntil)
+	}
+}
+
+// A caller naming a new agent on every score probe meets the ration of fresh KMS signatures:
+// its 402 answers go on, without offers, logged as a warning, while the offers already kept
+// (a verify route's) are still handed out.
+func TestScoreProbesAreRationed(t *testing.T) {
+	e := newKMSOffers(t)
+	verify := e.svc.BaseURL() + "/verify/schema"
+	e.offerPayloads(t, e.probe(t, context.Background(), verify))
+	rationed := 0
+	for i := range 40 {
+		pr := e.probe(t, context.Background(), fmt.Sprintf("%s/score/agent-%d", e.svc.BaseURL(), i))
+		if _, ok := pr.Extensions[x402.ExtOfferReceipt]; !ok {
+			rationed++
+		}
+	}
+	signs := e.kms.Signs()
+	if rationed == 0 || signs >= 2+40*2 || !strings.Contains(e.log.String(), "level=WARN msg=\"offers not signed\"") {
+		t.Fatalf("%d of 40 new agents' probes without offers, %d KMS signatures, log %q; want the ration to hold", rationed, signs, e.log.String())
+	}
+	e.offerPayloads(t, e.probe(t, context.Background(), verify))
+	if e.kms.Signs() != signs {
+		t.Errorf("the kept verify offers were signed again")
 	}
 }

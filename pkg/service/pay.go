@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"time"
 
@@ -83,9 +84,15 @@ func (s *Service) PaymentRequiredFor(ctx context.Context, resourceURL, descripti
 	if len(accepts) > 0 {
 		// Every 402 answer signs its offers (SPEC §16). A key source that cannot sign leaves them
 		// out, as the extension allows: the requirements alone still say what to pay. A remote
-		// key's calls end with the request.
+		// key's calls end with the request. Offers are kept and handed out again, and a remote
+		// key's fresh signatures are rationed (x402.OfferReuseMargin): a spent ration is a
+		// caller's doing, not a fault, and is logged as a warning.
 		if offers, err := s.offers.Offers(ctx, resourceURL, accepts, s.d.Now()); err != nil {
-			s.d.Log.Error("offers not signed", "err", err.Error())
+			level := slog.LevelError
+			if errors.Is(err, x402.ErrOffersRationed) {
+				level = slog.LevelWarn
+			}
+			s.d.Log.Log(ctx, level, "offers not signed", "err", err.Error())
 		} else {
 			extensions = maps.Clone(extensions)
 			if extensions == nil {

@@ -31,11 +31,6 @@ const (
 	AlgEdDSA = "EdDSA"
 )
 
-// OfferValidity is how long a signed offer commits the server to its terms: the time a client
-// has to sign and send a payment, the same as every requirement's maxTimeoutSeconds, so an offer
-// never outlives the terms it signs.
-const OfferValidity = maxTimeoutSeconds * time.Second
-
 // OfferPayload is a signed offer's payload: one accepted requirement's terms for a resource, and
 // until when (Unix seconds) the server stands by them.
 type OfferPayload struct {
@@ -77,10 +72,12 @@ type SignedReceipt struct {
 // OfferReceipt signs offers and receipts with the receipt key under a kid naming the key as a
 // did:web URL of the deployment (SPEC §16). Every signature is the key's one signing entry point,
 // receipt.Key.Sign, under the context of the request it is made for, so that a remote key's call
-// (kms-sign) ends with that request.
+// (kms-sign) ends with that request. Signed offers are kept and handed out again (offerCache).
+// It is safe for concurrent use.
 type OfferReceipt struct {
-	key receipt.Key
-	kid string
+	key    receipt.Key
+	kid    string
+	offers *offerCache
 }
 
 // NewOfferReceipt builds the signer of offers and receipts for the deployment at baseURL (the
@@ -97,7 +94,7 @@ func NewOfferReceipt(key receipt.Key, baseURL string) (*OfferReceipt, error) {
 	if key.Version == "" || strings.ContainsAny(key.Version, "#/?") {
 		return nil, errors.New("offer-receipt: the key version is empty or holds #, / or ?")
 	}
-	return &OfferReceipt{key: key, kid: did + "#" + key.Version}, nil
+	return &OfferReceipt{key: key, kid: did + "#" + key.Version, offers: newOfferCache()}, nil
 }
 
 // KeyID is the JWS kid: did:web:<deployment host>#<key version>.
@@ -151,22 +148,48 @@ func DIDDocument(baseURL string, keys []receipt.PublicKey) (map[string]any, erro
 	}, nil
 }
 
-// Offers is the offer-receipt extension of a 402 answer for resourceURL: one signed offer per
-// accepted requirement, valid for OfferValidity from now, with the extension's schema. The
-// signatures are made under ctx, the request's.
+// Offers is the offer-receipt extension of a 402 answer for resourceURL at now: one signed offer
+// per accepted requirement, with the extension's schema. An offer signed earlier for the same
+// terms is handed out again while it stays valid for OfferReuseMargin; the others are signed
+// under ctx, the request's, valid for OfferValidity. With a remote key, offers that would take
+// more fresh signatures than the ration has left are not signed (ErrOffersRationed).
 func (o *OfferReceipt) Offers(ctx context.Context, resourceURL string, accepts []Requirements, now time.Time) (map[string]any, error) {
-	offers := make([]SignedOffer, 0, len(accepts))
+	offers := make([]SignedOffer, len(accepts))
+	fresh := 0
 	for i, r := range accepts {
-		jws, err := o.sign(ctx, OfferPayload{
-			Version: offerReceiptVersion, ResourceURL: resourceURL, Scheme: r.Scheme, Network: r.Network,
-			Asset: r.Asset, PayTo: r.PayTo, Amount: r.Amount, ValidUntil: now.Add(OfferValidity).Unix(),
-		})
+		offers[i] = SignedOffer{Format: FormatJWS, AcceptIndex: i}
+		if jws, ok := o.offers.get(offerTerms(resourceURL, r), now); ok {
+			offers[i].Signature = jws
+		} else {
+			fresh++
+		}
+	}
+	if fresh > 0 && o.key.IsRemote() && !o.offers.take(fresh, now) {
+		return nil, ErrOffersRationed
+	}
+	validUntil := time.Unix(now.Add(OfferValidity).Unix(), 0)
+	for i, r := range accepts {
+		if offers[i].Signature != "" {
+			continue
+		}
+		terms := offerTerms(resourceURL, r)
+		signed := terms
+		signed.ValidUntil = validUntil.Unix()
+		jws, err := o.sign(ctx, signed)
 		if err != nil {
 			return nil, fmt.Errorf("sign offer %d: %w", i, err)
 		}
-		offers = append(offers, SignedOffer{Format: FormatJWS, AcceptIndex: i, Signature: jws})
+		o.offers.put(terms, jws, validUntil)
+		offers[i].Signature = jws
 	}
 	return map[string]any{"info": map[string]any{"offers": offers}, "schema": offerSchema}, nil
+}
+
+// offerTerms is the payload of the offer of r for resourceURL without its ValidUntil: what an
+// offer signs besides its validity, and so the key its signature is kept under.
+func offerTerms(resourceURL string, r Requirements) OfferPayload {
+	return OfferPayload{Version: offerReceiptVersion, ResourceURL: resourceURL, Scheme: r.Scheme, Network: r.Network,
+		Asset: r.Asset, PayTo: r.PayTo, Amount: r.Amount}
 }
 
 // Receipt is the offer-receipt extension of a successful settlement of a payment for

@@ -107,7 +107,7 @@ func TestOffersAreSignedJWS(t *testing.T) {
 		}
 		r := accepts[i]
 		want := OfferPayload{Version: 1, ResourceURL: "https://verifier.example.com/verify/schema", Scheme: r.Scheme, Network: r.Network,
-			Asset: r.Asset, PayTo: r.PayTo, Amount: r.Amount, ValidUntil: now.Unix() + 60}
+			Asset: r.Asset, PayTo: r.PayTo, Amount: r.Amount, ValidUntil: now.Unix() + 120} // OfferValidity
 		if got != want {
 			t.Errorf("offer %d payload\n got %+v\nwant %+v", i, got, want)
 		}
