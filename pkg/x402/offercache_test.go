@@ -213,3 +213,33 @@ func TestFreshOffersAreRationed(t *testing.T) {
 		signedOffers(t, local, key.Public().Key, agent(i), twoNetworks, now)
 	}
 }
+
+// BenchmarkOffers is the offers of one 402 answer for two networks, handed out again (the
+// probe's usual case), and, for comparison, signed afresh at each call.
+func BenchmarkOffers(b *testing.B) {
+	o, _ := testOfferReceipt(b)
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	const resource = "https://verifier.example.com/verify/schema"
+	b.Run("kept", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := o.Offers(context.Background(), resource, twoNetworks, now); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("signed", func(b *testing.B) {
+		o, _ := testOfferReceipt(b)
+		b.ReportAllocs()
+		at := now
+		for b.Loop() {
+			at = at.Add(OfferValidity) // every kept offer is past its margin
+			if _, err := o.Offers(context.Background(), resource, twoNetworks, at); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if got := o.offers.kept(); got != len(twoNetworks) {
+			b.Fatalf("%d offers kept", got)
+		}
+	})
+}
