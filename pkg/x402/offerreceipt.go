@@ -167,6 +167,7 @@ func (o *OfferReceipt) Offers(ctx context.Context, resourceURL string, accepts [
 	if fresh > 0 && o.key.IsRemote() && !o.offers.take(fresh, now) {
 		return nil, ErrOffersRationed
 	}
+	// Kept with the second the payload names, so the margin is measured against what it says.
 	validUntil := time.Unix(now.Add(OfferValidity).Unix(), 0)
 	for i, r := range accepts {
 		if offers[i].Signature != "" {
