@@ -93,7 +93,9 @@ func llmsText(svc *service.Service, ex *Examples) []byte {
 			"free allowance in _meta; call again with the PaymentPayload object in params._meta[\"x402/payment\"]; the settlement comes back in "+
 			"result._meta[\"x402/payment-response\"].\n", operationAnchor(svc, "POST", "/mcp"))
 		w("- [Signed offers and receipts](%s/.well-known/did.json): x402's offer-receipt extension. Every 402 answer's extensions[\"offer-receipt\"].info.offers "+
-			"holds one JWS per accepts entry (acceptIndex; payload {version, resourceUrl, scheme, network, asset, payTo, amount, validUntil}); a paid "+
+			"holds one JWS per accepts entry (acceptIndex; payload {version, resourceUrl, scheme, network, asset, payTo, amount, validUntil}, "+
+			"validUntil at least 60 s ahead; signed offers are reused while they stay valid, and left out of an answer when the key cannot sign "+
+			"or its ration of fresh signatures is spent); a paid "+
 			"answer's settlement (PAYMENT-RESPONSE, or _meta[\"x402/payment-response\"]) holds extensions[\"offer-receipt\"].info.receipt {version, "+
 			"network, resourceUrl, payer, issuedAt, transaction}. EdDSA with the receipt key; kid did:web:<host>#<key version>, resolved by "+
 			"/.well-known/did.json.\n", base)

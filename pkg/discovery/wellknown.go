@@ -118,7 +118,7 @@ func (s wellKnown) handleX402(w http.ResponseWriter, r *http.Request) {
 		doc, err = m.Manifest(r.Context(), PaidRoutes(s.svc), free,
 			"Send the request; past the free allowance the answer is 402 with a PAYMENT-REQUIRED header (x402 v2). "+
 				"Sign one of its accepts and send it again with the PAYMENT-SIGNATURE header; the settlement comes back in PAYMENT-RESPONSE. "+
-				"Every 402 answer signs its offers and every paid settlement its receipt (x402 offer-receipt extension, JWS; keys at /.well-known/did.json).")
+				"Every 402 answer carries signed offers (reused while valid for at least 60 s) and every paid settlement a signed receipt (x402 offer-receipt extension, JWS; keys at /.well-known/did.json).")
 		if err != nil {
 			edge.Fail(w, r, s.svc, err)
 			return

@@ -43,7 +43,7 @@ func TestOfferReceipt(t *testing.T) {
 		json.Unmarshal(payload, &got)
 		r := pr.Accepts[i]
 		want := x402.OfferPayload{Version: 1, ResourceURL: resource, Scheme: r.Scheme, Network: r.Network, Asset: r.Asset,
-			PayTo: r.PayTo, Amount: r.Amount, ValidUntil: e.clock.Now().Unix() + 60}
+			PayTo: r.PayTo, Amount: r.Amount, ValidUntil: e.clock.Now().Add(x402.OfferValidity).Unix()}
 		if got != want {
 			t.Errorf("offer %d\n got %+v\nwant %+v", i, got, want)
 		}

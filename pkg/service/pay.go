@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"time"
 
@@ -82,9 +83,16 @@ func (s *Service) PaymentRequiredFor(ctx context.Context, resourceURL, descripti
 	}
 	if len(accepts) > 0 {
 		// Every 402 answer signs its offers (SPEC §16). A key source that cannot sign leaves them
-		// out, as the extension allows: the requirements alone still say what to pay.
-		if offers, err := s.offers.Offers(resourceURL, accepts, s.d.Now()); err != nil {
-			s.d.Log.Error("offers not signed", "err", err.Error())
+		// out, as the extension allows: the requirements alone still say what to pay. A remote
+		// key's calls end with the request. Offers are kept and handed out again, and a remote
+		// key's fresh signatures are rationed (x402.OfferReuseMargin): a spent ration is a
+		// caller's doing, not a fault, and is logged as a warning.
+		if offers, err := s.offers.Offers(ctx, resourceURL, accepts, s.d.Now()); err != nil {
+			level := slog.LevelError
+			if errors.Is(err, x402.ErrOffersRationed) {
+				level = slog.LevelWarn
+			}
+			s.d.Log.Log(ctx, level, "offers not signed", "err", err.Error())
 		} else {
 			extensions = maps.Clone(extensions)
 			if extensions == nil {
@@ -266,7 +274,7 @@ func (s *Service) Charge(ctx context.Context, payload x402.PaymentPayload, resou
 	if !sr.Success {
 		return nil, &PaymentFailure{Code: apperr.PaymentSettleFail, Message: "The payment could not be settled: " + safeReason(sr.ErrorReason) + ". Nothing was charged.", Settlement: &sr}, nil
 	}
-	s.attachReceipt(&sr, resourceURL, accepted.Network, binding.Payer)
+	s.attachReceipt(sctx, &sr, resourceURL, accepted.Network, binding.Payer)
 	return &sr, nil, nil
 }
 
@@ -274,13 +282,15 @@ func (s *Service) Charge(ctx context.Context, payload x402.PaymentPayload, resou
 // the payer the facilitator settled for (the verified payer when it names none), the network
 // paid on and the settlement's transaction (SPEC §16 includes it: a buyer can then show the
 // payment on chain). Only the server's own extensions are sent. A key source that cannot sign
-// leaves the receipt out: the payment is settled and the answer must be delivered.
-func (s *Service) attachReceipt(sr *x402.SettleResponse, resourceURL, network, verifiedPayer string) {
+// leaves the receipt out: the payment is settled and the answer must be delivered. ctx is the
+// settlement's: the request's deadline, which a caller hanging up does not cut short, since the
+// answer (and a payment identifier's kept answer) carries the receipt.
+func (s *Service) attachReceipt(ctx context.Context, sr *x402.SettleResponse, resourceURL, network, verifiedPayer string) {
 	payer := sr.Payer
 	if payer == "" {
 		payer = verifiedPayer
 	}
-	ext, err := s.offers.Receipt(resourceURL, network, payer, sr.Transaction, s.d.Now())
+	ext, err := s.offers.Receipt(ctx, resourceURL, network, payer, sr.Transaction, s.d.Now())
 	if err != nil {
 		s.d.Log.Error("receipt not signed", "err", err.Error())
 		sr.Extensions = nil

@@ -164,7 +164,7 @@ func New(d Deps) (*Service, error) {
 	s := &Service{d: d}
 	if d.Payer != nil {
 		var err error
-		if s.offers, err = x402.NewOfferReceipt(d.Keys.Current, d.BaseURL, d.Keys.Current.Version); err != nil {
+		if s.offers, err = x402.NewOfferReceipt(d.Keys.Current, d.BaseURL); err != nil {
 			return nil, fmt.Errorf("service: %w", err)
 		}
 	}

@@ -1,6 +1,7 @@
 package x402
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
@@ -29,17 +30,6 @@ const (
 	// AlgEdDSA is the JWS algorithm of an Ed25519 signature (RFC 8037), the receipt key's.
 	AlgEdDSA = "EdDSA"
 )
-
-// OfferValidity is how long a signed offer commits the server to its terms: the time a client
-// has to sign and send a payment, the same as every requirement's maxTimeoutSeconds, so an offer
-// never outlives the terms it signs.
-const OfferValidity = maxTimeoutSeconds * time.Second
-
-// Signer signs bytes with the receipt key; receipt.Key is one (its Sign method, the key's one
-// signing entry point).
-type Signer interface {
-	Sign(msg []byte) ([]byte, error)
-}
 
 // OfferPayload is a signed offer's payload: one accepted requirement's terms for a resource, and
 // until when (Unix seconds) the server stands by them.
@@ -80,27 +70,31 @@ type SignedReceipt struct {
 }
 
 // OfferReceipt signs offers and receipts with the receipt key under a kid naming the key as a
-// did:web URL of the deployment (SPEC §16).
+// did:web URL of the deployment (SPEC §16). Every signature is the key's one signing entry point,
+// receipt.Key.Sign, under the context of the request it is made for, so that a remote key's call
+// (kms-sign) ends with that request. Signed offers are kept and handed out again (offerCache).
+// It is safe for concurrent use.
 type OfferReceipt struct {
-	signer Signer
+	key    receipt.Key
 	kid    string
+	offers *offerCache
 }
 
 // NewOfferReceipt builds the signer of offers and receipts for the deployment at baseURL (the
-// configured public base URL, never a request's Host header), signing with signer, the key of
-// version keyVersion.
-func NewOfferReceipt(signer Signer, baseURL, keyVersion string) (*OfferReceipt, error) {
-	if signer == nil {
-		return nil, errors.New("offer-receipt: no signer")
+// configured public base URL, never a request's Host header), signing with key under a kid that
+// names its version.
+func NewOfferReceipt(key receipt.Key, baseURL string) (*OfferReceipt, error) {
+	if key.Private == nil && !key.IsRemote() {
+		return nil, errors.New("offer-receipt: no signing key")
 	}
 	did, err := DIDWeb(baseURL)
 	if err != nil {
 		return nil, err
 	}
-	if keyVersion == "" || strings.ContainsAny(keyVersion, "#/?") {
+	if key.Version == "" || strings.ContainsAny(key.Version, "#/?") {
 		return nil, errors.New("offer-receipt: the key version is empty or holds #, / or ?")
 	}
-	return &OfferReceipt{signer: signer, kid: did + "#" + keyVersion}, nil
+	return &OfferReceipt{key: key, kid: did + "#" + key.Version, offers: newOfferCache()}, nil
 }
 
 // KeyID is the JWS kid: did:web:<deployment host>#<key version>.
@@ -154,27 +148,56 @@ func DIDDocument(baseURL string, keys []receipt.PublicKey) (map[string]any, erro
 	}, nil
 }
 
-// Offers is the offer-receipt extension of a 402 answer for resourceURL: one signed offer per
-// accepted requirement, valid for OfferValidity from now, with the extension's schema.
-func (o *OfferReceipt) Offers(resourceURL string, accepts []Requirements, now time.Time) (map[string]any, error) {
-	offers := make([]SignedOffer, 0, len(accepts))
+// Offers is the offer-receipt extension of a 402 answer for resourceURL at now: one signed offer
+// per accepted requirement, with the extension's schema. An offer signed earlier for the same
+// terms is handed out again while it stays valid for OfferReuseMargin; the others are signed
+// under ctx, the request's, valid for OfferValidity. With a remote key, offers that would take
+// more fresh signatures than the ration has left are not signed (ErrOffersRationed).
+func (o *OfferReceipt) Offers(ctx context.Context, resourceURL string, accepts []Requirements, now time.Time) (map[string]any, error) {
+	offers := make([]SignedOffer, len(accepts))
+	fresh := 0
 	for i, r := range accepts {
-		jws, err := o.sign(OfferPayload{
-			Version: offerReceiptVersion, ResourceURL: resourceURL, Scheme: r.Scheme, Network: r.Network,
-			Asset: r.Asset, PayTo: r.PayTo, Amount: r.Amount, ValidUntil: now.Add(OfferValidity).Unix(),
-		})
+		offers[i] = SignedOffer{Format: FormatJWS, AcceptIndex: i}
+		if jws, ok := o.offers.get(offerTerms(resourceURL, r), now); ok {
+			offers[i].Signature = jws
+		} else {
+			fresh++
+		}
+	}
+	if fresh > 0 && o.key.IsRemote() && !o.offers.take(fresh, now) {
+		return nil, ErrOffersRationed
+	}
+	// Kept with the second the payload names, so the margin is measured against what it says.
+	validUntil := time.Unix(now.Add(OfferValidity).Unix(), 0)
+	for i, r := range accepts {
+		if offers[i].Signature != "" {
+			continue
+		}
+		terms := offerTerms(resourceURL, r)
+		signed := terms
+		signed.ValidUntil = validUntil.Unix()
+		jws, err := o.sign(ctx, signed)
 		if err != nil {
 			return nil, fmt.Errorf("sign offer %d: %w", i, err)
 		}
-		offers = append(offers, SignedOffer{Format: FormatJWS, AcceptIndex: i, Signature: jws})
+		o.offers.put(terms, jws, validUntil)
+		offers[i].Signature = jws
 	}
 	return map[string]any{"info": map[string]any{"offers": offers}, "schema": offerSchema}, nil
 }
 
+// offerTerms is the payload of the offer of r for resourceURL without its ValidUntil: what an
+// offer signs besides its validity, and so the key its signature is kept under.
+func offerTerms(resourceURL string, r Requirements) OfferPayload {
+	return OfferPayload{Version: offerReceiptVersion, ResourceURL: resourceURL, Scheme: r.Scheme, Network: r.Network,
+		Asset: r.Asset, PayTo: r.PayTo, Amount: r.Amount}
+}
+
 // Receipt is the offer-receipt extension of a successful settlement of a payment for
-// resourceURL on network: payer, the settlement's transaction, issued now.
-func (o *OfferReceipt) Receipt(resourceURL, network, payer, transaction string, now time.Time) (map[string]any, error) {
-	jws, err := o.sign(ReceiptPayload{
+// resourceURL on network: payer, the settlement's transaction, issued now. The signature is
+// made under ctx, the request's.
+func (o *OfferReceipt) Receipt(ctx context.Context, resourceURL, network, payer, transaction string, now time.Time) (map[string]any, error) {
+	jws, err := o.sign(ctx, ReceiptPayload{
 		Version: offerReceiptVersion, Network: network, ResourceURL: resourceURL, Payer: payer,
 		IssuedAt: now.Unix(), Transaction: transaction,
 	})
@@ -187,8 +210,8 @@ func (o *OfferReceipt) Receipt(resourceURL, network, payer, transaction string, 
 // sign is the JWS compact serialization (RFC 7515 §7.1) of payload: the protected header
 // {"alg":"EdDSA","kid":...} as JSON.stringify writes it, the payload in its RFC 8785 form (the
 // extension's canonical form), each base64url without padding, and the Ed25519 signature of
-// "header.payload".
-func (o *OfferReceipt) sign(payload any) (string, error) {
+// "header.payload", made under ctx.
+func (o *OfferReceipt) sign(ctx context.Context, payload any) (string, error) {
 	header, err := EncodeJSON(struct {
 		Alg string `json:"alg"`
 		Kid string `json:"kid"`
@@ -204,16 +227,16 @@ func (o *OfferReceipt) sign(payload any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return compactJWS(header, canon, o.signer)
+	return compactJWS(header, canon, o.key.WithContext(ctx))
 }
 
 // compactJWS is the JWS compact serialization of payload under the protected header, signed by
-// signer with Ed25519: base64url(header) "." base64url(payload) "." base64url(signature), the
+// key with Ed25519: base64url(header) "." base64url(payload) "." base64url(signature), the
 // signature over the first two parts (RFC 7515 §5.1, RFC 8037 §3.1).
-func compactJWS(header, payload []byte, signer Signer) (string, error) {
+func compactJWS(header, payload []byte, key receipt.Key) (string, error) {
 	enc := base64.RawURLEncoding
 	input := enc.EncodeToString(header) + "." + enc.EncodeToString(payload)
-	sig, err := signer.Sign([]byte(input))
+	sig, err := key.Sign([]byte(input))
 	if err != nil {
 		return "", err
 	}

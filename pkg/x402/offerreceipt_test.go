@@ -2,6 +2,7 @@ package x402
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
@@ -66,7 +67,7 @@ func checkJWS(t *testing.T, jws string, pub ed25519.PublicKey) (header map[strin
 func testOfferReceipt(t testing.TB) (*OfferReceipt, receipt.Key) {
 	t.Helper()
 	key := receipt.Key{Version: "v7", Private: receipt.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))}
-	o, err := NewOfferReceipt(key, "https://verifier.example.com", key.Version)
+	o, err := NewOfferReceipt(key, "https://verifier.example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestOffersAreSignedJWS(t *testing.T) {
 		{Scheme: SchemeExact, Network: NetworkBase, Amount: "20000", Asset: usdcBase, PayTo: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", MaxTimeoutSeconds: 60},
 		{Scheme: SchemeExact, Network: NetworkSolana, Amount: "20000", Asset: usdcSolana, PayTo: "9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin", MaxTimeoutSeconds: 60},
 	}
-	ext, err := o.Offers("https://verifier.example.com/verify/schema", accepts, now)
+	ext, err := o.Offers(context.Background(), "https://verifier.example.com/verify/schema", accepts, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestOffersAreSignedJWS(t *testing.T) {
 		}
 		r := accepts[i]
 		want := OfferPayload{Version: 1, ResourceURL: "https://verifier.example.com/verify/schema", Scheme: r.Scheme, Network: r.Network,
-			Asset: r.Asset, PayTo: r.PayTo, Amount: r.Amount, ValidUntil: now.Unix() + 60}
+			Asset: r.Asset, PayTo: r.PayTo, Amount: r.Amount, ValidUntil: now.Unix() + 120} // OfferValidity
 		if got != want {
 			t.Errorf("offer %d payload\n got %+v\nwant %+v", i, got, want)
 		}
@@ -123,7 +124,7 @@ func TestOffersAreSignedJWS(t *testing.T) {
 func TestReceiptIsSignedJWS(t *testing.T) {
 	o, key := testOfferReceipt(t)
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	ext, err := o.Receipt("mcp://tool/verify_schema", NetworkBase, "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", "0xabc", now)
+	ext, err := o.Receipt(context.Background(), "mcp://tool/verify_schema", NetworkBase, "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", "0xabc", now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,33 +142,40 @@ func TestReceiptIsSignedJWS(t *testing.T) {
 	}
 }
 
-// failingSigner stands for a key source that cannot sign (a KMS key out of reach).
+// failingSigner stands for a key source that cannot sign (a KMS key out of reach), or that
+// answers something other than a signature.
 type failingSigner struct{ sig []byte }
 
-func (f failingSigner) Sign([]byte) ([]byte, error) {
+func (f failingSigner) Sign(context.Context, []byte) ([]byte, error) {
 	if f.sig == nil {
 		return nil, errors.New("key source unavailable")
 	}
 	return f.sig, nil
 }
 
+func (failingSigner) MaxMessage() int { return 0 }
+
+func failingKey(version string, f failingSigner) receipt.Key {
+	return receipt.RemoteKey(version, ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, 32)).Public().(ed25519.PublicKey), f)
+}
+
 func TestOfferReceiptSignerFailures(t *testing.T) {
-	for name, s := range map[string]Signer{"error": failingSigner{}, "short signature": failingSigner{sig: []byte{1, 2, 3}}} {
-		o, err := NewOfferReceipt(s, "https://verifier.example.com", "v1")
+	for name, f := range map[string]failingSigner{"error": {}, "short signature": {sig: []byte{1, 2, 3}}} {
+		o, err := NewOfferReceipt(failingKey("v1", f), "https://verifier.example.com")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := o.Offers("https://verifier.example.com/verify/schema", []Requirements{{Scheme: SchemeExact}}, time.Unix(0, 0)); err == nil {
+		if _, err := o.Offers(context.Background(), "https://verifier.example.com/verify/schema", []Requirements{{Scheme: SchemeExact}}, time.Unix(0, 0)); err == nil {
 			t.Errorf("%s: offers signed", name)
 		}
-		if _, err := o.Receipt("r", NetworkBase, "p", "t", time.Unix(0, 0)); err == nil {
+		if _, err := o.Receipt(context.Background(), "r", NetworkBase, "p", "t", time.Unix(0, 0)); err == nil {
 			t.Errorf("%s: receipt signed", name)
 		}
 	}
-	if _, err := NewOfferReceipt(nil, "https://verifier.example.com", "v1"); err == nil {
-		t.Error("no signer accepted")
+	if _, err := NewOfferReceipt(receipt.Key{Version: "v1"}, "https://verifier.example.com"); err == nil {
+		t.Error("no signing key accepted")
 	}
-	if _, err := NewOfferReceipt(failingSigner{}, "https://verifier.example.com", "v#1"); err == nil {
+	if _, err := NewOfferReceipt(failingKey("v#1", failingSigner{}), "https://verifier.example.com"); err == nil {
 		t.Error("a key version with # accepted")
 	}
 }
@@ -227,7 +235,7 @@ func TestDIDDocumentListsEveryKey(t *testing.T) {
 
 func TestVerifyJWS(t *testing.T) {
 	o, key := testOfferReceipt(t)
-	ext, err := o.Receipt("https://verifier.example.com/verify/schema", NetworkBase, "0xpayer", "0xtx", time.Unix(1_900_000_000, 0))
+	ext, err := o.Receipt(context.Background(), "https://verifier.example.com/verify/schema", NetworkBase, "0xpayer", "0xtx", time.Unix(1_900_000_000, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +270,7 @@ func TestVerifyJWS(t *testing.T) {
 // the one algorithm, whose payload round-trips.
 func FuzzVerifyJWS(f *testing.F) {
 	o, key := testOfferReceipt(f)
-	ext, _ := o.Receipt("https://verifier.example.com/verify/schema", NetworkBase, "0xpayer", "0xtx", time.Unix(1_900_000_000, 0))
+	ext, _ := o.Receipt(context.Background(), "https://verifier.example.com/verify/schema", NetworkBase, "0xpayer", "0xtx", time.Unix(1_900_000_000, 0))
 	good := ext["info"].(map[string]any)["receipt"].(SignedReceipt).Signature
 	f.Add(good)
 	f.Add(rfc8037JWS)
