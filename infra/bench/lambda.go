@@ -124,8 +124,9 @@ func medianDuration(d []time.Duration) time.Duration {
 
 // coldStarts builds each function and hello for the host and measures c.runs first invokes of
 // each, rotating the order every round so that no binary always follows another. One untimed
-// round first brings the binaries and the emulator into the page cache.
-func coldStarts(ctx context.Context, c config) ([]coldStart, error) {
+// round first brings the binaries and the emulator into the page cache. storeTrips are c.runs
+// allowance writes to the same dynalite, the part of verify's first invoke that is the store's.
+func coldStarts(ctx context.Context, c config) (_ []coldStart, storeTrips []time.Duration, _ error) {
 	dir := filepath.Join(c.tmp, "host")
 	type target struct {
 		name, bin string
@@ -134,38 +135,38 @@ func coldStarts(ctx context.Context, c config) ([]coldStart, error) {
 	var targets []target
 	bin, err := buildBootstrap(ctx, c.root, helloPkg, filepath.Join(dir, hello), runtime.GOARCH)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ev, err := os.ReadFile(filepath.Join(c.root, helloEvent))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	targets = append(targets, target{hello, bin, ev})
 	for _, fn := range functions {
 		d := filepath.Join(dir, fn.name)
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		bin, err := lambdatest.Build(ctx, c.root, fn.name, d)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ev, err := os.ReadFile(filepath.Join(c.root, fn.event))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		targets = append(targets, target{fn.name, bin, ev})
 	}
 	keyFile := filepath.Join(dir, "signing-key.json")
 	if _, err := lambdatest.WriteKey(keyFile, "bench-"+time.Now().UTC().Format("2006-01-02")); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	// The functions link no embedded store: each runs on a table of its own on one dynalite, a
 	// local server of DynamoDB's wire protocol, as it runs on DynamoDB on Lambda.
 	dynamoDB, stopDynalite, err := dynalitetest.Launch(c.root)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer stopDynalite()
 	tables := 0
@@ -197,11 +198,11 @@ func coldStarts(ctx context.Context, c config) ([]coldStart, error) {
 			// empty store.
 			vars, err := freshVars(t.name)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			total, invoke, err := firstInvoke(ctx, c.rie, t.bin, t.event, vars)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", t.name, err)
+				return nil, nil, fmt.Errorf("%s: %w", t.name, err)
 			}
 			if round < 0 {
 				continue
@@ -213,13 +214,29 @@ func coldStarts(ctx context.Context, c config) ([]coldStart, error) {
 	for i, t := range targets {
 		vars, err := freshVars(t.name)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if results[i].init, err = traceInit(ctx, t.bin, vars, c.runs); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return results, nil
+	for range c.runs {
+		// What verify's free answer waits for and hello's does not: one conditional write of the
+		// allowance, from a client of its own (a fresh connection, as at a cold start) to a
+		// fresh table on the same dynalite.
+		tables++
+		table := fmt.Sprintf("verifier-bench-%d", tables)
+		if err := dynamo.CreateTable(ctx, dynalitetest.Client(dynamoDB), table); err != nil {
+			return nil, nil, fmt.Errorf("create table: %w", err)
+		}
+		st := dynamo.New(dynalitetest.Client(dynamoDB), table)
+		start := time.Now()
+		if _, _, err := st.ConsumeAllowance(ctx, "bench-client", time.Now().UTC().Format(time.DateOnly), 10, time.Now().Add(48*time.Hour)); err != nil {
+			return nil, nil, fmt.Errorf("allowance write: %w", err)
+		}
+		storeTrips = append(storeTrips, time.Since(start))
+	}
+	return results, storeTrips, nil
 }
 
 // firstInvoke starts a fresh emulator serving bin, sends event and stops it. The answer must be

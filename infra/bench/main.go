@@ -210,7 +210,7 @@ func measureLambdas(ctx context.Context, c config, r *report) error {
 		return err
 	}
 	progress("Lambda first invokes under the emulator (%d runs each)", c.runs)
-	r.cold, err = coldStarts(ctx, c)
+	r.cold, r.storeTrips, err = coldStarts(ctx, c)
 	return err
 }
 
