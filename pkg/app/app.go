@@ -262,7 +262,7 @@ func loadLogKey(ctx context.Context, cfg config.Config, opt Options, now func() 
 // version, and whether the source is the default file in the data directory.
 type keySpec struct {
 	what, versionVar, source, version string
-	isDefault                        bool
+	isDefault                         bool
 }
 
 func loadKeyFrom(ctx context.Context, ks keySpec, opt Options, now func() time.Time) (receipt.Key, error) {
