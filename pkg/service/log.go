@@ -226,3 +226,30 @@ func (s *Service) StartSequencer(interval time.Duration) (stop func()) {
 		}
 	}
 }
+
+// RecordSchemaJSON is the JSON Schema of a stored record (GET /verifications/{verification_id},
+// MCP get_receipt), for the OpenAPI document and the tool's output schema.
+const RecordSchemaJSON = `{
+  "type": "object",
+  "required": ["verification_id", "receipt_hash", "result", "verified_at", "key_version", "output_hash", "schema_hash", "rules_hash", "request_hash", "settlement", "log"],
+  "properties": {
+    "verification_id": {"type": "string"},
+    "receipt_hash": {"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "SHA-256 of the RFC 8785 form of the whole signed response: the log's leaf."},
+    "result": {"enum": ["pass", "fail"]},
+    "verified_at": {"type": "string", "format": "date-time"},
+    "key_version": {"type": "string"},
+    "output_hash": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+    "schema_hash": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+    "rules_hash": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+    "request_hash": {"type": ["string", "null"], "description": "Present when the answer had full detail."},
+    "settlement": {"type": ["object", "null"], "description": "The x402 SettlementResponse of a paid answer; null for a free one."},
+    "log": {"oneOf": [
+      {"type": "object", "required": ["status"], "additionalProperties": false, "properties": {"status": {"const": "pending"}}},
+      {"type": "object", "required": ["index", "tree_size", "checkpoint", "inclusion_proof"], "additionalProperties": false, "properties": {
+        "index": {"type": "integer", "minimum": 0},
+        "tree_size": {"type": "integer", "minimum": 1},
+        "checkpoint": {"type": "string", "description": "The C2SP signed checkpoint the proof is for."},
+        "inclusion_proof": {"type": "array", "items": {"type": "string", "description": "base64 SHA-256"}}}}
+    ]}
+  }
+}`
