@@ -26,25 +26,26 @@ type operation struct {
 // operationIDs names the operation of each route ("METHOD path"); the docs viewer's anchors and
 // llms.txt's links use them.
 var operationIDs = map[string]string{
-	"POST /verify/schema":                  "verifySchema",
-	"POST /verify/deliverable":             "verifyDeliverable",
-	"GET /score/{agent_id}":                "getScore",
-	"GET /reputation/{agent_id}":           "getReputation",
-	"GET /verifications/{verification_id}": "getVerificationRecord",
-	"GET /log/checkpoint":                  "getLogCheckpoint",
-	"GET /log/tile/{path}":                 "getLogTile",
-	"POST /mcp":                            "mcp",
-	"GET /health":                          "getHealth",
-	"GET /.well-known/agent-card.json":     "getAgentCard",
-	"GET /.well-known/agent.json":          "getAgentCardLegacy",
-	"GET /.well-known/x402":                "getX402Manifest",
-	"GET /.well-known/did.json":            "getDIDDocument",
-	"GET /.well-known/api-catalog":         "getApiCatalog",
-	"GET /openapi.json":                    "getOpenAPI",
-	"GET /docs":                            "getDocs",
-	"GET /llms.txt":                        "getLlmsTxt",
-	"GET /llms-full.txt":                   "getLlmsFullTxt",
-	"GET /":                                "getIndex",
+	"POST /verify/schema":                          "verifySchema",
+	"POST /verify/deliverable":                     "verifyDeliverable",
+	"GET /score/{agent_id}":                        "getScore",
+	"GET /reputation/{agent_id}":                   "getReputation",
+	"GET /verifications/{verification_id}":         "getVerificationRecord",
+	"GET /log/checkpoint":                          "getLogCheckpoint",
+	"GET /log/tile/{height}/{level}/{n}":           "getLogTile",
+	"GET /log/tile/{height}/{level}/{n}.p/{width}": "getLogPartialTile",
+	"POST /mcp":                        "mcp",
+	"GET /health":                      "getHealth",
+	"GET /.well-known/agent-card.json": "getAgentCard",
+	"GET /.well-known/agent.json":      "getAgentCardLegacy",
+	"GET /.well-known/x402":            "getX402Manifest",
+	"GET /.well-known/did.json":        "getDIDDocument",
+	"GET /.well-known/api-catalog":     "getApiCatalog",
+	"GET /openapi.json":                "getOpenAPI",
+	"GET /docs":                        "getDocs",
+	"GET /llms.txt":                    "getLlmsTxt",
+	"GET /llms-full.txt":               "getLlmsFullTxt",
+	"GET /":                            "getIndex",
 }
 
 // operationIDOf is the operationId of a route, for links into the docs viewer. A route missing
@@ -55,6 +56,34 @@ func operationIDOf(method, path string) string {
 		return id
 	}
 	return strings.ToLower(method) + strings.NewReplacer("/", "_", ".", "_", "{", "", "}", "").Replace(path)
+}
+
+// tileOp is a tile route's operation (SPEC §15), full or partial.
+func tileOp(partial bool) operation {
+	params := []any{
+		obj("name", "height", "in", "path", "required", true, "description", "The tile height: 8.", "schema", obj("type", "string", "enum", []string{"8"})),
+		obj("name", "level", "in", "path", "required", true, "description", "The hash level (0, 1, …), or data for the leaves.",
+			"schema", obj("type", "string", "pattern", "^([0-9]|data)$")),
+		obj("name", "n", "in", "path", "required", true, "description", "The tile's number, three digits (000-999); larger numbers are written x001/234 "+
+			"(golang.org/x/mod/sumdb/tlog's layout) and served at those paths.", "schema", obj("type", "string", "pattern", "^[0-9]{3}$")),
+	}
+	desc := "A full tile of the receipt log, C2SP tlog-tiles of height 8 in golang.org/x/mod/sumdb/tlog's layout: at a level, 256 hashes of 32 bytes; " +
+		"at level data, the 256 leaves (32-byte receipt hashes, concatenated). Immutable: Cache-Control: public, max-age=31536000, immutable. Free."
+	if partial {
+		params = append(params, obj("name", "width", "in", "path", "required", true, "description", "How many entries (1-255).",
+			"schema", obj("type", "string", "pattern", "^[0-9]{1,3}$")))
+		desc = "A partial tile of the receipt log: the first width entries of the tile at the tree's edge. Its bytes never change, but the tree outgrows " +
+			"it within seconds, so it is served with Cache-Control: no-cache. Free."
+	}
+	return operation{
+		tags: []string{"log"}, description: desc, parameters: params,
+		responses: obj(
+			"200", obj("description", "The tile's bytes.", "content", obj("application/octet-stream", obj("schema", obj("type", "string", "format", "binary")))),
+			"404", responseRef("NotFound"),
+			"500", responseRef("InternalError"),
+			"503", responseRef("Unavailable"),
+		),
+	}
 }
 
 // refs to components.
@@ -176,20 +205,8 @@ func operations(svc *service.Service, ex *Examples) map[string]operation {
 				"503", responseRef("Unavailable"),
 			),
 		},
-		"GET /log/tile/{path}": {
-			tags: []string{"log"},
-			description: "The receipt log's tiles, C2SP tlog-tiles of height 8 in golang.org/x/mod/sumdb/tlog's layout: /log/tile/8/{L}/{N}[.p/{W}] holds " +
-				"hashes of level L, /log/tile/8/data/{N}[.p/{W}] the leaves (32-byte receipt hashes, concatenated); N is written in groups of three digits " +
-				"(x001/234). Full tiles are immutable (Cache-Control: public, max-age=31536000, immutable); partial ones no-cache. Free.",
-			parameters: []any{obj("name", "path", "in", "path", "required", true, "description", "The tile's path after /log/tile/.",
-				"schema", obj("type", "string"))},
-			responses: obj(
-				"200", obj("description", "The tile's bytes.", "content", obj("application/octet-stream", obj("schema", obj("type", "string", "format", "binary")))),
-				"404", responseRef("NotFound"),
-				"500", responseRef("InternalError"),
-				"503", responseRef("Unavailable"),
-			),
-		},
+		"GET /log/tile/{height}/{level}/{n}":           tileOp(false),
+		"GET /log/tile/{height}/{level}/{n}.p/{width}": tileOp(true),
 		"POST /mcp": {
 			tags: []string{"mcp"},
 			description: "The Model Context Protocol endpoint (Streamable HTTP, stateless, JSON answers): point any MCP client here. Tools: verify_schema " +
