@@ -1,5 +1,6 @@
-// Package dynamo is the store.Store (and store.ReceiptLog, log.go) of the Lambda deployment: one DynamoDB table shared by every
-// function, so the allowance, spent payments and histories are the same whichever function answers.
+// Package dynamo is the store.Store (and the store.ReceiptLog of log.go) of the Lambda
+// deployment: one DynamoDB table shared by every function, so the allowance, spent payments,
+// histories and the receipt log are the same whichever function answers.
 //
 // The table has string keys pk and sk and the TTL attribute expires_at (epoch seconds):
 //
