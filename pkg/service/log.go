@@ -59,6 +59,15 @@ func (s *Service) LogCheckpoint(ctx context.Context) ([]byte, error) {
 	return h.Checkpoint, nil
 }
 
+// LogTreeSize is how many leaves the committed tree has.
+func (s *Service) LogTreeSize(ctx context.Context) (int64, error) {
+	if s.d.Receipts == nil {
+		return 0, errNoLog
+	}
+	h, err := s.d.Receipts.LogHead(ctx)
+	return h.Size, err
+}
+
 // LogTile is the tile at path ("tile/8/…", tlog's layout) and whether it is full (immutable).
 func (s *Service) LogTile(ctx context.Context, path string) ([]byte, bool, error) {
 	if s.d.Receipts == nil {
