@@ -33,8 +33,8 @@ const DefaultRecordDays = 90
 type recordJob struct {
 	history *store.Verification // nil: anonymous or a test- agent, kept in no history
 	answer  []byte              // the signed response; nil without a receipt log
-	// verifiedAt and settlement complete the receipt record.
-	verifiedAt time.Time
+	// checked and settlement complete the receipt record.
+	checked    *Verification
 	settlement *x402.SettleResponse
 }
 
@@ -44,7 +44,7 @@ type recordJob struct {
 // never fails or delays the answer beyond the write itself. client is the caller's
 // ClientIdentity, the same the free allowance counted; settlement is a paid answer's.
 func (s *Service) Record(ctx context.Context, v *Verification, client string, settlement *x402.SettleResponse) {
-	job := recordJob{verifiedAt: v.VerifiedAt, settlement: settlement}
+	job := recordJob{checked: v, settlement: settlement}
 	if v.AgentID != nil && !strings.HasPrefix(*v.AgentID, "test-") {
 		job.history = &store.Verification{
 			AgentID: *v.AgentID, VerificationID: v.VerificationID, TaskID: v.TaskID,
@@ -114,39 +114,23 @@ func (s *Service) writeRecord(ctx context.Context, job *recordJob) bool {
 	return ok
 }
 
-// signedAnswer is what the stored record takes of a signed answer: hashes and the verdict.
-type signedAnswer struct {
-	VerificationID string `json:"verification_id"`
-	Result         string `json:"result"`
-	OutputHash     string `json:"output_hash"`
-	SchemaHash     string `json:"schema_hash"`
-	RulesHash      string `json:"rules_hash"`
-	RequestHash    string `json:"request_hash"`
-	Attestation    struct {
-		KeyVersion string `json:"key_version"`
-	} `json:"attestation"`
-}
-
 // receiptOf is job's stored record (SPEC §15): the receipt hash of the whole signed answer, its
 // hashes and verdict, and a paid answer's settlement.
 func (s *Service) receiptOf(job *recordJob) (store.Receipt, error) {
-	var a signedAnswer
-	if err := json.Unmarshal(job.answer, &a); err != nil {
-		return store.Receipt{}, fmt.Errorf("read signed answer: %w", err)
-	}
+	v := job.checked
 	h, err := translog.ReceiptHash(job.answer)
 	if err != nil {
-		return store.Receipt{VerificationID: a.VerificationID}, err
+		return store.Receipt{VerificationID: v.VerificationID}, err
 	}
 	r := store.Receipt{
-		VerificationID: a.VerificationID, ReceiptHash: h, Result: a.Result, VerifiedAt: job.verifiedAt.UTC(),
-		KeyVersion: a.Attestation.KeyVersion, OutputHash: a.OutputHash, SchemaHash: a.SchemaHash,
-		RulesHash: a.RulesHash, RequestHash: a.RequestHash,
-		Expires: job.verifiedAt.Add(time.Duration(s.d.RecordDays) * 24 * time.Hour),
+		VerificationID: v.VerificationID, ReceiptHash: h, Result: v.Result, VerifiedAt: v.VerifiedAt.UTC(),
+		KeyVersion: v.KeyVersion, OutputHash: v.Hashes.Output, SchemaHash: v.Hashes.Schema,
+		RulesHash: v.Hashes.Rules, RequestHash: v.Hashes.Request,
+		Expires: v.VerifiedAt.Add(time.Duration(s.d.RecordDays) * 24 * time.Hour),
 	}
 	if job.settlement != nil {
 		if r.Settlement, err = json.Marshal(job.settlement); err != nil {
-			return store.Receipt{}, fmt.Errorf("settlement of %s: %w", a.VerificationID, err)
+			return store.Receipt{}, fmt.Errorf("settlement of %s: %w", v.VerificationID, err)
 		}
 	}
 	return r, nil

@@ -36,6 +36,10 @@
 // sequencers finishing one batch write the same bytes, and a published tile never changes.
 // Marking finished is a swap on the head's own size: it fails, harmlessly, once a newer commit
 // has replaced the head (sizes only grow, every commit adds at least one leaf).
+//
+// A store with transactions (bbolt) may implement BatchCommitter instead: steps 3 and 4 then are
+// one transaction, conditional on the head's size like the swap, and the argument is the same
+// with nothing ever left unfinished.
 package translog
 
 import (

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -18,7 +20,7 @@ import (
 // record's expiry (epoch seconds, big-endian 64-bit) then its JSON, so the sweep at Open removes
 // expired ones; "log_pending" maps an arrival number (big-endian) to the pending leaf (its
 // 32-byte hash then its id) and "log_pending_ids" an id to that number; "log_head" holds the
-// tree head under headKey; "log_hashes" maps tlog's storage index to a stored hash, "log_leaves"
+// tree head under headKey (encodeHead); "log_hashes" maps tlog's storage index to a stored hash, "log_leaves"
 // an index to its leaf, "log_indexes" an id to its index (all big-endian 64-bit keys, which sort
 // as numbers). Only records expire.
 var (
@@ -105,6 +107,55 @@ func (s *Store) Receipt(ctx context.Context, id string) (store.Receipt, bool, er
 	return r, found, nil
 }
 
+// encodeHead is the head's value: its size (8 bytes), root hash, the checkpoint's length (4
+// bytes) and bytes, then each batch leaf's id length (2 bytes), id and hash, all big-endian. A
+// binary form, because the head is read for every GET /log/checkpoint and may hold a batch of
+// thousands of leaves.
+func encodeHead(h translog.Head) []byte {
+	b := make([]byte, 0, 8+32+4+len(h.Checkpoint)+len(h.Batch)*(2+36+32))
+	b = binary.BigEndian.AppendUint64(b, uint64(h.Size))
+	b = append(b, h.Hash[:]...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(h.Checkpoint)))
+	b = append(b, h.Checkpoint...)
+	for _, l := range h.Batch {
+		b = binary.BigEndian.AppendUint16(b, uint16(len(l.ID)))
+		b = append(b, l.ID...)
+		b = append(b, l.Hash[:]...)
+	}
+	return b
+}
+
+// decodeHead reads encodeHead's form.
+func decodeHead(v []byte) (translog.Head, error) {
+	var h translog.Head
+	bad := errors.New("malformed log head")
+	if len(v) < 8+32+4 {
+		return h, bad
+	}
+	h.Size = int64(binary.BigEndian.Uint64(v))
+	copy(h.Hash[:], v[8:40])
+	n := int(binary.BigEndian.Uint32(v[40:44]))
+	v = v[44:]
+	if len(v) < n {
+		return h, bad
+	}
+	h.Checkpoint, v = bytes.Clone(v[:n]), v[n:]
+	for len(v) > 0 {
+		if len(v) < 2 {
+			return h, bad
+		}
+		n := int(binary.BigEndian.Uint16(v))
+		if len(v) < 2+n+32 {
+			return h, bad
+		}
+		l := translog.Leaf{ID: string(v[2 : 2+n])}
+		copy(l.Hash[:], v[2+n:])
+		h.Batch = append(h.Batch, l)
+		v = v[2+n+32:]
+	}
+	return h, nil
+}
+
 // LogHead implements translog.Storage.
 func (s *Store) LogHead(ctx context.Context) (translog.Head, error) {
 	var h translog.Head
@@ -113,7 +164,9 @@ func (s *Store) LogHead(ctx context.Context) (translog.Head, error) {
 		if v == nil {
 			return nil
 		}
-		return json.Unmarshal(v, &h)
+		var err error
+		h, err = decodeHead(v)
+		return err
 	})
 	if err != nil {
 		return translog.Head{}, fmt.Errorf("log head: %w", err)
@@ -124,18 +177,18 @@ func (s *Store) LogHead(ctx context.Context) (translog.Head, error) {
 // SwapLogHead implements translog.Storage: bbolt's one writer makes the read and the write one
 // step.
 func (s *Store) SwapLogHead(ctx context.Context, prevSize int64, next translog.Head) error {
-	value, err := json.Marshal(next)
-	if err != nil {
-		return fmt.Errorf("swap log head: %w", err)
-	}
-	err = s.writes.update(func(tx *bbolt.Tx) error {
-		var cur translog.Head
-		if v := getIn(tx, bucketHead, headKey); v != nil {
-			if err := json.Unmarshal(v, &cur); err != nil {
-				return err
-			}
+	for _, l := range next.Batch {
+		if len(l.ID) > math.MaxUint16 {
+			return fmt.Errorf("swap log head: a verification id of %d bytes", len(l.ID))
 		}
-		if cur.Size != prevSize {
+	}
+	value := encodeHead(next)
+	err := s.writes.update(func(tx *bbolt.Tx) error {
+		var size int64
+		if v := getIn(tx, bucketHead, headKey); len(v) >= 8 {
+			size = int64(binary.BigEndian.Uint64(v))
+		}
+		if size != prevSize {
 			return translog.ErrHeadMoved
 		}
 		return putIn(tx, bucketHead, headKey, value)
@@ -146,16 +199,87 @@ func (s *Store) SwapLogHead(ctx context.Context, prevSize int64, next translog.H
 	return nil
 }
 
+var _ translog.BatchCommitter = (*Store)(nil)
+
+// CommitLogBatch implements translog.BatchCommitter: the head, the hashes, the leaves with their
+// indices and the pending deletions in one transaction.
+func (s *Store) CommitLogBatch(ctx context.Context, prevSize int64, next translog.Head, first int64, hashes []translog.Hash, leaves []translog.Leaf) error {
+	next.Batch = nil
+	value := encodeHead(next)
+	err := s.writes.update(func(tx *bbolt.Tx) error {
+		var size int64
+		if v := getIn(tx, bucketHead, headKey); len(v) >= 8 {
+			size = int64(binary.BigEndian.Uint64(v))
+		}
+		if size != prevSize {
+			return translog.ErrHeadMoved
+		}
+		if err := putIn(tx, bucketHead, headKey, value); err != nil {
+			return err
+		}
+		if err := putHashes(tx, first, hashes); err != nil {
+			return err
+		}
+		if err := putLeaves(tx, prevSize, leaves); err != nil {
+			return err
+		}
+		ids := make([]string, len(leaves))
+		for i, l := range leaves {
+			ids[i] = l.ID
+		}
+		return deletePending(tx, ids)
+	})
+	if err != nil {
+		return fmt.Errorf("commit log batch from %d: %w", prevSize, err)
+	}
+	return nil
+}
+
+func putHashes(tx *bbolt.Tx, start int64, hashes []translog.Hash) error {
+	for i, h := range hashes {
+		if err := putIn(tx, bucketHashes, u64(start+int64(i)), h[:]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func putLeaves(tx *bbolt.Tx, start int64, leaves []translog.Leaf) error {
+	for i, l := range leaves {
+		at := u64(start + int64(i))
+		if err := putIn(tx, bucketLeaves, at, l.Hash[:]); err != nil {
+			return err
+		}
+		if err := putIn(tx, bucketIndexes, []byte(l.ID), at); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func deletePending(tx *bbolt.Tx, ids []string) error {
+	byID, seqs := tx.Bucket(bucketPendingIDs), tx.Bucket(bucketPending)
+	if byID == nil || seqs == nil {
+		return nil
+	}
+	for _, id := range ids {
+		seq := byID.Get([]byte(id))
+		if seq == nil {
+			continue
+		}
+		if err := seqs.Delete(bytes.Clone(seq)); err != nil {
+			return err
+		}
+		if err := byID.Delete([]byte(id)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // PutLogHashes implements translog.Storage.
 func (s *Store) PutLogHashes(ctx context.Context, start int64, hashes []translog.Hash) error {
-	err := s.writes.update(func(tx *bbolt.Tx) error {
-		for i, h := range hashes {
-			if err := putIn(tx, bucketHashes, u64(start+int64(i)), h[:]); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err := s.writes.update(func(tx *bbolt.Tx) error { return putHashes(tx, start, hashes) })
 	if err != nil {
 		return fmt.Errorf("put log hashes at %d: %w", start, err)
 	}
@@ -183,18 +307,7 @@ func (s *Store) ReadLogHashes(ctx context.Context, indexes []int64) ([]translog.
 
 // PutLogLeaves implements translog.Storage.
 func (s *Store) PutLogLeaves(ctx context.Context, start int64, leaves []translog.Leaf) error {
-	err := s.writes.update(func(tx *bbolt.Tx) error {
-		for i, l := range leaves {
-			at := u64(start + int64(i))
-			if err := putIn(tx, bucketLeaves, at, l.Hash[:]); err != nil {
-				return err
-			}
-			if err := putIn(tx, bucketIndexes, []byte(l.ID), at); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err := s.writes.update(func(tx *bbolt.Tx) error { return putLeaves(tx, start, leaves) })
 	if err != nil {
 		return fmt.Errorf("put log leaves at %d: %w", start, err)
 	}
@@ -265,26 +378,7 @@ func (s *Store) PendingLeaves(ctx context.Context, limit int) ([]translog.Leaf, 
 
 // DeletePendingLeaves implements translog.Storage.
 func (s *Store) DeletePendingLeaves(ctx context.Context, ids []string) error {
-	err := s.writes.update(func(tx *bbolt.Tx) error {
-		byID, seqs := tx.Bucket(bucketPendingIDs), tx.Bucket(bucketPending)
-		if byID == nil || seqs == nil {
-			return nil
-		}
-		for _, id := range ids {
-			seq := byID.Get([]byte(id))
-			if seq == nil {
-				continue
-			}
-			if err := seqs.Delete(bytes.Clone(seq)); err != nil {
-				return err
-			}
-			if err := byID.Delete([]byte(id)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := s.writes.update(func(tx *bbolt.Tx) error { return deletePending(tx, ids) }); err != nil {
 		return fmt.Errorf("delete pending leaves: %w", err)
 	}
 	return nil
