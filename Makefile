@@ -72,7 +72,7 @@ clean:
 # --- Lambda: SAM's build targets, local builds, the Runtime Interface Emulator (template.yaml) ---
 
 # LAMBDAS are the function groups under functions/; `make build` builds each for LAMBDA_ARCH.
-LAMBDAS     := verify wellknown mcp score
+LAMBDAS     := verify wellknown mcp score log
 LAMBDA_ARCH ?= arm64
 # TOOLS holds the Go tools the tests run, installed at pinned versions by `make tools`.
 TOOLS       := $(CURDIR)/$(BIN)/tools
@@ -90,7 +90,7 @@ LAMBDA_TAGS := lambda.norpc,nethttpomithttp2
 # lambda_build builds functions/$(1) for linux/$(2) into $(3): static, stripped, with LAMBDA_TAGS.
 lambda_build = GOOS=linux GOARCH=$(2) CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -tags $(LAMBDA_TAGS) -ldflags '$(LDFLAGS)' -o $(3) ./functions/$(1)
 
-.PHONY: build build-VerifyFunction build-WellKnownFunction build-McpFunction build-ScoreFunction invoke
+.PHONY: build build-VerifyFunction build-WellKnownFunction build-McpFunction build-ScoreFunction build-LogFunction invoke
 
 # `sam build` (BuildMethod: makefile) runs build-<LogicalId> with ARTIFACTS_DIR set.
 build-VerifyFunction:
@@ -108,6 +108,10 @@ build-McpFunction:
 build-ScoreFunction:
 	@test -n "$(ARTIFACTS_DIR)" || { echo "ARTIFACTS_DIR is not set: sam build sets it; use make build here"; exit 2; }
 	$(call lambda_build,score,arm64,$(ARTIFACTS_DIR)/bootstrap)
+
+build-LogFunction:
+	@test -n "$(ARTIFACTS_DIR)" || { echo "ARTIFACTS_DIR is not set: sam build sets it; use make build here"; exit 2; }
+	$(call lambda_build,log,arm64,$(ARTIFACTS_DIR)/bootstrap)
 
 build:
 	@set -e; for fn in $(LAMBDAS); do \

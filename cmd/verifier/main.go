@@ -30,6 +30,8 @@ const usage = `usage:
   verifier check --key KEY --schema SCHEMA.json --data DATA.json [--rules RULES.json] [--task-id ID]
   verifier receipt verify (--key PUBLIC_KEY | --card FILE_OR_URL) [--context verify|score|reputation] [--request REQUEST.json] RECEIPT.json|-
   verifier receipt export --format in-toto --key KEY [--card FILE_OR_URL] [--out FILE] RECEIPT.json|-
+  verifier receipt verify (--log BASE_URL | --card FILE_OR_URL --proof RECORD.json) [--request REQUEST.json] RECEIPT.json|-
+  verifier log audit [--from CHECKPOINT] [--save FILE] BASE_URL
   verifier keygen (--out NAME.key.json [--kms-key-id ID] | --secret NAME) [--version V]
   verifier serve [--addr 127.0.0.1:8080] [--data DIR]
   verifier remote (verify|deliverable) --url URL [--pay-key FILE] [--pay-solana-key FILE --solana-rpc URL] [--max-price USD] [--timeout D] REQUEST.json|-
@@ -64,6 +66,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitInvalid
 	case "serve":
 		return runServe(args[1:], stdout, stderr)
+	case "log":
+		return runLog(args[1:], stdout, stderr)
 	case "keygen":
 		return runKeygen(args[1:], stdout, stderr)
 	case "remote":

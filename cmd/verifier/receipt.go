@@ -26,6 +26,12 @@ var contexts = map[string]string{
 
 const receiptVerifySynopsis = `  verifier receipt verify --key PUBLIC_KEY [--request REQUEST.json] RECEIPT.json|-
   verifier receipt verify --card FILE_OR_URL [--context verify|score|reputation] RECEIPT.json|-
+  verifier receipt verify --log BASE_URL [--request REQUEST.json] RECEIPT.json|-
+  verifier receipt verify --card FILE_OR_URL --proof RECORD.json [--request REQUEST.json] RECEIPT.json|-
+--log takes the keys from BASE_URL's agent card, then checks that the receipt is in the service's
+public receipt log (its record's inclusion proof, under a checkpoint signed by the card's log
+key); --proof checks the same from a record saved from GET /verifications/{id}, without network
+when the card is a file.
 Prints "OK: ..." and exits 0 when the receipt holds; "FAIL: <reason>" and exit 1 when it does not;
 exit 2 on bad usage, 3 when a file or the agent card cannot be read.`
 
@@ -35,10 +41,23 @@ func runReceiptVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 	card := c.String("card", "", "an agent card `FILE_OR_URL` listing the service's public keys")
 	ctxName := c.String("context", "verify", "what signed this: verify, score or reputation")
 	reqFile := c.String("request", "", "the original request body `FILE`: check every hash against it too")
+	logBase := c.String("log", "", "the service's `BASE_URL`: take the keys from its agent card and check the receipt is in its log")
+	proof := c.String("proof", "", "a stored record `FILE` (GET /verifications/{id}): check the receipt's inclusion with it, under the log key of --card")
 	if code, ok := c.parse(args, stdout, stderr); !ok {
 		return code
 	}
+	if *logBase != "" {
+		if *keyArg != "" || *card != "" || *proof != "" {
+			return c.misuse(stderr, "--log takes the keys from the service's agent card: give it alone")
+		}
+		*card = strings.TrimRight(*logBase, "/") + "/.well-known/agent-card.json"
+	}
+	inLog := *logBase != "" || *proof != ""
 	switch {
+	case *proof != "" && *card == "":
+		return c.misuse(stderr, "--proof needs --card, whose transparencyLog names the log key")
+	case inLog && *ctxName != "verify":
+		return c.misuse(stderr, "only verification receipts are in the log")
 	case *keyArg == "" && *card == "":
 		return c.misuse(stderr, "--key or --card is required")
 	case *keyArg != "" && *card != "":
@@ -57,6 +76,7 @@ func runReceiptVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		return c.errorf(stderr, exitError, "read receipt: %v", err)
 	}
 	var pubs []receipt.PublicKey
+	var logKey string
 	if *keyArg != "" {
 		// A bare key carries no version: it stands for whatever version the receipt names.
 		pk, err := publicKey(*keyArg, attestedVersion(signed))
@@ -73,6 +93,14 @@ func runReceiptVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		if pubs, err = receipt.CardKeys(cardJSON); err != nil {
 			fmt.Fprintf(stdout, "FAIL: agent card: %v\n", err)
 			return exitFail
+		}
+		if inLog {
+			lg, err := logOfCard(cardJSON)
+			if err != nil {
+				fmt.Fprintf(stdout, "FAIL: %v\n", err)
+				return exitFail
+			}
+			logKey = lg.VerifierKey
 		}
 	}
 	var request []byte
@@ -96,6 +124,14 @@ func runReceiptVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 	what := "signature valid"
 	if request != nil {
 		what += ", every hash matches the request"
+	}
+	if inLog {
+		cp, index, err := verifyInLog(signed, *logBase, *proof, logKey)
+		if err != nil {
+			fmt.Fprintf(stdout, "FAIL: receipt log: %v\n", err)
+			return exitFail
+		}
+		what += fmt.Sprintf(", in the log %s at index %d of %d", cp.Origin, index, cp.Size)
 	}
 	fmt.Fprintf(stdout, "OK: %s (key %s)\n", what, attestedVersion(signed))
 	return exitOK

@@ -135,6 +135,10 @@ func runServe(args []string, stdout, stderr io.Writer) (code int) {
 			code = exitError
 		}
 	}()
+	// The receipt log's sequencer stops after the history writers (defers run last first), so
+	// that its last step sequences the last answers recorded.
+	stopSequencer := svc.StartSequencer(service.SequencerInterval)
+	defer stopSequencer()
 	stopRecording := svc.StartRecording(historyWriters)
 	defer stopRecording() // after the server stops: the queued history writes land before the store closes
 

@@ -48,6 +48,9 @@ type loadRun struct {
 	// generator's, and paidP50 and paidP99 the paid requests' latency in the open loop (ms); -1
 	// where loadgen did not print them.
 	srvClosed, srvOpen, genClosed, genOpen, paidP50, paidP99 float64
+	// logP50 and logP99 are the receipt log's integration delay (ms) loadgen's probe measured in
+	// the open loop; -1 when it did not (a server without a log).
+	logP50, logP99 float64
 }
 
 // runLoad runs loadgen's realistic mix at every connection count, then at the count that did best
@@ -135,6 +138,7 @@ var (
 	cpuBusy  = regexp.MustCompile(`CPU busy[^:]*: ([0-9.]+)% in the closed\s+loop, ([0-9.]+)% in the open loop`)
 	srvCPU   = regexp.MustCompile(`Server process CPU[^:]*: ([0-9.]+) µs per\s+request in the closed\s+loop[^,]*, ([0-9.]+) µs per\s+request in the open\s+loop`)
 	genCPU   = regexp.MustCompile(`Load generator CPU[^:]*: ([0-9.]+) µs per\s+request in the closed\s+loop, ([0-9.]+) µs in the open`)
+	logDelay = regexp.MustCompile(`Receipt log integration delay[^:]*: p50 ([0-9.]+) ms, p90 [0-9.]+ ms, p99 ([0-9.]+) ms`)
 	paidLat  = regexp.MustCompile(`Paid requests alone[^:]*: p50 [0-9.]+ ms, p99 [0-9.]+ ms in the closed\s+loop; p50 ([0-9.]+) ms, p99 ([0-9.]+) ms in the\s+open\s+loop`)
 )
 
@@ -154,6 +158,7 @@ func parseLoadTable(md string) (loadRun, error) {
 	pair(srvCPU, md, &r.srvClosed, &r.srvOpen)
 	pair(genCPU, md, &r.genClosed, &r.genOpen)
 	pair(paidLat, md, &r.paidP50, &r.paidP99)
+	pair(logDelay, md, &r.logP50, &r.logP99)
 	var closed, open bool
 	for _, line := range strings.Split(md, "\n") {
 		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")

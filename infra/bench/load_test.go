@@ -22,8 +22,8 @@ func TestParseLoadTable(t *testing.T) {
 	if r.rate != 2174 || r.open.requests != 4348 || r.open.p99 != 12.17 || r.open.max != 30.70 {
 		t.Errorf("open loop %+v at %v/s", r.open, r.rate)
 	}
-	got := []float64{r.busyClosed, r.busyOpen, r.srvClosed, r.srvOpen, r.genClosed, r.genOpen, r.paidP50, r.paidP99}
-	want := []float64{84, 66, 291, 442, 85, 159, 7.00, 25.81}
+	got := []float64{r.busyClosed, r.busyOpen, r.srvClosed, r.srvOpen, r.genClosed, r.genOpen, r.paidP50, r.paidP99, r.logP50, r.logP99}
+	want := []float64{84, 66, 291, 442, 85, 159, 7.00, 25.81, 132.13, 752.12}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("figures %v, want %v", got, want)
@@ -36,7 +36,7 @@ func TestParseLoadTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.srvClosed != -1 || r.genOpen != -1 || r.paidP99 != -1 {
+	if r.srvClosed != -1 || r.genOpen != -1 || r.paidP99 != -1 || r.logP99 != -1 {
 		t.Errorf("absent figures read as %v, %v, %v; want -1", r.srvClosed, r.genOpen, r.paidP99)
 	}
 }

@@ -113,8 +113,13 @@ facilitator).`, paidShare*100)
 	if openRate > 0 {
 		rate, rateText = openRate, "a set rate"
 	}
+	probe := startLogProbe(base, gen)
 	half := openLoop(client, gen, rate, duration)
 	cpu2, srv2, gen2 := readCPU(), processCPU(pid), processCPU(self)
+	delays, hasLog, err := probe.finish()
+	if err != nil {
+		return fmt.Errorf("receipt log probe: %w", err)
+	}
 
 	report := fmt.Sprintf(`## Load (local server on loopback, one run)
 
@@ -152,6 +157,15 @@ open loop.
 Load generator CPU (its own process): %.0f µs per request in the closed loop, %.0f µs in the open
 loop.
 `, perRequest(gen1-gen0, max.n), perRequest(gen2-gen1, half.n))
+	}
+	if hasLog && len(delays) > 0 {
+		q := func(p int) time.Duration { return delays[(len(delays)-1)*p/100] }
+		report += fmt.Sprintf(`
+Receipt log integration delay (SPEC §15, from an answer to the first signed checkpoint that holds
+it), %d requests of the mix probed during the open loop: p50 %s, p90 %s, p99 %s, max %s.
+`, len(delays), ms(q(50)), ms(q(90)), ms(q(99)), ms(delays[len(delays)-1]))
+	} else if !hasLog {
+		report += "\nThe server keeps no receipt log.\n"
 	}
 	fmt.Print(report)
 	if out != "" {

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"github.com/agent-output-verifier/verifier/internal/testclock"
@@ -25,6 +26,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
@@ -38,7 +40,9 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/bolt"
+	"github.com/agent-output-verifier/verifier/pkg/translog"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
@@ -100,6 +104,17 @@ const (
 type deployment struct {
 	base string
 	svc  *service.Service
+	st   *bolt.Store
+}
+
+// logKey is the receipt log's key of a test deployment at base.
+func logKey(t *testing.T, base string) translog.LogKey {
+	t.Helper()
+	k, err := translog.NewLogKey(translog.Origin(base), receipt.Key{Version: "openapi-log", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{8}, 32))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
 
 func start(t *testing.T, pay service.Payer, calls int) *deployment {
@@ -127,11 +142,13 @@ func start(t *testing.T, pay service.Payer, calls int) *deployment {
 		Log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now:        clock.Now,
 		CallerSalt: []byte("salt"),
+		Receipts:   st,
+		LogKey:     logKey(t, d.base),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.svc = svc
+	d.svc, d.st = svc, st
 	srv := httptest.NewUnstartedServer(httpapi.Handler(d.svc, mcpserver.New(d.svc).Mount, discovery.New(d.svc).Mount))
 	srv.Listener.Close()
 	srv.Listener = ln
@@ -330,6 +347,45 @@ func TestResponsesMatchTheDocument(t *testing.T) {
 		{d.send(t, "index", "GET", "/", nil), 200, true},
 		{d.send(t, "index JSON", "GET", "/", nil, "Accept", "application/json"), 200, true},
 	}
+	// The receipt log: a record while pending, then (with a full tile's worth of leaves recorded
+	// beside the answers above) the record with its proof, the checkpoint and the tiles.
+	type logCase = struct {
+		ex     exchange
+		status int
+		valid  bool
+	}
+	var first struct {
+		ID string `json:"verification_id"`
+	}
+	json.Unmarshal(cases[0].ex.body, &first)
+	cases = append(cases, logCase{d.send(t, "record pending", "GET", "/verifications/"+first.ID, nil), 200, true})
+	cases = append(cases, logCase{d.send(t, "checkpoint of an empty log", "GET", "/log/checkpoint", nil), 404, true})
+	for i := range 256 {
+		id := fmt.Sprintf("openapi-filler-%03d", i)
+		if err := d.st.RecordReceipt(context.Background(), store.Receipt{VerificationID: id, ReceiptHash: sha256.Sum256([]byte(id)),
+			Result: "pass", Expires: time.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := d.svc.Sequence(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	head, err := d.st.LogHead(context.Background())
+	if err != nil || head.Size <= 256 || head.Size%256 == 0 {
+		t.Fatalf("log head %d, %v: want a full tile and a partial one", head.Size, err)
+	}
+	w := head.Size % 256
+	cases = append(cases,
+		logCase{d.send(t, "record", "GET", "/verifications/"+first.ID, nil), 200, true},
+		logCase{d.send(t, "record unknown", "GET", "/verifications/never-issued", nil), 404, true},
+		logCase{d.send(t, "record id too long", "GET", "/verifications/"+strings.Repeat("a", 129), nil), 422, false},
+		logCase{d.send(t, "checkpoint", "GET", "/log/checkpoint", nil), 200, true},
+		logCase{d.send(t, "tile", "GET", "/log/tile/8/0/000", nil), 200, true},
+		logCase{d.send(t, "data tile", "GET", "/log/tile/8/data/000", nil), 200, true},
+		logCase{d.send(t, "partial tile", "GET", fmt.Sprintf("/log/tile/8/0/001.p/%d", w), nil), 200, true},
+		logCase{d.send(t, "partial data tile", "GET", fmt.Sprintf("/log/tile/8/data/001.p/%d", w), nil), 200, true},
+		logCase{d.send(t, "tile beyond the tree", "GET", "/log/tile/8/0/002", nil), 404, true},
+	)
 	// Conditional requests: 304 with the ETag of a first answer.
 	for _, p := range []string{"/.well-known/agent-card.json", "/.well-known/agent.json", "/.well-known/did.json", "/.well-known/api-catalog", "/openapi.json", "/docs", "/llms.txt", "/llms-full.txt"} {
 		first := d.send(t, p, "GET", p, nil)

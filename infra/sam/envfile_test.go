@@ -149,6 +149,7 @@ func TestLocalRunDocs(t *testing.T) {
 	endpoint, _ := url.Parse(vars["AWS_ENDPOINT_URL_DYNAMODB"])
 	base, _ := url.Parse(vars["VERIFIER_BASE_URL"])
 	keyFile := path.Base(strings.TrimPrefix(vars["VERIFIER_SIGNING_KEY"], "file:"))
+	logKeyFile := path.Base(strings.TrimPrefix(vars["VERIFIER_LOG_KEY"], "file:"))
 	want := []string{
 		"--env-vars " + lambdatest.EnvFile,
 		"--name " + endpoint.Hostname(),
@@ -158,6 +159,7 @@ func TestLocalRunDocs(t *testing.T) {
 		"--table-name " + vars["VERIFIER_TABLE"],
 		"--port " + base.Port(),
 		keyFile,
+		logKeyFile,
 	}
 	for _, tb := range tmpl.GetAllDynamoDBTableResources() {
 		for _, a := range tb.AttributeDefinitions {

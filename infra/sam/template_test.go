@@ -46,6 +46,11 @@ var handlers = map[string]func(*service.Service) http.Handler{
 	"ScoreFunction":     httpapi.ScoreHandler,
 }
 
+// routeless are the functions no route reaches, with what invokes them: they mount no handler.
+var routeless = map[string]string{
+	"LogFunction": "Schedule", // the receipt log's sequencer (functions/log)
+}
+
 // defaultRoute is the API Gateway route that catches every path no other route names.
 const defaultRoute = "$default"
 
@@ -139,6 +144,20 @@ func overrides() map[string]intrinsics.IntrinsicHandler {
 				return nil
 			}
 			return fmt.Sprintf("!(%v)", args[0])
+		},
+		"Fn::Split": func(_ string, in, _ any) any {
+			args, _ := in.([]any)
+			if len(args) != 2 {
+				return nil
+			}
+			return fmt.Sprintf("${Split %v %v}", args[0], args[1])
+		},
+		"Fn::Select": func(_ string, in, _ any) any {
+			args, _ := in.([]any)
+			if len(args) != 2 {
+				return nil
+			}
+			return fmt.Sprintf("${Select %v %v}", args[0], args[1])
 		},
 		"Fn::Or": func(_ string, in, _ any) any {
 			return fmt.Sprintf("or%v", in)
@@ -236,7 +255,11 @@ func TestTemplateIsSAM(t *testing.T) {
 	if n := len(tmpl.GetAllServerlessHttpApiResources()); n != 1 {
 		t.Errorf("%d AWS::Serverless::HttpApi resources, want 1", n)
 	}
-	if got, want := sortedKeys(tmpl.GetAllServerlessFunctionResources()), sortedKeys(handlers); !slices.Equal(got, want) {
+	all := maps.Clone(handlers)
+	for name := range routeless {
+		all[name] = nil
+	}
+	if got, want := sortedKeys(tmpl.GetAllServerlessFunctionResources()), sortedKeys(all); !slices.Equal(got, want) {
 		t.Errorf("functions = %v, want %v", got, want)
 	}
 }
@@ -287,8 +310,13 @@ func TestFunctionsAreBuiltForLambda(t *testing.T) {
 			if memory == nil {
 				memory = global.MemorySize
 			}
-			// API Gateway gives up on an integration after 29 s.
-			if timeout == nil || *timeout <= 0 || *timeout >= 29 {
+			// API Gateway gives up on an integration after 29 s; a function no route reaches (the
+			// log's sequencer) runs within a schedule's minute.
+			if _, scheduled := routeless[name]; scheduled {
+				if timeout == nil || *timeout <= 0 || *timeout > 60 {
+					t.Errorf("Timeout = %v, want 1..60 s", timeout)
+				}
+			} else if timeout == nil || *timeout <= 0 || *timeout >= 29 {
 				t.Errorf("Timeout = %v, want 1..28 s", timeout)
 			}
 			if memory == nil || *memory < 128 {
@@ -345,6 +373,9 @@ func routes(t *testing.T, tmpl parsed) map[route]string {
 	out := map[route]string{}
 	for name, fn := range tmpl.GetAllServerlessFunctionResources() {
 		for id, ev := range fn.Events {
+			if routeless[name] != "" && ev.Type == routeless[name] {
+				continue
+			}
 			if ev.Type != "HttpApi" || ev.Properties == nil || ev.Properties.HttpApiEvent == nil {
 				t.Errorf("%s event %s: type %s, want HttpApi", name, id, ev.Type)
 				continue
@@ -416,6 +447,14 @@ func TestRoutes(t *testing.T) {
 		fn, ok := table[route{"ANY", want.Path}]
 		if !ok {
 			fn, ok = table[route{strings.ToUpper(want.Method), want.Path}]
+		}
+		if !ok {
+			// A greedy route (/log/tile/{proxy+}) takes every path below its prefix.
+			for r, f := range table {
+				if prefix, greedy := strings.CutSuffix(r.path, "{proxy+}"); greedy && strings.HasPrefix(want.Path, prefix) {
+					fn, ok = f, true
+				}
+			}
 		}
 		if !ok {
 			t.Errorf("%s %s (discovery.Routes) has no route in template.yaml", want.Method, want.Path)
@@ -515,6 +554,7 @@ func TestOutputs(t *testing.T) {
 		"AgentCardUrl":       baseURL + "/.well-known/agent-card.json",
 		"TableName":          "${Table}",
 		"CustomDomainTarget": "${CustomDomain.RegionalDomainName}",
+		"LogOrigin":          "${Select 1 ${Split :// " + baseURL + "}}/log",
 	} {
 		if got := fmt.Sprint(tmpl.Outputs[name].Value); got != want {
 			t.Errorf("Output %s = %q, want %q", name, got, want)
@@ -567,6 +607,13 @@ func TestCustomDomain(t *testing.T) {
 func TestReservedConcurrency(t *testing.T) {
 	tmpl := load(t)
 	for name := range tmpl.GetAllServerlessFunctionResources() {
+		if name == "LogFunction" {
+			// One sequencer at a time (SPEC §15), whatever the deployment: not a parameter.
+			if got, _ := json.Marshal(tmpl.rawProperties(name)["ReservedConcurrentExecutions"]); string(got) != "1" {
+				t.Errorf("%s: ReservedConcurrentExecutions = %s, want 1", name, got)
+			}
+			continue
+		}
 		param := strings.TrimSuffix(name, "Function") + "ReservedConcurrency"
 		cond := "Has" + param
 		got, _ := json.Marshal(tmpl.rawProperties(name)["ReservedConcurrentExecutions"])
@@ -820,7 +867,9 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 		"dynamodb:PutItem":              {"${Table.Arn}"},
 		"dynamodb:UpdateItem":           {"${Table.Arn}"},
 		"dynamodb:Query":                {"${Table.Arn}"},
-		"secretsmanager:GetSecretValue": {"${SigningKeySecretArn}", "${FacilitatorAuthSecretArn}"},
+		"dynamodb:BatchGetItem":         {"${Table.Arn}"},
+		"dynamodb:BatchWriteItem":       {"${Table.Arn}"},
+		"secretsmanager:GetSecretValue": {"${SigningKeySecretArn}", "${FacilitatorAuthSecretArn}", "${LogKeySecretArn}"},
 		"kms:Decrypt":                   {"${SigningKeyKmsKeyArn}"},
 		"kms:Sign":                      {"${SigningKeyKmsKeyArn}"},
 		"kms:GetPublicKey":              {"${SigningKeyKmsKeyArn}"},
@@ -976,7 +1025,7 @@ func TestEnvironment(t *testing.T) {
 				}
 			}
 			wantSecret := "${FacilitatorAuthSecretArn}"
-			if name == "WellKnownFunction" {
+			if name == "WellKnownFunction" || name == "LogFunction" {
 				wantSecret = "" // it takes no payment, so it reads no facilitator secret
 			}
 			for k, want := range map[string]string{
@@ -987,6 +1036,9 @@ func TestEnvironment(t *testing.T) {
 				"VERIFIER_SIGNING_KEY": "${If CreatesSigningKey ? kms-sign:${SigningKmsKey.Arn} : ${If SignsWithGivenKey ? kms-sign:${SigningKeyKmsKeyArn} : " +
 					"${If KeySourceIsKms ? ${SigningKey} : secretsmanager:${SigningKeySecretArn}}}}",
 				"VERIFIER_KEY_VERSION":        "${KeyVersion}",
+				"VERIFIER_LOG_KEY":            "secretsmanager:${LogKeySecretArn}",
+				"VERIFIER_LOG_KEY_VERSION":    "${LogKeyVersion}",
+				"VERIFIER_RECORD_DAYS":        "${RecordDays}",
 				"VERIFIER_PREVIOUS_KEYS":      "${PreviousKeys}",
 				"VERIFIER_FREE_CALLS_PER_DAY": "${FreeCallsPerDay}",
 				"X402_FACILITATOR_URL":        "${FacilitatorUrl}",
@@ -1012,7 +1064,7 @@ func TestEnvironment(t *testing.T) {
 					v = "kms-sign:${SigningKmsKey.Arn}" // KeySource's default: the key the stack creates
 				case "VERIFIER_BASE_URL":
 					v = executeAPIURL // what baseURL is with PublicBaseUrl and DomainName empty
-				case "VERIFIER_KEY_VERSION":
+				case "VERIFIER_KEY_VERSION", "VERIFIER_LOG_KEY_VERSION":
 					v = "v1-2030-12-31" // no default: what keygen wrote (TestKeyVersionMatchesKeygen)
 				}
 				return ref.ReplaceAllStringFunc(v, func(r string) string {
@@ -1020,6 +1072,9 @@ func TestEnvironment(t *testing.T) {
 						return s
 					}
 					name := strings.TrimSuffix(strings.TrimPrefix(r, "${"), "}")
+					if name == "LogKeySecretArn" { // no default: what keygen printed
+						return "arn:aws:secretsmanager:us-east-1:123456789012:secret:verifier-log-key-AbCdEf"
+					}
 					if name == "SigningKmsKey.Arn" {
 						return "arn:aws:kms:us-east-1:123456789012:key/0f5e4d3c-2b1a-4f9e-8d7c-6b5a49382716"
 					}
@@ -1189,8 +1244,8 @@ func TestSigningKmsKey(t *testing.T) {
 		functionRoles = append(functionRoles, deref(fn.Role))
 	}
 	slices.Sort(functionRoles)
-	if len(functionRoles) != 4 {
-		t.Fatalf("function roles %v, want four", functionRoles)
+	if len(functionRoles) != 5 {
+		t.Fatalf("function roles %v, want five", functionRoles)
 	}
 	// What the account's administrators must not be able to do with the key: use it, or let
 	// someone else use it.

@@ -39,7 +39,7 @@ func TestLeafPackagesLinkNoJSONSchemaLibrary(t *testing.T) {
 	}
 }
 
-// The score and wellknown functions answer without verifying anything, so they must not link the
+// The score, wellknown and log functions answer without verifying anything, so they must not link the
 // JSON Schema library: their service is built without an engine, and only the functions that
 // verify import pkg/service/engine, the one package that joins the engine to the service.
 func TestScoreAndWellknownLinkNoJSONSchemaLibrary(t *testing.T) {
@@ -51,7 +51,7 @@ func TestScoreAndWellknownLinkNoJSONSchemaLibrary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, group := range []string{"score", "wellknown"} {
+	for _, group := range []string{"score", "wellknown", "log"} {
 		if _, ok := deps[group]; !ok {
 			t.Fatalf("no functions/%s", group)
 		}

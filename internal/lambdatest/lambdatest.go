@@ -274,6 +274,7 @@ var LogicalIDs = map[string]string{
 	"mcp":       "McpFunction",
 	"wellknown": "WellKnownFunction",
 	"score":     "ScoreFunction",
+	"log":       "LogFunction",
 }
 
 // EnvVars is an env-vars file in SAM's format: "Parameters" and logical ids, each naming variables.
@@ -305,9 +306,11 @@ func (e EnvVars) Function(logicalID string) map[string]string {
 
 // Here is what a run on this machine must have of its own, in place of EnvFile's values: the
 // endpoint of the DynamoDB server it started (dynalite), its table there, and the key file it
-// wrote. Everything else comes from the file, as `sam local` would set it.
+// wrote. Everything else comes from the file, as `sam local` would set it. LogKeyFile is the
+// receipt log's key file; without one the function runs with the log off (no VERIFIER_LOG_KEY,
+// and no key at its default path), as a run that is not about the log needs no second key.
 type Here struct {
-	DynamoDB, Table, KeyFile string
+	DynamoDB, Table, KeyFile, LogKeyFile string
 }
 
 // LocalVars is the environment of functions/<group> for a run on this machine: its variables in
@@ -327,6 +330,12 @@ func LocalVars(root, group string, here Here) (map[string]string, error) {
 		return nil, fmt.Errorf("%s has no entry for %s", EnvFile, id)
 	}
 	vars := e.Function(id)
+	if here.LogKeyFile == "" {
+		delete(vars, "VERIFIER_LOG_KEY")
+		delete(vars, "VERIFIER_LOG_KEY_VERSION")
+	} else {
+		vars["VERIFIER_LOG_KEY"] = "file:" + here.LogKeyFile
+	}
 	for name, v := range map[string]string{
 		"AWS_ENDPOINT_URL_DYNAMODB": here.DynamoDB,
 		"VERIFIER_TABLE":            here.Table,

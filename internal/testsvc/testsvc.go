@@ -16,6 +16,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/service/engine"
 	"github.com/agent-output-verifier/verifier/pkg/store/memstore"
+	"github.com/agent-output-verifier/verifier/pkg/translog"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
 )
 
@@ -57,7 +58,22 @@ func Complete(d service.Deps) service.Deps {
 	if d.Log == nil {
 		d.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if rl, ok := d.Store.(service.ReceiptLog); ok && d.Receipts == nil {
+		d.Receipts = rl
+		d.LogKey = LogKey(d.BaseURL)
+	}
 	return d
+}
+
+// LogKey is the receipt log's key of a service whose test names none, for the deployment at
+// baseURL.
+func LogKey(baseURL string) translog.LogKey {
+	k := receipt.Key{Version: "log-test-v1", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{2}, ed25519.SeedSize))}
+	lk, err := translog.NewLogKey(translog.Origin(baseURL), k)
+	if err != nil {
+		panic("testsvc: log key: " + err.Error())
+	}
+	return lk
 }
 
 // New builds the service of Complete(d), failing the test if it cannot be built.

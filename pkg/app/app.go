@@ -20,6 +20,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/keys"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/translog"
 	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
@@ -137,6 +138,28 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*service.Servic
 		}
 		payer = p
 	}
+	// The receipt log (SPEC §15), in a store that keeps one. Its key is read only then: a
+	// function whose store keeps no log needs none. Only a default key file that does not
+	// exist, in a program that generates no dev keys, leaves the log off (logged); a key that
+	// was named and cannot be read fails start-up.
+	var receipts service.ReceiptLog
+	var logKey translog.LogKey
+	if rl, ok := st.(service.ReceiptLog); ok {
+		k, err := loadLogKey(ctx, cfg, opt, now)
+		if errors.Is(err, fs.ErrNotExist) && cfg.DefaultLogKey && !opt.CreateDevKey {
+			log.Warn("receipt log off: no log key (set VERIFIER_LOG_KEY)")
+			rl, err = nil, nil
+		} else if err == nil {
+			logKey, err = translog.NewLogKey(translog.Origin(cfg.BaseURL), k)
+		}
+		if err != nil {
+			st.Close()
+			return nil, nil, err
+		}
+		if rl != nil {
+			receipts = rl
+		}
+	}
 	var eng service.Engine
 	if opt.Engine != nil {
 		eng = opt.Engine(wire.Limits{MaxBody: cfg.MaxBody})
@@ -154,6 +177,9 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*service.Servic
 		Now:              now,
 		TrustedProxyHops: cfg.TrustedProxyHops,
 		CallerSalt:       salt,
+		Receipts:         receipts,
+		LogKey:           logKey,
+		RecordDays:       cfg.RecordDays,
 	})
 	if err != nil {
 		st.Close()
@@ -223,40 +249,57 @@ const (
 )
 
 func loadKey(ctx context.Context, cfg config.Config, opt Options, now func() time.Time) (receipt.Key, error) {
-	path, isFile := strings.CutPrefix(cfg.SigningKey, "file:")
+	return loadKeyFrom(ctx, keySpec{"signing key", "VERIFIER_KEY_VERSION", cfg.SigningKey, cfg.KeyVersion, cfg.DefaultKey}, opt, now)
+}
+
+// loadLogKey reads the receipt log's key (VERIFIER_LOG_KEY), from the same kinds of source as
+// the signing key; the local server generates one beside the dev key.
+func loadLogKey(ctx context.Context, cfg config.Config, opt Options, now func() time.Time) (receipt.Key, error) {
+	return loadKeyFrom(ctx, keySpec{"log key", "VERIFIER_LOG_KEY_VERSION", cfg.LogKey, cfg.LogKeyVersion, cfg.DefaultLogKey}, opt, now)
+}
+
+// keySpec is one configured key: what it is, the variable naming its version, its source and
+// version, and whether the source is the default file in the data directory.
+type keySpec struct {
+	what, versionVar, source, version string
+	isDefault                         bool
+}
+
+func loadKeyFrom(ctx context.Context, ks keySpec, opt Options, now func() time.Time) (receipt.Key, error) {
+	path, isFile := strings.CutPrefix(ks.source, "file:")
 	if !isFile {
 		if opt.KeySource == nil {
-			return receipt.Key{}, errors.New("configuration: VERIFIER_SIGNING_KEY names a key source this binary cannot read")
+			return receipt.Key{}, fmt.Errorf("configuration: the %s names a key source this binary cannot read", ks.what)
 		}
-		k, err := opt.KeySource(ctx, cfg.SigningKey, cfg.KeyVersion)
+		k, err := opt.KeySource(ctx, ks.source, ks.version)
 		if err != nil {
-			return receipt.Key{}, fmt.Errorf("load signing key: %w", err)
+			return receipt.Key{}, fmt.Errorf("load %s: %w", ks.what, err)
 		}
 		return k, nil
 	}
 	k, err := keys.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) && opt.CreateDevKey && cfg.DefaultKey {
-		version := cfg.KeyVersion
+	if errors.Is(err, fs.ErrNotExist) && opt.CreateDevKey && ks.isDefault {
+		version := ks.version
 		if version == "" {
 			version = "dev-" + now().UTC().Format("2006-01-02")
 		}
 		if k, err = keys.Generate(version, rand.Reader); err != nil {
-			return receipt.Key{}, fmt.Errorf("generate dev key: %w", err)
+			return receipt.Key{}, fmt.Errorf("generate dev %s: %w", ks.what, err)
 		}
 		if err := MakeDataDir(filepath.Dir(path)); err != nil {
 			return receipt.Key{}, err
 		}
 		if err := keys.WriteFile(path, k); err != nil {
-			return receipt.Key{}, fmt.Errorf("write dev key: %w", err)
+			return receipt.Key{}, fmt.Errorf("write dev %s: %w", ks.what, err)
 		}
 		return k, nil
 	}
 	if err != nil {
-		return receipt.Key{}, fmt.Errorf("load signing key: %w", err)
+		return receipt.Key{}, fmt.Errorf("load %s: %w", ks.what, err)
 	}
-	if cfg.KeyVersion != "" && k.Version != cfg.KeyVersion {
+	if ks.version != "" && k.Version != ks.version {
 		// As for a secret: the version names one key, so a file of another is the wrong file.
-		return receipt.Key{}, fmt.Errorf("load signing key: the key file %s holds version %q, not VERIFIER_KEY_VERSION %q", path, k.Version, cfg.KeyVersion)
+		return receipt.Key{}, fmt.Errorf("load %s: the key file %s holds version %q, not %s %q", ks.what, path, k.Version, ks.versionVar, ks.version)
 	}
 	return k, nil
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -39,6 +40,20 @@ const (
 // function that verifies passes its engine (engine.New of pkg/service/engine); the others pass
 // nil, and link neither the engine nor its JSON Schema library.
 func StartLambda(mount func(*service.Service) http.Handler, engine func(wire.Limits) service.Engine) {
+	svc := buildLambda(engine)
+	h := mount(svc)
+	if rt, ok := h.(*edge.Router); ok {
+		// Telemetry on Lambda: the request line, and an EMF document CloudWatch turns into the
+		// metrics (SPEC §17), both to the function's log stream.
+		rt.SetObserver(telemetry.NewObserver(svc.Log(), nil,
+			telemetry.NewEMF(os.Stdout, os.Getenv("VERIFIER_METRICS_NAMESPACE"), time.Now)))
+	}
+	lambda.Start(LambdaHandler(svc, h))
+}
+
+// buildLambda reads a function's configuration and builds its service, or ends the process with
+// the reason on stderr.
+func buildLambda(engine func(wire.Limits) service.Engine) *service.Service {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(lambdaGCPercent)
 	}
@@ -67,12 +82,68 @@ func StartLambda(mount func(*service.Service) http.Handler, engine func(wire.Lim
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	h := mount(svc)
-	if rt, ok := h.(*edge.Router); ok {
-		// Telemetry on Lambda: the request line, and an EMF document CloudWatch turns into the
-		// metrics (SPEC §17), both to the function's log stream.
-		rt.SetObserver(telemetry.NewObserver(svc.Log(), nil,
-			telemetry.NewEMF(os.Stdout, os.Getenv("VERIFIER_METRICS_NAMESPACE"), time.Now)))
+	return svc
+}
+
+// Timing of the log function's invocation (functions/log): a schedule invokes it every minute,
+// and it sequences for at most sequencerBudget, a step every sequencerPause, so that one
+// invocation ends before the next begins (with reserved concurrency 1 a late one would be
+// throttled, not run beside it) and a leaf waits at most about sequencerPause when the function
+// runs. sequencerMargin is left of the function's own timeout for the last step to end.
+const (
+	sequencerBudget = 50 * time.Second
+	sequencerPause  = time.Second
+	sequencerMargin = 5 * time.Second
+)
+
+// SequencerResult is what one invocation of the log function reports.
+type SequencerResult struct {
+	Sequenced int   `json:"sequenced"`
+	TreeSize  int64 `json:"tree_size"`
+}
+
+// StartLogSequencer is the whole of functions/log's main: build the service (no engine, no
+// routes) and, on each scheduled invocation, run the receipt log's sequencer (SPEC §15).
+func StartLogSequencer() {
+	svc := buildLambda(nil)
+	if !svc.LogEnabled() {
+		fmt.Fprintln(os.Stderr, "configuration: the log function needs a store that keeps the receipt log and VERIFIER_LOG_KEY")
+		os.Exit(1)
 	}
-	lambda.Start(LambdaHandler(svc, h))
+	lambda.Start(func(ctx context.Context, _ json.RawMessage) (SequencerResult, error) {
+		return Sequence(ctx, svc, sequencerBudget)
+	})
+}
+
+// Sequence runs svc's sequencer for up to budget (less when ctx ends sooner, less
+// sequencerMargin), a drain every sequencerPause, and reports what it added.
+func Sequence(ctx context.Context, svc *service.Service, budget time.Duration) (SequencerResult, error) {
+	end := time.Now().Add(budget)
+	if d, ok := ctx.Deadline(); ok && d.Add(-sequencerMargin).Before(end) {
+		end = d.Add(-sequencerMargin)
+	}
+	var res SequencerResult
+	for {
+		stepCtx, cancel := context.WithDeadline(ctx, end.Add(sequencerMargin/2))
+		n, err := svc.Sequence(stepCtx)
+		cancel()
+		res.Sequenced += n
+		if err != nil {
+			return res, fmt.Errorf("sequence the receipt log: %w", err)
+		}
+		if time.Now().Add(sequencerPause).After(end) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return res, nil
+		case <-time.After(sequencerPause):
+		}
+	}
+	size, err := svc.LogTreeSize(ctx)
+	if err != nil {
+		return res, fmt.Errorf("read the receipt log's size: %w", err)
+	}
+	res.TreeSize = size
+	return res, nil
 }

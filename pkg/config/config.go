@@ -30,6 +30,10 @@ type Config struct {
 	DefaultKey       bool          // VERIFIER_SIGNING_KEY was unset: the key file in the data directory
 	KeyVersion       string        // VERIFIER_KEY_VERSION: the current key's version label
 	PreviousKeys     []PreviousKey // VERIFIER_PREVIOUS_KEYS: JSON list of earlier public keys
+	LogKey           string        // VERIFIER_LOG_KEY: the receipt log's key, from the same sources
+	DefaultLogKey    bool          // VERIFIER_LOG_KEY was unset: the log key file in the data directory
+	LogKeyVersion    string        // VERIFIER_LOG_KEY_VERSION: the log key's version label
+	RecordDays       int           // VERIFIER_RECORD_DAYS: how long a stored receipt record is kept
 	FreeCallsPerDay  int           // VERIFIER_FREE_CALLS_PER_DAY
 	FreeMaxBody      int64         // VERIFIER_FREE_MAX_BODY: largest body served free
 	MaxBody          int64         // VERIFIER_MAX_BODY: absolute body limit (413 beyond)
@@ -53,6 +57,9 @@ var Variables = []Variable{
 	{"VERIFIER_SIGNING_KEY", "file:<data dir>/signing-key.json", "file:<path>, secretsmanager:<arn or name>, kms-sign:<KMS key id or ARN> (an Ed25519 key that signs in KMS) or kms:<base64 ciphertext of the seed>; the local server generates a key only at the default path"},
 	{"VERIFIER_KEY_VERSION", "", "version label of the current key (required for secretsmanager:, kms: and kms-sign:; a key file must hold this version when it is set)"},
 	{"VERIFIER_PREVIOUS_KEYS", "[]", `JSON list of {"keyVersion","publicKey"} signed with before`},
+	{"VERIFIER_LOG_KEY", "file:<data dir>/log-key.json", "the receipt log's Ed25519 key (SPEC §15), from the same kinds of source as VERIFIER_SIGNING_KEY; the local server generates one only at the default path"},
+	{"VERIFIER_LOG_KEY_VERSION", "", "version label of the log key (required for secretsmanager: and kms:)"},
+	{"VERIFIER_RECORD_DAYS", "90", "days a stored receipt record (GET /verifications/{id}) is kept; the log's leaves, tiles and checkpoints never expire"},
 	{"VERIFIER_FREE_CALLS_PER_DAY", "1000", "free verifications per client per UTC day"},
 	{"VERIFIER_FREE_MAX_BODY", "65536", "largest body served free, in bytes"},
 	{"VERIFIER_MAX_BODY", "1048576", "absolute body limit in bytes (413 beyond), at most 16777216; on AWS Lambda's 6 MB payload limit binds first"},
@@ -66,6 +73,10 @@ var Variables = []Variable{
 	{"X402_PAY_TO_SOLANA", "", "payee address on Solana"},
 	{"X402_NETWORKS", "", "comma-separated CAIP-2 ids to offer; default: Base and Solana mainnet where a payee is set"},
 }
+
+// maxRecordDays bounds VERIFIER_RECORD_DAYS at ten years: a record's expiry must stay a sane
+// epoch second, and a longer wish is better served by the log itself, which never expires.
+const maxRecordDays = 3650
 
 // MaxConfigurableBody is the most VERIFIER_MAX_BODY may allow. A verification in flight holds
 // about twenty times its body in memory (the bytes, the decoded tree, the canonical forms), so 16
@@ -118,11 +129,27 @@ func Load(getenv func(string) string) (Config, error) {
 	default:
 		return Config{}, bad("VERIFIER_SIGNING_KEY", "must start with file:, secretsmanager:, kms: or kms-sign:")
 	}
+	c.LogKey, c.LogKeyVersion = strings.TrimSpace(getenv("VERIFIER_LOG_KEY")), get("VERIFIER_LOG_KEY_VERSION")
+	if c.LogKey == "" {
+		c.LogKey, c.DefaultLogKey = "file:"+strings.TrimRight(c.DataDir, "/")+"/log-key.json", true
+	}
+	switch {
+	case strings.HasPrefix(c.LogKey, "file:"):
+	case strings.HasPrefix(c.LogKey, "secretsmanager:"), strings.HasPrefix(c.LogKey, "kms:"):
+		if c.LogKeyVersion == "" {
+			return Config{}, bad("VERIFIER_LOG_KEY_VERSION", "is required with a secretsmanager: or kms: log key")
+		}
+	default:
+		return Config{}, bad("VERIFIER_LOG_KEY", "must start with file:, secretsmanager: or kms:")
+	}
 	if err := json.Unmarshal([]byte(get("VERIFIER_PREVIOUS_KEYS")), &c.PreviousKeys); err != nil {
 		return Config{}, bad("VERIFIER_PREVIOUS_KEYS", `must be a JSON list of {"keyVersion","publicKey"}`)
 	}
 	var err error
 	if c.FreeCallsPerDay, err = intVar(get, "VERIFIER_FREE_CALLS_PER_DAY", 0, 1_000_000_000); err != nil {
+		return Config{}, err
+	}
+	if c.RecordDays, err = intVar(get, "VERIFIER_RECORD_DAYS", 1, maxRecordDays); err != nil {
 		return Config{}, err
 	}
 	if c.TrustedProxyHops, err = intVar(get, "VERIFIER_TRUSTED_PROXY_HOPS", 0, 16); err != nil {

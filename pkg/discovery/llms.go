@@ -136,6 +136,13 @@ func llmsText(svc *service.Service, ex *Examples) []byte {
 		"Recompute them from what you sent: they bind the answer to the exact data.\n", verifyDocs)
 	w("- [Verify offline](%s/.well-known/agent-card.json): `verifier receipt verify --card %s/.well-known/agent-card.json --request request.json receipt.json` "+
 		"checks the signature and every hash (the project's CLI; --context score or reputation for the other answers).\n", base, base)
+	if svc.LogEnabled() {
+		w("- [Transparency log](%s/log/checkpoint): every signed verification answer (free and paid, REST and MCP) is a leaf of a public, "+
+			"append-only Merkle tree: the SHA-256 of the answer's RFC 8785 form (receipt_hash). GET /verifications/{verification_id} (MCP: get_receipt) "+
+			"returns the stored record and, once sequenced (about a second), its inclusion proof under a checkpoint signed with the log key of the agent "+
+			"card's transparencyLog; tiles are under /log/tile/ (C2SP tlog-tiles, height 8). `verifier receipt verify --log %s receipt.json` checks "+
+			"the inclusion; `verifier log audit %s` recomputes the tree and checks it against an earlier checkpoint.\n", base, base, base)
+	}
 	w("\n")
 
 	if ex != nil {

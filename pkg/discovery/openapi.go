@@ -26,10 +26,14 @@ type operation struct {
 // operationIDs names the operation of each route ("METHOD path"); the docs viewer's anchors and
 // llms.txt's links use them.
 var operationIDs = map[string]string{
-	"POST /verify/schema":              "verifySchema",
-	"POST /verify/deliverable":         "verifyDeliverable",
-	"GET /score/{agent_id}":            "getScore",
-	"GET /reputation/{agent_id}":       "getReputation",
+	"POST /verify/schema":                          "verifySchema",
+	"POST /verify/deliverable":                     "verifyDeliverable",
+	"GET /score/{agent_id}":                        "getScore",
+	"GET /reputation/{agent_id}":                   "getReputation",
+	"GET /verifications/{verification_id}":         "getVerificationRecord",
+	"GET /log/checkpoint":                          "getLogCheckpoint",
+	"GET /log/tile/{height}/{level}/{n}":           "getLogTile",
+	"GET /log/tile/{height}/{level}/{n}.p/{width}": "getLogPartialTile",
 	"POST /mcp":                        "mcp",
 	"GET /health":                      "getHealth",
 	"GET /.well-known/agent-card.json": "getAgentCard",
@@ -52,6 +56,34 @@ func operationIDOf(method, path string) string {
 		return id
 	}
 	return strings.ToLower(method) + strings.NewReplacer("/", "_", ".", "_", "{", "", "}", "").Replace(path)
+}
+
+// tileOp is a tile route's operation (SPEC §15), full or partial.
+func tileOp(partial bool) operation {
+	params := []any{
+		obj("name", "height", "in", "path", "required", true, "description", "The tile height: 8.", "schema", obj("type", "string", "enum", []string{"8"})),
+		obj("name", "level", "in", "path", "required", true, "description", "The hash level (0, 1, …), or data for the leaves.",
+			"schema", obj("type", "string", "pattern", "^([0-9]|data)$")),
+		obj("name", "n", "in", "path", "required", true, "description", "The tile's number, three digits (000-999); larger numbers are written x001/234 "+
+			"(golang.org/x/mod/sumdb/tlog's layout) and served at those paths.", "schema", obj("type", "string", "pattern", "^[0-9]{3}$")),
+	}
+	desc := "A full tile of the receipt log, C2SP tlog-tiles of height 8 in golang.org/x/mod/sumdb/tlog's layout: at a level, 256 hashes of 32 bytes; " +
+		"at level data, the 256 leaves (32-byte receipt hashes, concatenated). Immutable: Cache-Control: public, max-age=31536000, immutable. Free."
+	if partial {
+		params = append(params, obj("name", "width", "in", "path", "required", true, "description", "How many entries (1-255).",
+			"schema", obj("type", "string", "pattern", "^[0-9]{1,3}$")))
+		desc = "A partial tile of the receipt log: the first width entries of the tile at the tree's edge. Its bytes never change, but the tree outgrows " +
+			"it within seconds, so it is served with Cache-Control: no-cache. Free."
+	}
+	return operation{
+		tags: []string{"log"}, description: desc, parameters: params,
+		responses: obj(
+			"200", obj("description", "The tile's bytes.", "content", obj("application/octet-stream", obj("schema", obj("type", "string", "format", "binary")))),
+			"404", responseRef("NotFound"),
+			"500", responseRef("InternalError"),
+			"503", responseRef("Unavailable"),
+		),
+	}
 }
 
 // refs to components.
@@ -146,11 +178,40 @@ func operations(svc *service.Service, ex *Examples) map[string]operation {
 				"503", responseRef("Unavailable"),
 			),
 		},
+		"GET /verifications/{verification_id}": {
+			tags: []string{"log"},
+			description: "The stored record of a verification (SPEC §15): receipt_hash (the SHA-256 of the RFC 8785 form of the whole signed answer, the " +
+				"log's leaf), the verdict, the hashes and a paid answer's settlement; never the answer's messages or any caller data. Once its leaf is " +
+				"sequenced (within a second or so), log holds its index, the tree size, the signed checkpoint and the inclusion proof (RFC 6962, base64 " +
+				"hashes); before that log is {\"status\":\"pending\"} with Retry-After: 1. Records expire after VERIFIER_RECORD_DAYS (default 90); the leaf never does. Free.",
+			parameters: []any{obj("name", "verification_id", "in", "path", "required", true, "description", "The verification_id of a receipt.",
+				"schema", obj("type", "string", "minLength", 1, "maxLength", 128))},
+			responses: obj(
+				"200", obj("description", "The record.", "content", jsonContent(schemaRef("VerificationRecord"), nil)),
+				"404", responseRef("NotFound"),
+				"422", responseRef("InvalidRequest"),
+				"500", responseRef("InternalError"),
+				"503", responseRef("Unavailable"),
+			),
+		},
+		"GET /log/checkpoint": {
+			tags: []string{"log"},
+			description: "The receipt log's latest checkpoint: a C2SP tlog-checkpoint (origin, tree size, base64 root hash) as a signed note, signed with the " +
+				"log key of the agent card's transparencyLog. 404 while the log has no leaf yet. Free, Cache-Control: no-cache.",
+			responses: obj(
+				"200", obj("description", "The signed checkpoint.", "content", obj("text/plain; charset=utf-8", obj("schema", obj("type", "string")))),
+				"404", responseRef("NotFound"),
+				"500", responseRef("InternalError"),
+				"503", responseRef("Unavailable"),
+			),
+		},
+		"GET /log/tile/{height}/{level}/{n}":           tileOp(false),
+		"GET /log/tile/{height}/{level}/{n}.p/{width}": tileOp(true),
 		"POST /mcp": {
 			tags: []string{"mcp"},
 			description: "The Model Context Protocol endpoint (Streamable HTTP, stateless, JSON answers): point any MCP client here. Tools: verify_schema " +
 				"(the POST /verify/schema body as arguments; the signed answer as structuredContent; the same free allowance, then x402 over MCP with " +
-				"params._meta[\"x402/payment\"]) and get_verification_record (the GET /score document). GET and DELETE answer 405: there is no event " +
+				"params._meta[\"x402/payment\"]), get_verification_record (the GET /score document) and get_receipt (the GET /verifications/{verification_id} record). GET and DELETE answer 405: there is no event " +
 				"stream and no session. Transport refusals come in the error envelope.",
 			requestBody: obj("required", true, "content", jsonContent(schemaRef("JsonRpcRequest"), obj(
 				"tools_list", obj("summary", "List the tools", "value", obj("jsonrpc", "2.0", "id", 1, "method", "tools/list")),
@@ -325,6 +386,7 @@ func openAPIDocument(svc *service.Service, ex *Examples) ([]byte, error) {
 		"tags", []any{
 			obj("name", "verification", "description", "Verify an agent's output; signed receipts."),
 			obj("name", "reputation", "description", "Agents' verification records and trust scores."),
+			obj("name", "log", "description", "The public, append-only receipt transparency log: records, checkpoints and tiles."),
 			obj("name", "mcp", "description", "The same service over the Model Context Protocol."),
 			obj("name", "discovery", "description", "Documents that describe the service."),
 			obj("name", "service", "description", "Index and health."),

@@ -206,6 +206,7 @@ func componentSchemas() (object, error) {
 		{"Attestation", receipt.AttestationSchemaJSON},
 		{"VerifyInfo", receipt.VerifyInfoSchemaJSON},
 		{"ScoreDocument", service.ScoreSchemaJSON},
+		{"VerificationRecord", service.RecordSchemaJSON},
 		{"ReputationDocument", reputationSchemaJSON},
 		{"Health", healthSchemaJSON},
 		{"AgentCard", agentCardSchemaJSON},

@@ -34,7 +34,11 @@ func Routes() []RouteInfo {
 		{"POST", "/verify/deliverable", "The same check under another name, byte-identical behaviour.", "shares the allowance"},
 		{"GET", "/score/{agent_id}", "Signed trust score of an agent from its verification record; a signed no_data answer for unknown and test- ids.", "paid when a score exists; no_data free"},
 		{"GET", "/reputation/{agent_id}", "An agent's signed pass/fail history, newest first (?limit=50&cursor=...).", "free"},
-		{"POST", "/mcp", "MCP Streamable HTTP (stateless, JSON responses): tools verify_schema and get_verification_record.", "as their REST twins"},
+		{"GET", "/verifications/{verification_id}", "The stored record of a verification (hashes, verdict, settlement) and its inclusion proof in the receipt log.", "free"},
+		{"GET", "/log/checkpoint", "The receipt log's latest signed checkpoint (C2SP tlog-checkpoint).", "free"},
+		{"GET", "/log/tile/{height}/{level}/{n}", "A full tile of the receipt log (C2SP tlog-tiles, height 8; level data: the leaves).", "free"},
+		{"GET", "/log/tile/{height}/{level}/{n}.p/{width}", "A partial tile of the receipt log: its first width entries.", "free"},
+		{"POST", "/mcp", "MCP Streamable HTTP (stateless, JSON responses): tools verify_schema, get_verification_record and get_receipt.", "as their REST twins"},
 		{"GET", "/health", "Liveness, version and key version.", "free"},
 		{"GET", "/.well-known/agent-card.json", "A2A agent card: skills, the public keys that sign receipts, request-hash test vectors, x402 networks and prices.", "free"},
 		{"GET", "/.well-known/agent.json", "The same agent card at the legacy path.", "free"},
@@ -255,6 +259,7 @@ func AgentCard(svc *service.Service) (*Card, error) {
 						"verify": receipt.ContextVerify, "score": receipt.ContextScore, "reputation": receipt.ContextReputation,
 					},
 					"requestHashTestVectors": vectors,
+					"transparencyLog":        s.transparencyLog(),
 				},
 			},
 			s.x402Extension(),
@@ -281,6 +286,17 @@ func AgentCard(svc *service.Service) (*Card, error) {
 			},
 		},
 	}, nil
+}
+
+// transparencyLog is the attestation extension's params.transparencyLog (SPEC §15): the log's
+// origin, its key as note.NewVerifier reads it, and where its checkpoint is; nil where no log is
+// kept.
+func (s wellKnown) transparencyLog() map[string]string {
+	if !s.svc.LogEnabled() {
+		return nil
+	}
+	origin, vkey := s.svc.LogIdentity()
+	return map[string]string{"origin": origin, "verifierKey": vkey, "checkpointUrl": s.svc.BaseURL() + "/log/checkpoint"}
 }
 
 // x402Extension describes how the paid routes are paid: x402 v2 over HTTP headers and over MCP's

@@ -28,6 +28,7 @@ func Handler(svc *service.Service, extra ...func(*edge.Router)) http.Handler {
 	MountVerify(rt, svc)
 	MountReputation(rt, svc)
 	MountScore(rt, svc)
+	MountLog(rt, svc)
 	for _, mount := range extra {
 		mount(rt)
 	}
@@ -39,6 +40,7 @@ func VerifyHandler(svc *service.Service) http.Handler {
 	rt := edge.NewRouter(svc)
 	MountVerify(rt, svc)
 	MountReputation(rt, svc)
+	MountLog(rt, svc)
 	return rt
 }
 

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -126,15 +127,15 @@ func readParams(dec *jsontext.Decoder, c *rpcCall) bool {
 // callError is the JSON-RPC error this endpoint answers a call with, before the SDK sees it:
 // an unknown method, a tools/call without params, or one naming a tool this server does not have. The messages are fixed (never the caller's
 // method name). Zero when the SDK should answer.
-func callError(c rpcCall) (code int, message string) {
+func callError(c rpcCall, tools []string) (code int, message string) {
 	switch {
 	case !sdkMethods[c.method]:
 		return rpcMethodNotFound, "Method not found: this MCP server answers initialize, ping, tools/list and tools/call (and MCP's other standard methods)."
 	case c.method == "tools/call" && !c.paramsObject:
 		return rpcInvalidParams, `Invalid params: tools/call needs params, an object with the tool's name and its arguments: {"name": "verify_schema", "arguments": {...}}.`
-	case c.method == "tools/call" && c.toolNamed && c.tool != ToolVerify && c.tool != ToolRecord:
+	case c.method == "tools/call" && c.toolNamed && !slices.Contains(tools, c.tool):
 		// The SDK's own answer would quote the caller's tool name; errors never echo input.
-		return rpcInvalidParams, "Invalid params: unknown tool; this server has the tools " + ToolVerify + " and " + ToolRecord + " (tools/list describes them)."
+		return rpcInvalidParams, "Invalid params: unknown tool; this server has the tools " + strings.Join(tools, ", ") + " (tools/list describes them)."
 	}
 	return 0, ""
 }

@@ -57,6 +57,8 @@ type Server struct {
 	// maxMessage is the largest JSON-RPC message the endpoint reads: the verify body limit and
 	// rpcOverhead.
 	maxMessage int64
+	// tools are the names of the tools addTools registers (toolNames).
+	tools []string
 }
 
 // New builds the MCP server over svc. It reads no request and touches no store, so it can run at
@@ -71,6 +73,7 @@ func New(svc *service.Service) *Server {
 	}
 	s.publicOrigin, _ = originOf(svc.BaseURL())
 	s.maxMessage = svc.MaxBody() + rpcOverhead
+	s.tools = toolNames(svc)
 	go func() {
 		defer close(s.ready)
 		s.build()
@@ -192,7 +195,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	jsonOK, sseOK := accepts(r.Header.Values("Accept"))
 	sse := sseOK && !jsonOK
 	if c, ok := readCall(body); ok {
-		if code, message := callError(c); code != 0 {
+		if code, message := callError(c, s.tools); code != 0 {
 			writeRPCError(w, c, code, message, sse)
 			return
 		}

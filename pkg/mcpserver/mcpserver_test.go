@@ -270,10 +270,10 @@ func compact(t *testing.T, b []byte) []byte {
 func TestToolsAreDescribed(t *testing.T) {
 	e := newEnv(t)
 	tools := e.tools(t)
-	if len(tools) != 2 || tools[ToolVerify] == nil || tools[ToolRecord] == nil {
-		t.Fatalf("tools = %v, want %s and %s", tools, ToolVerify, ToolRecord)
+	if len(tools) != 3 || tools[ToolVerify] == nil || tools[ToolRecord] == nil || tools[ToolReceipt] == nil {
+		t.Fatalf("tools = %v, want %s, %s and %s", tools, ToolVerify, ToolRecord, ToolReceipt)
 	}
-	for name, idempotent := range map[string]bool{ToolVerify: false, ToolRecord: true} {
+	for name, idempotent := range map[string]bool{ToolVerify: false, ToolRecord: true, ToolReceipt: true} {
 		tool := tools[name]
 		ann, _ := tool["annotations"].(map[string]any)
 		if tool["title"] == "" || len(fmt.Sprint(tool["description"])) < 100 || ann["title"] == "" {

@@ -51,3 +51,13 @@ const recordInputSchemaJSON = `{
     "agent_id": {"type": "string", "minLength": 1, "maxLength": 200, "description": "The agent whose record to return, as named in its verifications' agent_id."}
   }
 }`
+
+// receiptInputSchemaJSON is get_receipt's input.
+const receiptInputSchemaJSON = `{
+  "type": "object",
+  "required": ["verification_id"],
+  "additionalProperties": false,
+  "properties": {
+    "verification_id": {"type": "string", "minLength": 1, "maxLength": 128, "description": "The verification_id of a receipt this service issued."}
+  }
+}`

@@ -18,8 +18,9 @@ import (
 
 // The tools' names (SPEC §10); their x402 resource URLs are mcp://tool/<name>.
 const (
-	ToolVerify = "verify_schema"
-	ToolRecord = "get_verification_record"
+	ToolVerify  = "verify_schema"
+	ToolRecord  = "get_verification_record"
+	ToolReceipt = "get_receipt"
 )
 
 // recordResourceDescription describes get_verification_record in payment requirements (the
@@ -72,6 +73,66 @@ func (s *Server) addTools(srv *mcp.Server) {
 			OpenWorldHint:  &closed,
 		},
 	}, s.recovering(ToolRecord, s.verificationRecord))
+	if !s.svc.LogEnabled() {
+		return
+	}
+	srv.AddTool(&mcp.Tool{
+		Name:  ToolReceipt,
+		Title: "Get a verification's stored record",
+		Description: "The stored record of a verification (the document of GET /verifications/{verification_id}): its " +
+			"receipt_hash (the SHA-256 of the RFC 8785 form of the whole signed answer), verdict, hashes and settlement, and, " +
+			"once sequenced into the public receipt log, its index, the signed checkpoint and the inclusion proof " +
+			"(log.status pending before that: ask again in a second). Free.",
+		InputSchema:  json.RawMessage(receiptInputSchemaJSON),
+		OutputSchema: outputSchema(json.RawMessage(service.RecordSchemaJSON)),
+		Annotations: &mcp.ToolAnnotations{
+			Title:          "Get a verification's stored record",
+			ReadOnlyHint:   true,
+			IdempotentHint: true,
+			OpenWorldHint:  &closed,
+		},
+	}, s.recovering(ToolReceipt, s.getReceipt))
+}
+
+// toolNames are the tools addTools registers for svc: get_receipt only where a receipt log is
+// kept.
+func toolNames(svc *service.Service) []string {
+	if svc.LogEnabled() {
+		return []string{ToolVerify, ToolRecord, ToolReceipt}
+	}
+	return []string{ToolVerify, ToolRecord}
+}
+
+// getReceipt is the get_receipt tool: GET /verifications/{verification_id} over MCP, through the
+// same service.VerificationRecord.
+func (s *Server) getReceipt(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	fail := func(err error) (*mcp.CallToolResult, error) {
+		e := s.svc.PublicError(Path+" "+ToolReceipt, err)
+		noteTool(ctx, ToolReceipt, service.Outcome{Kind: service.Refused, Err: e})
+		return errorResult(e, nil), nil
+	}
+	var in struct {
+		ID *string `json:"verification_id"`
+	}
+	args := req.Params.Arguments
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.DisallowUnknownFields()
+	if t := bytes.TrimSpace(args); len(t) == 0 || t[0] != '{' || dec.Decode(&in) != nil || dec.More() {
+		return fail(apperr.Field("arguments", "must be an object with exactly one field, verification_id", `Send {"verification_id": "<the receipt's verification_id>"}.`))
+	}
+	if in.ID == nil {
+		return fail(apperr.Field("verification_id", "is required", "Name the verification whose record you want."))
+	}
+	rec, err := s.svc.VerificationRecord(ctx, *in.ID)
+	if err != nil {
+		return fail(err)
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return fail(err)
+	}
+	noteTool(ctx, ToolReceipt, service.Outcome{Kind: service.Answered, VerificationID: rec.VerificationID, Result: rec.Result})
+	return success(b, nil), nil
 }
 
 // recovering turns a panic in a tool into the generic internal error result. The SDK runs tools

@@ -49,6 +49,11 @@ type Checked struct {
 	AgentID        *string // nil when the request named no agent
 	Result         string  // pass or fail
 	OverallRatio   float64
+	// Hashes are the answer's output_hash, schema_hash, rules_hash and request_hash (this one
+	// only in a full-detail answer), and KeyVersion the key that signed it: the stored record of
+	// the receipt log takes them without parsing the answer again.
+	Hashes     receipt.Hashes
+	KeyVersion string
 }
 
 // ErrStopped is an engine's answer for checks stopped before they finished (StopWhen): no

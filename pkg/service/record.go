@@ -2,67 +2,138 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/agent-output-verifier/verifier/pkg/reputation"
 	"github.com/agent-output-verifier/verifier/pkg/store"
+	"github.com/agent-output-verifier/verifier/pkg/translog"
+	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
 // recordTimeout bounds the best-effort history write.
 const recordTimeout = 2 * time.Second
 
-// Record adds a delivered verification to its agent's history, best-effort: a store failure is
-// logged and never fails or delays the answer beyond the write itself. test- ids and anonymous
-// verifications are never recorded. client is the caller's ClientIdentity, the same the free
-// allowance counted.
-func (s *Service) Record(ctx context.Context, v *Verification, client string, paid bool) {
-	if v.AgentID == nil || strings.HasPrefix(*v.AgentID, "test-") {
-		return
-	}
-	rec := store.Verification{
-		AgentID: *v.AgentID, VerificationID: v.VerificationID, TaskID: v.TaskID,
-		Result: v.Result, OverallRatio: v.OverallRatio, VerifiedAt: v.VerifiedAt,
-		Paid: paid, CallerID: s.CallerID(client),
-	}
-	if s.queueRecord(rec) {
-		return
-	}
-	if s.writeRecord(ctx, rec) {
-		s.foldLater(rec.AgentID)
-	}
+// ReceiptRecorder is where the service records each signed answer for the receipt log (SPEC
+// §15): the stored record and its pending leaf, in one write (store.ReceiptLog).
+type ReceiptRecorder interface {
+	RecordReceipt(ctx context.Context, r store.Receipt) error
 }
 
-// queueRecord hands rec to the background writers, unless there are none (a Lambda function, or
+// DefaultRecordDays is how long a stored record is kept (VERIFIER_RECORD_DAYS) when Deps say
+// nothing; the log's leaves never expire.
+const DefaultRecordDays = 90
+
+// recordJob is what is recorded of one delivered verification: its history record, when its
+// agent has a history, and its receipt, when the service keeps a log.
+type recordJob struct {
+	history *store.Verification // nil: anonymous or a test- agent, kept in no history
+	answer  []byte              // the signed response; nil without a receipt log
+	// checked and settlement complete the receipt record.
+	checked    *Verification
+	settlement *x402.SettleResponse
+}
+
+// Record records a delivered verification, best-effort: its agent's history (test- ids and
+// anonymous verifications have none) and, when the service keeps a receipt log, its receipt
+// record and pending leaf (every signed answer, free or paid). A store failure is logged and
+// never fails or delays the answer beyond the write itself. client is the caller's
+// ClientIdentity, the same the free allowance counted; settlement is a paid answer's.
+func (s *Service) Record(ctx context.Context, v *Verification, client string, settlement *x402.SettleResponse) {
+	job := recordJob{checked: v, settlement: settlement}
+	if v.AgentID != nil && !strings.HasPrefix(*v.AgentID, "test-") {
+		job.history = &store.Verification{
+			AgentID: *v.AgentID, VerificationID: v.VerificationID, TaskID: v.TaskID,
+			Result: v.Result, OverallRatio: v.OverallRatio, VerifiedAt: v.VerifiedAt,
+			Paid: settlement != nil, CallerID: s.CallerID(client),
+		}
+	}
+	if s.d.Receipts != nil {
+		job.answer = v.Body
+	}
+	if job.history == nil && job.answer == nil {
+		return
+	}
+	if s.queueRecord(job) {
+		return
+	}
+	s.writeRecord(ctx, &job)
+}
+
+// queueRecord hands job to the background writers, unless there are none (a Lambda function, or
 // writers stopped) or their queue is full, when the caller writes it now rather than lose it
 // (backpressure).
-func (s *Service) queueRecord(rec store.Verification) bool {
+func (s *Service) queueRecord(job recordJob) bool {
 	s.recording.RLock()
 	defer s.recording.RUnlock()
 	if s.records == nil || s.recording.stopped {
 		return false
 	}
 	select {
-	case s.records <- rec:
+	case s.records <- job:
 		return true
 	default:
 		return false
 	}
 }
 
-// writeRecord writes rec and reports whether it was written.
-func (s *Service) writeRecord(ctx context.Context, rec store.Verification) bool {
+// writeRecord writes what is left of job and reports whether all of it was written; a part
+// written is removed from job, so a retry writes only the rest.
+func (s *Service) writeRecord(ctx context.Context, job *recordJob) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	if err := s.d.Store.RecordVerification(ctx, rec); err != nil {
-		if !errors.Is(err, context.Canceled) {
-			s.d.Log.Warn("record verification failed", "verification_id", rec.VerificationID, "err", err.Error())
+	ok := true
+	if job.answer != nil {
+		r, err := s.receiptOf(job)
+		if err == nil {
+			err = s.d.Receipts.RecordReceipt(ctx, r)
 		}
-		return false
+		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				s.d.Log.Warn("record receipt failed", "verification_id", r.VerificationID, "err", err.Error())
+			}
+			ok = false
+		} else {
+			job.answer = nil
+		}
 	}
-	return true
+	if rec := job.history; rec != nil {
+		if err := s.d.Store.RecordVerification(ctx, *rec); err != nil {
+			if !errors.Is(err, context.Canceled) {
+				s.d.Log.Warn("record verification failed", "verification_id", rec.VerificationID, "err", err.Error())
+			}
+			return false
+		}
+		job.history = nil
+		s.foldLater(rec.AgentID)
+	}
+	return ok
+}
+
+// receiptOf is job's stored record (SPEC §15): the receipt hash of the whole signed answer, its
+// hashes and verdict, and a paid answer's settlement.
+func (s *Service) receiptOf(job *recordJob) (store.Receipt, error) {
+	v := job.checked
+	h, err := translog.ReceiptHash(job.answer)
+	if err != nil {
+		return store.Receipt{VerificationID: v.VerificationID}, err
+	}
+	r := store.Receipt{
+		VerificationID: v.VerificationID, ReceiptHash: h, Result: v.Result, VerifiedAt: v.VerifiedAt.UTC(),
+		KeyVersion: v.KeyVersion, OutputHash: v.Hashes.Output, SchemaHash: v.Hashes.Schema,
+		RulesHash: v.Hashes.Rules, RequestHash: v.Hashes.Request,
+		Expires: v.VerifiedAt.Add(time.Duration(s.d.RecordDays) * 24 * time.Hour),
+	}
+	if job.settlement != nil {
+		if r.Settlement, err = json.Marshal(job.settlement); err != nil {
+			return store.Receipt{}, fmt.Errorf("settlement of %s: %w", v.VerificationID, err)
+		}
+	}
+	return r, nil
 }
 
 // Folder is a store that takes a record with one write and counts it into the agent's aggregate
@@ -129,14 +200,14 @@ const recordQueue = 4096
 // the queued writes, for a graceful shutdown. Long-running servers use it; a Lambda function,
 // which may be frozen as soon as it answers, records synchronously instead.
 func (s *Service) StartRecording(workers int) (stop func()) {
-	s.records = make(chan store.Verification, recordQueue)
+	s.records = make(chan recordJob, recordQueue)
 	var wg sync.WaitGroup
 	for range max(workers, 1) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for rec := range s.records {
-				s.writeRecordRetrying(rec)
+			for job := range s.records {
+				s.writeRecordRetrying(job)
 			}
 		}()
 	}
@@ -158,16 +229,15 @@ const (
 	recordRetryWait = 500 * time.Millisecond
 )
 
-// writeRecordRetrying is a background writer's write of rec, retried, then folded.
-func (s *Service) writeRecordRetrying(rec store.Verification) {
+// writeRecordRetrying is a background writer's write of job, retried.
+func (s *Service) writeRecordRetrying(job recordJob) {
 	wait := recordRetryWait
 	for attempt := 1; ; attempt++ {
-		if s.writeRecord(context.Background(), rec) {
-			s.foldLater(rec.AgentID)
+		if s.writeRecord(context.Background(), &job) {
 			return
 		}
 		if attempt == recordAttempts {
-			s.d.Log.Error("record verification lost after retries", "verification_id", rec.VerificationID, "attempts", attempt)
+			s.d.Log.Error("record verification lost after retries", "attempts", attempt)
 			return
 		}
 		time.Sleep(wait)

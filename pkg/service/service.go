@@ -25,6 +25,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/reputation"
 	"github.com/agent-output-verifier/verifier/pkg/store"
+	"github.com/agent-output-verifier/verifier/pkg/translog"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
@@ -92,6 +93,14 @@ type Deps struct {
 	Deadline         time.Duration // per request's work; DefaultDeadline when zero
 	StoreTimeout     time.Duration // per allowance or reservation call; DefaultStoreTimeout when zero
 	CallerSalt       []byte        // per-deployment salt of caller ids
+	// Receipts keeps the receipt log (SPEC §15): every signed answer is recorded in it; nil
+	// keeps no log (a store without one).
+	Receipts ReceiptLog
+	// LogKey is the log's origin and key (required with Receipts): the sequencer signs
+	// checkpoints with it, the agent card publishes its verifier key.
+	LogKey translog.LogKey
+	// RecordDays is how long a stored receipt record is kept; DefaultRecordDays when zero.
+	RecordDays int
 }
 
 // Service is the application. Build it once per process (per Lambda cold start) with New; it is
@@ -103,7 +112,7 @@ type Service struct {
 	// the deployment takes no payments.
 	offers *x402.OfferReceipt
 
-	records chan store.Verification // history writes waiting for StartRecording's writers
+	records chan recordJob // history and receipt writes waiting for StartRecording's writers
 	// recording guards records: a request still running when the writers stop (a shutdown that
 	// outlived its grace) writes its record itself instead of sending on a closed channel.
 	recording struct {
@@ -140,6 +149,8 @@ func New(d Deps) (*Service, error) {
 		return nil, errors.New("service: no base URL")
 	case d.Pricing.FreeCallsPerDay < 0 || d.Pricing.FreeMaxBody < 0:
 		return nil, errors.New("service: negative free allowance")
+	case d.Receipts != nil && d.LogKey.VerifierKey == "":
+		return nil, errors.New("service: a receipt log without a log key")
 	case d.TrustedProxyHops < 0:
 		return nil, errors.New("service: negative trusted proxy hops")
 	}
@@ -157,6 +168,9 @@ func New(d Deps) (*Service, error) {
 	}
 	if d.Deadline <= 0 {
 		d.Deadline = DefaultDeadline
+	}
+	if d.RecordDays <= 0 {
+		d.RecordDays = DefaultRecordDays
 	}
 	if d.StoreTimeout <= 0 {
 		d.StoreTimeout = DefaultStoreTimeout

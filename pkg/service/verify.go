@@ -157,7 +157,7 @@ func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
 		}
 		return s.verifyPaymentRequired(ctx, call, apperr.FreeTrialExhausted, "This client's free checks for today are used up; pay with x402 to continue.", ft, nil)
 	}
-	s.Record(ctx, v, call.Client, false)
+	s.Record(ctx, v, call.Client, nil)
 	return Outcome{Kind: Answered, Body: v.Body, VerificationID: v.VerificationID, Result: v.Result,
 		FreeAllowance: &FreeAllowance{Remaining: remaining, Limit: s.d.Pricing.FreeCallsPerDay, Resets: s.AllowanceResets()}}
 }
@@ -196,7 +196,7 @@ func (s *Service) verifyPaid(ctx context.Context, call VerifyCall, job *Job) Out
 	case fail != nil:
 		return s.verifyPaymentRequired(ctx, call, fail.Code, fail.Message, s.freeTrial(ctx, client, 0, false), fail.Settlement)
 	}
-	s.Record(ctx, v, call.Client, true)
+	s.Record(ctx, v, call.Client, sr)
 	if hasPID {
 		s.keepAnswer(ctx, pid, reqHash, v.Body, sr)
 	}

@@ -1,6 +1,6 @@
 // Package store declares what the verifier persists and the errors its callers must tell apart.
 //
-// The service keeps four things: the per-client free allowance of each UTC day, the payments it has
+// The service keeps four things (and, in a ReceiptLog, a fifth: the receipt log of SPEC §15): the per-client free allowance of each UTC day, the payments it has
 // already accepted (so one payment never buys two answers), each agent's verification history, and
 // each agent's aggregate (the running totals its trust score is computed from).
 // Two adapters implement Store: store/bolt (one local file, for the local server) and store/dynamo
@@ -10,10 +10,12 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
 	"github.com/agent-output-verifier/verifier/pkg/reputation"
+	"github.com/agent-output-verifier/verifier/pkg/translog"
 )
 
 // Store is everything the service persists.
@@ -112,4 +114,33 @@ func (v Verification) Observation() reputation.Observation {
 		VerifiedAt: v.VerifiedAt, Passed: v.Result == "pass", Paid: v.Paid,
 		OverallRatio: v.OverallRatio, TaskID: v.TaskID, CallerID: v.CallerID,
 	}
+}
+
+// Receipt is the stored record of one signed /verify/* answer (SPEC §15): hashes and the verdict,
+// never the response's messages or any caller data, since verification ids are public.
+type Receipt struct {
+	VerificationID string
+	ReceiptHash    translog.Hash // SHA-256 of the RFC 8785 form of the whole signed response
+	Result         string        // pass or fail
+	VerifiedAt     time.Time
+	KeyVersion     string
+	OutputHash     string
+	SchemaHash     string
+	RulesHash      string
+	RequestHash    string          // "" unless the answer had full detail
+	Settlement     json.RawMessage // the x402 SettlementResponse of a paid answer; nil for a free one
+	// Expires is when the record may go (VERIFIER_RECORD_DAYS after VerifiedAt); its leaf, tiles
+	// and checkpoints never expire.
+	Expires time.Time
+}
+
+// ReceiptLog is a store that keeps the receipt log (SPEC §15): the stored records, the pending
+// leaves, and the tree the sequencer builds from them (translog.Storage).
+type ReceiptLog interface {
+	translog.Storage
+	// RecordReceipt writes r and its pending leaf together, once: recording the same
+	// VerificationID again changes nothing.
+	RecordReceipt(ctx context.Context, r Receipt) error
+	// Receipt reads the record of a verification id; ok is false when there is none or it expired.
+	Receipt(ctx context.Context, verificationID string) (r Receipt, ok bool, err error)
 }

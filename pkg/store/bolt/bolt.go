@@ -6,8 +6,9 @@
 // "payments" maps a payment id to its expiry; bucket "history" holds one nested bucket per agent,
 // mapping the shared history sort key to the record as JSON; bucket "aggregates" maps an agent id
 // to its reputation.Aggregate (JSON, with a version counted up on each change); bucket "answers"
-// maps a payment identifier to its expiry then the paid answer kept under it (JSON). Expired
-// counters, reservations and answers are ignored on read, deleted lazily when met, and swept when the file is opened.
+// maps a payment identifier to its expiry then the paid answer kept under it (JSON); the receipt
+// log's buckets are described in log.go. Expired counters, reservations, answers and receipt
+// records are ignored on read, deleted lazily when met, and swept when the file is opened.
 //
 // A bucket is created by the first write that needs it, and a read takes a missing bucket as
 // empty: opening a file, fresh or reopened, then commits nothing unless the sweep has something
@@ -158,7 +159,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 }
 
 // swept are the buckets whose items expire.
-var swept = [][]byte{bucketAllowance, bucketPayments, bucketAnswers}
+var swept = [][]byte{bucketAllowance, bucketPayments, bucketAnswers, bucketReceipts}
 
 // sweepExpired deletes every expired counter and reservation, so the file does not grow by one
 // counter per client per day forever.
@@ -225,6 +226,11 @@ func expiryOf(bucket, v []byte) (int64, bool) {
 	case string(bucketAnswers):
 		exp, _, ok := decodeAnswer(v)
 		return exp, ok
+	case string(bucketReceipts):
+		if len(v) > 8 {
+			return decodeExpiry(v[:8]) // the expiry, then the record
+		}
+		return 0, false
 	}
 	return decodeExpiry(v)
 }

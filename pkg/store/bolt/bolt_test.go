@@ -29,6 +29,17 @@ func TestContract(t *testing.T) {
 	})
 }
 
+func TestLogContract(t *testing.T) {
+	storetest.RunLog(t, func(t *testing.T, now func() time.Time) store.ReceiptLog {
+		s, err := Open(filepath.Join(t.TempDir(), FileName), WithClock(now), WithHistoryLinger(5*time.Millisecond))
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
 func TestSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "nested", "dir", FileName) // Open creates the directories

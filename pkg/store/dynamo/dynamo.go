@@ -1,5 +1,6 @@
-// Package dynamo is the store.Store of the Lambda deployment: one DynamoDB table shared by every
-// function, so the allowance, spent payments and histories are the same whichever function answers.
+// Package dynamo is the store.Store (and the store.ReceiptLog of log.go) of the Lambda
+// deployment: one DynamoDB table shared by every function, so the allowance, spent payments,
+// histories and the receipt log are the same whichever function answers.
 //
 // The table has string keys pk and sk and the TTL attribute expires_at (epoch seconds):
 //
@@ -136,6 +137,8 @@ type Client interface {
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	// BatchWriteItem writes the receipt log's indexes and deletes its pending leaves (log.go).
+	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
 }
 
 var _ Client = (*dynamodb.Client)(nil)

@@ -56,6 +56,12 @@ func TestDynamo(t *testing.T) {
 			return s
 		})
 	})
+	t.Run("Log", func(t *testing.T) {
+		storetest.RunLog(t, func(t *testing.T, now func() time.Time) store.ReceiptLog {
+			s, _ := newTable(t, client, WithClock(now))
+			return s
+		})
+	})
 	t.Run("ExpiresAtIsEpochSeconds", func(t *testing.T) { testExpiresAtIsEpochSeconds(t, client) })
 	t.Run("ExpiryWithClock", func(t *testing.T) { testExpiryWithClock(t, client) })
 	t.Run("PingHidesConfiguration", func(t *testing.T) { testPingHidesConfiguration(t, client) })
@@ -660,6 +666,11 @@ func (c *hooked) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o
 
 func (c *hooked) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (out *dynamodb.QueryOutput, err error) {
 	err = c.do("Query", in, func() (err error) { out, err = c.Client.Query(ctx, in, opts...); return err })
+	return out, err
+}
+
+func (c *hooked) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, opts ...func(*dynamodb.Options)) (out *dynamodb.BatchWriteItemOutput, err error) {
+	err = c.do("BatchWriteItem", in, func() (err error) { out, err = c.Client.BatchWriteItem(ctx, in, opts...); return err })
 	return out, err
 }
 

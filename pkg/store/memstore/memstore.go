@@ -33,6 +33,7 @@ type Store struct {
 	answers    map[string]keptAnswer
 	histories  map[string][]entry
 	aggregates map[string]reputation.Aggregate
+	log        receiptLog
 	closed     bool
 }
 
@@ -316,5 +317,6 @@ func (s *Store) Close() error {
 	defer s.mu.Unlock()
 	s.closed = true
 	s.allowances, s.payments, s.histories, s.aggregates = nil, nil, nil, nil
+	s.log = receiptLog{}
 	return nil
 }

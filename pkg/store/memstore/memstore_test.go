@@ -32,3 +32,11 @@ func TestClosedRefuses(t *testing.T) {
 		t.Errorf("Ping after Close = %v, want errClosed", err)
 	}
 }
+
+func TestLogContract(t *testing.T) {
+	storetest.RunLog(t, func(t *testing.T, now func() time.Time) store.ReceiptLog {
+		s := New(now)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
