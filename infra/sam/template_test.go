@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"github.com/agent-output-verifier/verifier/internal/testsvc"
 	"github.com/agent-output-verifier/verifier/pkg/service"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -869,6 +872,7 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 		"dynamodb:Query":                {"${Table.Arn}"},
 		"dynamodb:BatchGetItem":         {"${Table.Arn}"},
 		"dynamodb:BatchWriteItem":       {"${Table.Arn}"},
+		"dynamodb:DeleteItem":           {"${Table.Arn}"},
 		"secretsmanager:GetSecretValue": {"${SigningKeySecretArn}", "${FacilitatorAuthSecretArn}", "${LogKeySecretArn}"},
 		"kms:Decrypt":                   {"${SigningKeyKmsKeyArn}"},
 		"kms:Sign":                      {"${SigningKeyKmsKeyArn}"},
@@ -1280,5 +1284,167 @@ func TestSigningKmsKey(t *testing.T) {
 	}
 	if signers != 1 {
 		t.Errorf("%d statements for signers, want one", signers)
+	}
+}
+
+// storeMethods lists, for each function of the template, the methods of the DynamoDB store
+// (pkg/store/dynamo) its code can call, with the path that reaches them. The DynamoDB operations
+// behind each method are not listed: TestRolesAllowTheStoreCalls derives them from the store's
+// source, so a method that starts calling a new operation fails the test until the roles allow it.
+var storeMethods = map[string][]string{
+	// POST /verify/*: the free allowance, payments and paid answers kept under their identifier,
+	// the history (recorded, then folded into the aggregate after the answer), the receipt
+	// log's record and pending leaf; GET /reputation/{agent_id}: the folded aggregate and the
+	// history; GET /verifications/{id}, /log/checkpoint, /log/tile/…: the log's reads.
+	"VerifyFunction": {
+		"ConsumeAllowance", "AllowanceUsed", "ReservePayment", "ReleasePayment", "PaymentReserved",
+		"KeepPaidAnswer", "PaidAnswer", "RecordVerification", "Fold", "AgentAggregate", "History",
+		"RecordReceipt", "Receipt", "LogHead", "ReadLogHashes", "LogLeaves", "LogIndexes",
+	},
+	// The tools do what the REST routes do: verify_schema as POST /verify/schema,
+	// get_verification_record as GET /score (the aggregate, paid), get_receipt as
+	// GET /verifications/{id}.
+	"McpFunction": {
+		"ConsumeAllowance", "AllowanceUsed", "ReservePayment", "ReleasePayment", "PaymentReserved",
+		"KeepPaidAnswer", "PaidAnswer", "RecordVerification", "Fold", "AgentAggregate",
+		"RecordReceipt", "Receipt", "LogHead", "ReadLogHashes", "LogLeaves", "LogIndexes",
+	},
+	// GET /score/{agent_id}: the aggregate, which folds the agent's inbox first, and the payment.
+	"ScoreFunction": {"AgentAggregate", "ReservePayment", "ReleasePayment", "PaymentReserved"},
+	// /health probes the store.
+	"WellKnownFunction": {"Ping"},
+	// The sequencer (translog.Sequencer over translog.Storage) and the tree size it reports.
+	"LogFunction": {
+		"LogHead", "SwapLogHead", "PutLogHashes", "ReadLogHashes", "PutLogLeaves", "LogLeaves",
+		"LogIndexes", "PendingLeaves", "DeletePendingLeaves",
+	},
+}
+
+// storeOperations reads pkg/store/dynamo's source and returns, for every function and method of
+// the package, the DynamoDB operations it calls on the SDK client (s.client.X), directly or
+// through the package's other functions and methods.
+func storeOperations(t *testing.T) map[string][]string {
+	t.Helper()
+	dir := filepath.Join(root, "pkg", "store", "dynamo")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	direct := map[string]map[string]bool{} // function → operations it calls itself
+	calls := map[string]map[string]bool{}  // function → the package's functions it calls
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			name := fn.Name.Name
+			direct[name], calls[name] = map[string]bool{}, map[string]bool{}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				switch f := call.Fun.(type) {
+				case *ast.Ident: // a function of the package
+					calls[name][f.Name] = true
+				case *ast.SelectorExpr:
+					if inner, ok := f.X.(*ast.SelectorExpr); ok && inner.Sel.Name == "client" {
+						direct[name][f.Sel.Name] = true // s.client.GetItem(…)
+					} else if id, ok := f.X.(*ast.Ident); ok && fn.Recv != nil && len(fn.Recv.List[0].Names) == 1 && id.Name == fn.Recv.List[0].Names[0].Name {
+						calls[name][f.Sel.Name] = true // s.getItem(…)
+					}
+				}
+				return true
+			})
+		}
+	}
+	out := map[string][]string{}
+	for name := range direct {
+		seen, ops := map[string]bool{}, map[string]bool{}
+		var walk func(string)
+		walk = func(n string) {
+			if seen[n] {
+				return
+			}
+			seen[n] = true
+			for op := range direct[n] {
+				ops[op] = true
+			}
+			for c := range calls[n] {
+				walk(c)
+			}
+		}
+		walk(name)
+		out[name] = sortedKeys(ops)
+	}
+	return out
+}
+
+// TestRolesAllowTheStoreCalls checks each function's role against the DynamoDB operations its
+// code can call: every operation behind the store methods the function reaches (storeMethods),
+// derived from the store's source, must be allowed on the table, and no other. A role that lacks
+// one fails on AWS with AccessDenied on that path only, which no local test would show.
+func TestRolesAllowTheStoreCalls(t *testing.T) {
+	tmpl := load(t)
+	ops := storeOperations(t)
+	// The derivation itself: the store's SDK calls are where the package comment says they are.
+	if got := ops["getItem"]; !slices.Equal(got, []string{"GetItem"}) {
+		t.Fatalf("derived operations of getItem = %v, want [GetItem]: the derivation is broken", got)
+	}
+	if got := ops["Fold"]; !slices.Contains(got, "DeleteItem") || !slices.Contains(got, "Query") {
+		t.Fatalf("derived operations of Fold = %v, want DeleteItem and Query among them", got)
+	}
+	fns := tmpl.GetAllServerlessFunctionResources()
+	if got, want := sortedKeys(fns), sortedKeys(storeMethods); !slices.Equal(got, want) {
+		t.Fatalf("functions %v, storeMethods lists %v: list what each new function calls", got, want)
+	}
+	roles := tmpl.GetAllIAMRoleResources()
+	for name, fn := range fns {
+		want := map[string]bool{}
+		for _, m := range storeMethods[name] {
+			got, ok := ops[m]
+			if !ok {
+				t.Errorf("%s: the store has no method %s", name, m)
+			}
+			for _, op := range got {
+				want["dynamodb:"+op] = true
+			}
+		}
+		roleName := strings.TrimSuffix(strings.TrimPrefix(deref(fn.Role), "${"), ".Arn}")
+		role, ok := roles[roleName]
+		if !ok {
+			t.Errorf("%s: no role %s", name, roleName)
+			continue
+		}
+		granted := map[string]bool{}
+		for _, pol := range role.Policies {
+			for _, s := range statements(t, roleName+" "+pol.PolicyName, pol.PolicyDocument) {
+				if !slices.Equal(strs(s.body["Resource"]), []string{"${Table.Arn}"}) {
+					continue
+				}
+				for _, a := range strs(s.body["Action"]) {
+					granted[a] = true
+				}
+			}
+		}
+		for _, a := range sortedKeys(want) {
+			if !granted[a] {
+				t.Errorf("%s: its code calls %s, which %s does not allow on the table", name, a, roleName)
+			}
+		}
+		for _, a := range sortedKeys(granted) {
+			if !want[a] {
+				t.Errorf("%s: %s allows %s, which its code never calls", name, roleName, a)
+			}
+		}
 	}
 }
