@@ -887,6 +887,7 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 		"kms:Sign ${SigningKeyKmsKeyArn}":                           "SignsWithGivenKey",
 		"kms:GetPublicKey ${SigningKeyKmsKeyArn}":                   "SignsWithGivenKey",
 		"secretsmanager:GetSecretValue ${FacilitatorAuthSecretArn}": "HasFacilitatorAuthSecret",
+		"secretsmanager:GetSecretValue ${LogKeySecretArn}":          "ReadsLogKeySecret",
 	}
 	for name, want := range map[string]string{
 		"ReadsSigningKeySecret":    `and[${KeySource} == "secretsmanager" !(${SigningKeySecretArn} == "")]`,
@@ -896,6 +897,8 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 		"KeySourceIsKmsSign":       `${KeySource} == "kms-sign"`,
 		"HasSigningKeyKmsKey":      `!(${SigningKeyKmsKeyArn} == "")`,
 		"HasFacilitatorAuthSecret": `!(${FacilitatorAuthSecretArn} == "")`,
+		"ReadsLogKeySecret":        `${LogKeySource} == "secretsmanager"`,
+		"CreatesLogKey":            `${LogKeySource} == "kms-sign"`,
 	} {
 		if got, _ := tmpl.Conditions[name].(string); got != want {
 			t.Errorf("condition %s = %q, want %q", name, got, want)
@@ -1040,7 +1043,7 @@ func TestEnvironment(t *testing.T) {
 				"VERIFIER_SIGNING_KEY": "${If CreatesSigningKey ? kms-sign:${SigningKmsKey.Arn} : ${If SignsWithGivenKey ? kms-sign:${SigningKeyKmsKeyArn} : " +
 					"${If KeySourceIsKms ? ${SigningKey} : secretsmanager:${SigningKeySecretArn}}}}",
 				"VERIFIER_KEY_VERSION":        "${KeyVersion}",
-				"VERIFIER_LOG_KEY":            "secretsmanager:${LogKeySecretArn}",
+				"VERIFIER_LOG_KEY":            "${If CreatesLogKey ? kms-sign:${LogKmsKey.Arn} : secretsmanager:${LogKeySecretArn}}",
 				"VERIFIER_LOG_KEY_VERSION":    "${LogKeyVersion}",
 				"VERIFIER_RECORD_DAYS":        "${RecordDays}",
 				"VERIFIER_PREVIOUS_KEYS":      "${PreviousKeys}",
@@ -1066,6 +1069,8 @@ func TestEnvironment(t *testing.T) {
 				switch k {
 				case "VERIFIER_SIGNING_KEY":
 					v = "kms-sign:${SigningKmsKey.Arn}" // KeySource's default: the key the stack creates
+				case "VERIFIER_LOG_KEY":
+					v = "kms-sign:${LogKmsKey.Arn}" // LogKeySource's default: the key the stack creates
 				case "VERIFIER_BASE_URL":
 					v = executeAPIURL // what baseURL is with PublicBaseUrl and DomainName empty
 				case "VERIFIER_KEY_VERSION", "VERIFIER_LOG_KEY_VERSION":
@@ -1076,11 +1081,11 @@ func TestEnvironment(t *testing.T) {
 						return s
 					}
 					name := strings.TrimSuffix(strings.TrimPrefix(r, "${"), "}")
-					if name == "LogKeySecretArn" { // no default: what keygen printed
-						return "arn:aws:secretsmanager:us-east-1:123456789012:secret:verifier-log-key-AbCdEf"
-					}
 					if name == "SigningKmsKey.Arn" {
 						return "arn:aws:kms:us-east-1:123456789012:key/0f5e4d3c-2b1a-4f9e-8d7c-6b5a49382716"
+					}
+					if name == "LogKmsKey.Arn" {
+						return "arn:aws:kms:us-east-1:123456789012:key/4c3b2a19-0e8d-4f7c-9b6a-5d4e3f2a1b0c"
 					}
 					p := parameter(tmpl.raw, name)
 					if p == nil {
@@ -1231,8 +1236,8 @@ func TestSigningKmsKey(t *testing.T) {
 	}
 	keys := tmpl.GetAllKMSKeyResources()
 	key, ok := keys["SigningKmsKey"]
-	if len(keys) != 1 || !ok {
-		t.Fatalf("KMS keys %v, want SigningKmsKey alone", sortedKeys(keys))
+	if got := sortedKeys(keys); !slices.Equal(got, []string{"LogKmsKey", "SigningKmsKey"}) || !ok {
+		t.Fatalf("KMS keys %v, want SigningKmsKey and LogKmsKey (TestLogKmsKey)", got)
 	}
 	res, _ := tmpl.raw["Resources"].(map[string]any)
 	raw, _ := res["SigningKmsKey"].(map[string]any)
@@ -1446,5 +1451,77 @@ func TestRolesAllowTheStoreCalls(t *testing.T) {
 				t.Errorf("%s: %s allows %s, which its code never calls", name, roleName, a)
 			}
 		}
+	}
+}
+
+// TestLogKmsKey checks the receipt log's key the stack creates by default (LogKeySource
+// kms-sign, SPEC §15): an Ed25519 signing key, kept when the stack stops using it, whose key
+// policy lets only the log function's role sign, the other functions' roles read its public half
+// (they load the key at start-up; the agent card publishes it) and nothing else, and the account
+// administer it without using it; the functions get it as VERIFIER_LOG_KEY (TestEnvironment).
+func TestLogKmsKey(t *testing.T) {
+	tmpl := load(t)
+	p := parameter(tmpl.raw, "LogKeySource")
+	if p["Default"] != "kms-sign" || fmt.Sprint(p["AllowedValues"]) != "[kms-sign secretsmanager]" {
+		t.Errorf("LogKeySource: default %v, values %v; want kms-sign of kms-sign, secretsmanager", p["Default"], p["AllowedValues"])
+	}
+	key, ok := tmpl.GetAllKMSKeyResources()["LogKmsKey"]
+	if !ok {
+		t.Fatal("no LogKmsKey")
+	}
+	res, _ := tmpl.raw["Resources"].(map[string]any)
+	raw, _ := res["LogKmsKey"].(map[string]any)
+	if raw["Condition"] != "CreatesLogKey" || raw["DeletionPolicy"] != "Retain" || raw["UpdateReplacePolicy"] != "Retain" {
+		t.Errorf("LogKmsKey: condition %v, deletion %v, replacement %v; want CreatesLogKey, Retain, Retain",
+			raw["Condition"], raw["DeletionPolicy"], raw["UpdateReplacePolicy"])
+	}
+	if deref(key.KeySpec) != "ECC_NIST_EDWARDS25519" || deref(key.KeyUsage) != "SIGN_VERIFY" {
+		t.Errorf("LogKmsKey: spec %v usage %v, want ECC_NIST_EDWARDS25519 SIGN_VERIFY", deref(key.KeySpec), deref(key.KeyUsage))
+	}
+	logRole := ""
+	var readers []string
+	for name, fn := range tmpl.GetAllServerlessFunctionResources() {
+		if name == "LogFunction" {
+			logRole = deref(fn.Role)
+		} else {
+			readers = append(readers, deref(fn.Role))
+		}
+	}
+	slices.Sort(readers)
+	// Who may do what with the key, by principal: the account administers it only.
+	got := map[string][]string{}
+	for _, s := range statements(t, "LogKmsKey key policy", key.KeyPolicy) {
+		if s.body["Effect"] != "Allow" || s.condition != "" || fmt.Sprint(s.body["Resource"]) != "*" {
+			t.Errorf("%s: %v", s.where, s.body)
+		}
+		principal, _ := s.body["Principal"].(map[string]any)
+		for _, who := range strs(principal["AWS"]) {
+			got[who] = append(got[who], strs(s.body["Action"])...)
+		}
+	}
+	const account = "arn:${AWS::Partition}:iam::${AWS::AccountId}:root"
+	for who, actions := range got {
+		slices.Sort(actions)
+		switch {
+		case who == account:
+			for _, a := range actions {
+				if a == "kms:*" || a == "kms:Sign" || a == "kms:CreateGrant" || a == "kms:Decrypt" {
+					t.Errorf("LogKmsKey: the account may %s", a)
+				}
+			}
+		case who == logRole:
+			if !slices.Equal(actions, []string{"kms:GetPublicKey", "kms:Sign"}) {
+				t.Errorf("LogKmsKey: the log function may %v, want kms:GetPublicKey and kms:Sign", actions)
+			}
+		case slices.Contains(readers, who):
+			if !slices.Equal(actions, []string{"kms:GetPublicKey"}) {
+				t.Errorf("LogKmsKey: %s may %v, want kms:GetPublicKey alone", who, actions)
+			}
+		default:
+			t.Errorf("LogKmsKey: %s may %v; only the functions' roles and the account are named", who, actions)
+		}
+	}
+	if len(got) != 2+len(readers) || logRole == "" {
+		t.Errorf("LogKmsKey names %v, want the account, the log role %s and the other roles %v", sortedKeys(got), logRole, readers)
 	}
 }
