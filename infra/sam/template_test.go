@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"github.com/agent-output-verifier/verifier/internal/testsvc"
 	"github.com/agent-output-verifier/verifier/pkg/service"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -869,6 +872,7 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 		"dynamodb:Query":                {"${Table.Arn}"},
 		"dynamodb:BatchGetItem":         {"${Table.Arn}"},
 		"dynamodb:BatchWriteItem":       {"${Table.Arn}"},
+		"dynamodb:DeleteItem":           {"${Table.Arn}"},
 		"secretsmanager:GetSecretValue": {"${SigningKeySecretArn}", "${FacilitatorAuthSecretArn}", "${LogKeySecretArn}"},
 		"kms:Decrypt":                   {"${SigningKeyKmsKeyArn}"},
 		"kms:Sign":                      {"${SigningKeyKmsKeyArn}"},
@@ -883,6 +887,7 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 		"kms:Sign ${SigningKeyKmsKeyArn}":                           "SignsWithGivenKey",
 		"kms:GetPublicKey ${SigningKeyKmsKeyArn}":                   "SignsWithGivenKey",
 		"secretsmanager:GetSecretValue ${FacilitatorAuthSecretArn}": "HasFacilitatorAuthSecret",
+		"secretsmanager:GetSecretValue ${LogKeySecretArn}":          "ReadsLogKeySecret",
 	}
 	for name, want := range map[string]string{
 		"ReadsSigningKeySecret":    `and[${KeySource} == "secretsmanager" !(${SigningKeySecretArn} == "")]`,
@@ -892,6 +897,8 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 		"KeySourceIsKmsSign":       `${KeySource} == "kms-sign"`,
 		"HasSigningKeyKmsKey":      `!(${SigningKeyKmsKeyArn} == "")`,
 		"HasFacilitatorAuthSecret": `!(${FacilitatorAuthSecretArn} == "")`,
+		"ReadsLogKeySecret":        `${LogKeySource} == "secretsmanager"`,
+		"CreatesLogKey":            `${LogKeySource} == "kms-sign"`,
 	} {
 		if got, _ := tmpl.Conditions[name].(string); got != want {
 			t.Errorf("condition %s = %q, want %q", name, got, want)
@@ -1036,7 +1043,7 @@ func TestEnvironment(t *testing.T) {
 				"VERIFIER_SIGNING_KEY": "${If CreatesSigningKey ? kms-sign:${SigningKmsKey.Arn} : ${If SignsWithGivenKey ? kms-sign:${SigningKeyKmsKeyArn} : " +
 					"${If KeySourceIsKms ? ${SigningKey} : secretsmanager:${SigningKeySecretArn}}}}",
 				"VERIFIER_KEY_VERSION":        "${KeyVersion}",
-				"VERIFIER_LOG_KEY":            "secretsmanager:${LogKeySecretArn}",
+				"VERIFIER_LOG_KEY":            "${If CreatesLogKey ? kms-sign:${LogKmsKey.Arn} : secretsmanager:${LogKeySecretArn}}",
 				"VERIFIER_LOG_KEY_VERSION":    "${LogKeyVersion}",
 				"VERIFIER_RECORD_DAYS":        "${RecordDays}",
 				"VERIFIER_PREVIOUS_KEYS":      "${PreviousKeys}",
@@ -1062,6 +1069,8 @@ func TestEnvironment(t *testing.T) {
 				switch k {
 				case "VERIFIER_SIGNING_KEY":
 					v = "kms-sign:${SigningKmsKey.Arn}" // KeySource's default: the key the stack creates
+				case "VERIFIER_LOG_KEY":
+					v = "kms-sign:${LogKmsKey.Arn}" // LogKeySource's default: the key the stack creates
 				case "VERIFIER_BASE_URL":
 					v = executeAPIURL // what baseURL is with PublicBaseUrl and DomainName empty
 				case "VERIFIER_KEY_VERSION", "VERIFIER_LOG_KEY_VERSION":
@@ -1072,11 +1081,11 @@ func TestEnvironment(t *testing.T) {
 						return s
 					}
 					name := strings.TrimSuffix(strings.TrimPrefix(r, "${"), "}")
-					if name == "LogKeySecretArn" { // no default: what keygen printed
-						return "arn:aws:secretsmanager:us-east-1:123456789012:secret:verifier-log-key-AbCdEf"
-					}
 					if name == "SigningKmsKey.Arn" {
 						return "arn:aws:kms:us-east-1:123456789012:key/0f5e4d3c-2b1a-4f9e-8d7c-6b5a49382716"
+					}
+					if name == "LogKmsKey.Arn" {
+						return "arn:aws:kms:us-east-1:123456789012:key/4c3b2a19-0e8d-4f7c-9b6a-5d4e3f2a1b0c"
 					}
 					p := parameter(tmpl.raw, name)
 					if p == nil {
@@ -1227,8 +1236,8 @@ func TestSigningKmsKey(t *testing.T) {
 	}
 	keys := tmpl.GetAllKMSKeyResources()
 	key, ok := keys["SigningKmsKey"]
-	if len(keys) != 1 || !ok {
-		t.Fatalf("KMS keys %v, want SigningKmsKey alone", sortedKeys(keys))
+	if got := sortedKeys(keys); !slices.Equal(got, []string{"LogKmsKey", "SigningKmsKey"}) || !ok {
+		t.Fatalf("KMS keys %v, want SigningKmsKey and LogKmsKey (TestLogKmsKey)", got)
 	}
 	res, _ := tmpl.raw["Resources"].(map[string]any)
 	raw, _ := res["SigningKmsKey"].(map[string]any)
@@ -1280,5 +1289,239 @@ func TestSigningKmsKey(t *testing.T) {
 	}
 	if signers != 1 {
 		t.Errorf("%d statements for signers, want one", signers)
+	}
+}
+
+// storeMethods lists, for each function of the template, the methods of the DynamoDB store
+// (pkg/store/dynamo) its code can call, with the path that reaches them. The DynamoDB operations
+// behind each method are not listed: TestRolesAllowTheStoreCalls derives them from the store's
+// source, so a method that starts calling a new operation fails the test until the roles allow it.
+var storeMethods = map[string][]string{
+	// POST /verify/*: the free allowance, payments and paid answers kept under their identifier,
+	// the history (recorded, then folded into the aggregate after the answer), the receipt
+	// log's record and pending leaf; GET /reputation/{agent_id}: the folded aggregate and the
+	// history; GET /verifications/{id}, /log/checkpoint, /log/tile/…: the log's reads.
+	"VerifyFunction": {
+		"ConsumeAllowance", "AllowanceUsed", "ReservePayment", "ReleasePayment", "PaymentReserved",
+		"KeepPaidAnswer", "PaidAnswer", "RecordVerification", "Fold", "AgentAggregate", "History",
+		"RecordReceipt", "Receipt", "LogHead", "ReadLogHashes", "LogLeaves", "LogIndexes",
+	},
+	// The tools do what the REST routes do: verify_schema as POST /verify/schema,
+	// get_verification_record as GET /score (the aggregate, paid), get_receipt as
+	// GET /verifications/{id}.
+	"McpFunction": {
+		"ConsumeAllowance", "AllowanceUsed", "ReservePayment", "ReleasePayment", "PaymentReserved",
+		"KeepPaidAnswer", "PaidAnswer", "RecordVerification", "Fold", "AgentAggregate",
+		"RecordReceipt", "Receipt", "LogHead", "ReadLogHashes", "LogLeaves", "LogIndexes",
+	},
+	// GET /score/{agent_id}: the aggregate, which folds the agent's inbox first, and the payment.
+	"ScoreFunction": {"AgentAggregate", "ReservePayment", "ReleasePayment", "PaymentReserved"},
+	// /health probes the store.
+	"WellKnownFunction": {"Ping"},
+	// The sequencer (translog.Sequencer over translog.Storage) and the tree size it reports.
+	"LogFunction": {
+		"LogHead", "SwapLogHead", "PutLogHashes", "ReadLogHashes", "PutLogLeaves", "LogLeaves",
+		"LogIndexes", "PendingLeaves", "DeletePendingLeaves",
+	},
+}
+
+// storeOperations reads pkg/store/dynamo's source and returns, for every function and method of
+// the package, the DynamoDB operations it calls on the SDK client (s.client.X), directly or
+// through the package's other functions and methods.
+func storeOperations(t *testing.T) map[string][]string {
+	t.Helper()
+	dir := filepath.Join(root, "pkg", "store", "dynamo")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	direct := map[string]map[string]bool{} // function → operations it calls itself
+	calls := map[string]map[string]bool{}  // function → the package's functions it calls
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			name := fn.Name.Name
+			direct[name], calls[name] = map[string]bool{}, map[string]bool{}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				switch f := call.Fun.(type) {
+				case *ast.Ident: // a function of the package
+					calls[name][f.Name] = true
+				case *ast.SelectorExpr:
+					if inner, ok := f.X.(*ast.SelectorExpr); ok && inner.Sel.Name == "client" {
+						direct[name][f.Sel.Name] = true // s.client.GetItem(…)
+					} else if id, ok := f.X.(*ast.Ident); ok && fn.Recv != nil && len(fn.Recv.List[0].Names) == 1 && id.Name == fn.Recv.List[0].Names[0].Name {
+						calls[name][f.Sel.Name] = true // s.getItem(…)
+					}
+				}
+				return true
+			})
+		}
+	}
+	out := map[string][]string{}
+	for name := range direct {
+		seen, ops := map[string]bool{}, map[string]bool{}
+		var walk func(string)
+		walk = func(n string) {
+			if seen[n] {
+				return
+			}
+			seen[n] = true
+			for op := range direct[n] {
+				ops[op] = true
+			}
+			for c := range calls[n] {
+				walk(c)
+			}
+		}
+		walk(name)
+		out[name] = sortedKeys(ops)
+	}
+	return out
+}
+
+// TestRolesAllowTheStoreCalls checks each function's role against the DynamoDB operations its
+// code can call: every operation behind the store methods the function reaches (storeMethods),
+// derived from the store's source, must be allowed on the table, and no other. A role that lacks
+// one fails on AWS with AccessDenied on that path only, which no local test would show.
+func TestRolesAllowTheStoreCalls(t *testing.T) {
+	tmpl := load(t)
+	ops := storeOperations(t)
+	// The derivation itself: the store's SDK calls are where the package comment says they are.
+	if got := ops["getItem"]; !slices.Equal(got, []string{"GetItem"}) {
+		t.Fatalf("derived operations of getItem = %v, want [GetItem]: the derivation is broken", got)
+	}
+	if got := ops["Fold"]; !slices.Contains(got, "DeleteItem") || !slices.Contains(got, "Query") {
+		t.Fatalf("derived operations of Fold = %v, want DeleteItem and Query among them", got)
+	}
+	fns := tmpl.GetAllServerlessFunctionResources()
+	if got, want := sortedKeys(fns), sortedKeys(storeMethods); !slices.Equal(got, want) {
+		t.Fatalf("functions %v, storeMethods lists %v: list what each new function calls", got, want)
+	}
+	roles := tmpl.GetAllIAMRoleResources()
+	for name, fn := range fns {
+		want := map[string]bool{}
+		for _, m := range storeMethods[name] {
+			got, ok := ops[m]
+			if !ok {
+				t.Errorf("%s: the store has no method %s", name, m)
+			}
+			for _, op := range got {
+				want["dynamodb:"+op] = true
+			}
+		}
+		roleName := strings.TrimSuffix(strings.TrimPrefix(deref(fn.Role), "${"), ".Arn}")
+		role, ok := roles[roleName]
+		if !ok {
+			t.Errorf("%s: no role %s", name, roleName)
+			continue
+		}
+		granted := map[string]bool{}
+		for _, pol := range role.Policies {
+			for _, s := range statements(t, roleName+" "+pol.PolicyName, pol.PolicyDocument) {
+				if !slices.Equal(strs(s.body["Resource"]), []string{"${Table.Arn}"}) {
+					continue
+				}
+				for _, a := range strs(s.body["Action"]) {
+					granted[a] = true
+				}
+			}
+		}
+		for _, a := range sortedKeys(want) {
+			if !granted[a] {
+				t.Errorf("%s: its code calls %s, which %s does not allow on the table", name, a, roleName)
+			}
+		}
+		for _, a := range sortedKeys(granted) {
+			if !want[a] {
+				t.Errorf("%s: %s allows %s, which its code never calls", name, roleName, a)
+			}
+		}
+	}
+}
+
+// TestLogKmsKey checks the receipt log's key the stack creates by default (LogKeySource
+// kms-sign, SPEC §15): an Ed25519 signing key, kept when the stack stops using it, whose key
+// policy lets only the log function's role sign, the other functions' roles read its public half
+// (they load the key at start-up; the agent card publishes it) and nothing else, and the account
+// administer it without using it; the functions get it as VERIFIER_LOG_KEY (TestEnvironment).
+func TestLogKmsKey(t *testing.T) {
+	tmpl := load(t)
+	p := parameter(tmpl.raw, "LogKeySource")
+	if p["Default"] != "kms-sign" || fmt.Sprint(p["AllowedValues"]) != "[kms-sign secretsmanager]" {
+		t.Errorf("LogKeySource: default %v, values %v; want kms-sign of kms-sign, secretsmanager", p["Default"], p["AllowedValues"])
+	}
+	key, ok := tmpl.GetAllKMSKeyResources()["LogKmsKey"]
+	if !ok {
+		t.Fatal("no LogKmsKey")
+	}
+	res, _ := tmpl.raw["Resources"].(map[string]any)
+	raw, _ := res["LogKmsKey"].(map[string]any)
+	if raw["Condition"] != "CreatesLogKey" || raw["DeletionPolicy"] != "Retain" || raw["UpdateReplacePolicy"] != "Retain" {
+		t.Errorf("LogKmsKey: condition %v, deletion %v, replacement %v; want CreatesLogKey, Retain, Retain",
+			raw["Condition"], raw["DeletionPolicy"], raw["UpdateReplacePolicy"])
+	}
+	if deref(key.KeySpec) != "ECC_NIST_EDWARDS25519" || deref(key.KeyUsage) != "SIGN_VERIFY" {
+		t.Errorf("LogKmsKey: spec %v usage %v, want ECC_NIST_EDWARDS25519 SIGN_VERIFY", deref(key.KeySpec), deref(key.KeyUsage))
+	}
+	logRole := ""
+	var readers []string
+	for name, fn := range tmpl.GetAllServerlessFunctionResources() {
+		if name == "LogFunction" {
+			logRole = deref(fn.Role)
+		} else {
+			readers = append(readers, deref(fn.Role))
+		}
+	}
+	slices.Sort(readers)
+	// Who may do what with the key, by principal: the account administers it only.
+	got := map[string][]string{}
+	for _, s := range statements(t, "LogKmsKey key policy", key.KeyPolicy) {
+		if s.body["Effect"] != "Allow" || s.condition != "" || fmt.Sprint(s.body["Resource"]) != "*" {
+			t.Errorf("%s: %v", s.where, s.body)
+		}
+		principal, _ := s.body["Principal"].(map[string]any)
+		for _, who := range strs(principal["AWS"]) {
+			got[who] = append(got[who], strs(s.body["Action"])...)
+		}
+	}
+	const account = "arn:${AWS::Partition}:iam::${AWS::AccountId}:root"
+	for who, actions := range got {
+		slices.Sort(actions)
+		switch {
+		case who == account:
+			for _, a := range actions {
+				if a == "kms:*" || a == "kms:Sign" || a == "kms:CreateGrant" || a == "kms:Decrypt" {
+					t.Errorf("LogKmsKey: the account may %s", a)
+				}
+			}
+		case who == logRole:
+			if !slices.Equal(actions, []string{"kms:GetPublicKey", "kms:Sign"}) {
+				t.Errorf("LogKmsKey: the log function may %v, want kms:GetPublicKey and kms:Sign", actions)
+			}
+		case slices.Contains(readers, who):
+			if !slices.Equal(actions, []string{"kms:GetPublicKey"}) {
+				t.Errorf("LogKmsKey: %s may %v, want kms:GetPublicKey alone", who, actions)
+			}
+		default:
+			t.Errorf("LogKmsKey: %s may %v; only the functions' roles and the account are named", who, actions)
+		}
+	}
+	if len(got) != 2+len(readers) || logRole == "" {
+		t.Errorf("LogKmsKey names %v, want the account, the log role %s and the other roles %v", sortedKeys(got), logRole, readers)
 	}
 }

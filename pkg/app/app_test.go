@@ -19,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/agent-output-verifier/verifier/internal/kmstest"
 	"github.com/agent-output-verifier/verifier/internal/testclock"
 	"github.com/agent-output-verifier/verifier/pkg/app"
 	"github.com/agent-output-verifier/verifier/pkg/app/embedded"
@@ -27,6 +30,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/store/dynamo"
 	"github.com/agent-output-verifier/verifier/pkg/store/dynamo/dynalitetest"
+	"github.com/agent-output-verifier/verifier/pkg/translog"
 )
 
 func load(t *testing.T, env map[string]string) config.Config {
@@ -399,5 +403,55 @@ func TestFacilitatorAuthHeaderFromSecret(t *testing.T) {
 	cfg := load(t, map[string]string{"VERIFIER_DATA_DIR": t.TempDir(), "X402_FACILITATOR_AUTH_SECRET": "good"})
 	if _, _, err := app.Build(context.Background(), cfg, app.Options{CreateDevKey: true, OpenStore: embedded.Opener{}.Open}); err == nil || !strings.Contains(err.Error(), "reads no Secrets Manager secret") {
 		t.Errorf("got %v, want a refusal", err)
+	}
+}
+
+// The log key comes from KMS through the signing key's own key source (VERIFIER_LOG_KEY
+// kms-sign:, read by AWS.KeySource): the service's checkpoints are signed inside the test KMS
+// and open under the verifier key the agent card publishes, which is KMS's public half.
+func TestLogKeyFromKMS(t *testing.T) {
+	kms := kmstest.Start(t)
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDLOG")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_ENDPOINT_URL_KMS", kms.URL)
+	aws, err := app.NewAWS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := load(t, map[string]string{"VERIFIER_DATA_DIR": filepath.Join(t.TempDir(), "data"),
+		"VERIFIER_LOG_KEY": "kms-sign:alias/verifier-log", "VERIFIER_LOG_KEY_VERSION": "log-kms"})
+	svc, closeFn, err := app.Build(context.Background(), cfg, app.Options{CreateDevKey: true, KeySource: aws.KeySource,
+		OpenStore: embedded.Opener{}.Open, Engine: engine.New, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	origin, vkey := svc.LogIdentity()
+	want, _ := note.NewEd25519VerifierKey(origin, kms.Public())
+	if vkey != want {
+		t.Fatalf("verifier key %s, want KMS's public half %s", vkey, want)
+	}
+	srv := httptest.NewServer(httpapi.Handler(svc))
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/verify/schema", "application/json",
+		strings.NewReader(`{"task_id":"t","agent_id":"log-agent","expected_schema":{"type":"number"},"submitted_output":3}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	before := kms.Signs()
+	if n, err := svc.Sequence(context.Background()); err != nil || n != 1 {
+		t.Fatalf("sequenced %d leaves (%v), want 1", n, err)
+	}
+	if kms.Signs() == before {
+		t.Error("the checkpoint was not signed in KMS")
+	}
+	signed, err := svc.LogCheckpoint(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp, err := translog.OpenCheckpoint(signed, vkey); err != nil || cp.Size != 1 {
+		t.Errorf("checkpoint %+v (%v), want one leaf under the KMS key", cp, err)
 	}
 }

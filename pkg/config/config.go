@@ -58,7 +58,7 @@ var Variables = []Variable{
 	{"VERIFIER_KEY_VERSION", "", "version label of the current key (required for secretsmanager:, kms: and kms-sign:; a key file must hold this version when it is set)"},
 	{"VERIFIER_PREVIOUS_KEYS", "[]", `JSON list of {"keyVersion","publicKey"} signed with before`},
 	{"VERIFIER_LOG_KEY", "file:<data dir>/log-key.json", "the receipt log's Ed25519 key (SPEC §15), from the same kinds of source as VERIFIER_SIGNING_KEY; the local server generates one only at the default path"},
-	{"VERIFIER_LOG_KEY_VERSION", "", "version label of the log key (required for secretsmanager: and kms:)"},
+	{"VERIFIER_LOG_KEY_VERSION", "", "version label of the log key (required for secretsmanager:, kms: and kms-sign:)"},
 	{"VERIFIER_RECORD_DAYS", "90", "days a stored receipt record (GET /verifications/{id}) is kept; the log's leaves, tiles and checkpoints never expire"},
 	{"VERIFIER_FREE_CALLS_PER_DAY", "1000", "free verifications per client per UTC day"},
 	{"VERIFIER_FREE_MAX_BODY", "65536", "largest body served free, in bytes"},
@@ -120,27 +120,15 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.SigningKey == "" {
 		c.SigningKey, c.DefaultKey = "file:"+strings.TrimRight(c.DataDir, "/")+"/signing-key.json", true
 	}
-	switch {
-	case strings.HasPrefix(c.SigningKey, "file:"):
-	case strings.HasPrefix(c.SigningKey, "secretsmanager:"), strings.HasPrefix(c.SigningKey, "kms:"), strings.HasPrefix(c.SigningKey, "kms-sign:"):
-		if c.KeyVersion == "" {
-			return Config{}, bad("VERIFIER_KEY_VERSION", "is required with a secretsmanager:, kms: or kms-sign: signing key")
-		}
-	default:
-		return Config{}, bad("VERIFIER_SIGNING_KEY", "must start with file:, secretsmanager:, kms: or kms-sign:")
+	if err := checkKeySource("VERIFIER_SIGNING_KEY", "VERIFIER_KEY_VERSION", "signing key", c.SigningKey, c.KeyVersion); err != nil {
+		return Config{}, err
 	}
 	c.LogKey, c.LogKeyVersion = strings.TrimSpace(getenv("VERIFIER_LOG_KEY")), get("VERIFIER_LOG_KEY_VERSION")
 	if c.LogKey == "" {
 		c.LogKey, c.DefaultLogKey = "file:"+strings.TrimRight(c.DataDir, "/")+"/log-key.json", true
 	}
-	switch {
-	case strings.HasPrefix(c.LogKey, "file:"):
-	case strings.HasPrefix(c.LogKey, "secretsmanager:"), strings.HasPrefix(c.LogKey, "kms:"):
-		if c.LogKeyVersion == "" {
-			return Config{}, bad("VERIFIER_LOG_KEY_VERSION", "is required with a secretsmanager: or kms: log key")
-		}
-	default:
-		return Config{}, bad("VERIFIER_LOG_KEY", "must start with file:, secretsmanager: or kms:")
+	if err := checkKeySource("VERIFIER_LOG_KEY", "VERIFIER_LOG_KEY_VERSION", "log key", c.LogKey, c.LogKeyVersion); err != nil {
+		return Config{}, err
 	}
 	if err := json.Unmarshal([]byte(get("VERIFIER_PREVIOUS_KEYS")), &c.PreviousKeys); err != nil {
 		return Config{}, bad("VERIFIER_PREVIOUS_KEYS", `must be a JSON list of {"keyVersion","publicKey"}`)
@@ -209,4 +197,20 @@ func intVar(get func(string) string, name string, lo, hi int) (int, error) {
 
 func bad(name, problem string) error {
 	return fmt.Errorf("configuration: %s %s", name, problem)
+}
+
+// checkKeySource checks one key's source and version, the signing key's and the log key's alike
+// (SPEC §15: the log key comes from the same kinds of source): a file, or a secretsmanager:,
+// kms: or kms-sign: source, which needs a version since only a key file carries its own.
+func checkKeySource(sourceVar, versionVar, what, source, version string) error {
+	switch {
+	case strings.HasPrefix(source, "file:"):
+	case strings.HasPrefix(source, "secretsmanager:"), strings.HasPrefix(source, "kms:"), strings.HasPrefix(source, "kms-sign:"):
+		if version == "" {
+			return bad(versionVar, "is required with a secretsmanager:, kms: or kms-sign: "+what)
+		}
+	default:
+		return bad(sourceVar, "must start with file:, secretsmanager:, kms: or kms-sign:")
+	}
+	return nil
 }

@@ -33,6 +33,8 @@ func TestLoadInvalid(t *testing.T) {
 		"VERIFIER_FREE_MAX_BODY":      {"VERIFIER_MAX_BODY": "2048", "VERIFIER_FREE_MAX_BODY": "4096"},
 		"VERIFIER_TRUSTED_PROXY_HOPS": {"VERIFIER_TRUSTED_PROXY_HOPS": "x"},
 		"VERIFIER_PRICE_VERIFY":       {"VERIFIER_PRICE_VERIFY": "free"},
+		"VERIFIER_LOG_KEY":            {"VERIFIER_LOG_KEY": "vault:secret-value-123"},
+		"VERIFIER_LOG_KEY_VERSION":    {"VERIFIER_LOG_KEY": "kms-sign:alias/log"},
 	}
 	for name, m := range cases {
 		_, err := Load(env(m))
@@ -42,6 +44,23 @@ func TestLoadInvalid(t *testing.T) {
 		}
 		if v := m["VERIFIER_SIGNING_KEY"]; v != "" && strings.Contains(err.Error(), v) {
 			t.Errorf("%s: the error echoes the key source: %v", name, err)
+		}
+	}
+}
+
+// The log key takes every source the signing key does (SPEC §15), each needing its version
+// except a file.
+func TestLogKeySourcesAreTheSigningKeys(t *testing.T) {
+	for _, source := range []string{"file:k.json", "secretsmanager:log-key", "kms:AAAA", "kms-sign:alias/log"} {
+		for _, key := range [][2]string{{"VERIFIER_SIGNING_KEY", "VERIFIER_KEY_VERSION"}, {"VERIFIER_LOG_KEY", "VERIFIER_LOG_KEY_VERSION"}} {
+			c, err := Load(env(map[string]string{key[0]: source, key[1]: "v1"}))
+			if err != nil {
+				t.Errorf("%s=%s: %v", key[0], source, err)
+				continue
+			}
+			if got := map[string]string{"VERIFIER_SIGNING_KEY": c.SigningKey, "VERIFIER_LOG_KEY": c.LogKey}[key[0]]; got != source {
+				t.Errorf("%s=%s: loaded %q", key[0], source, got)
+			}
 		}
 	}
 }

@@ -166,4 +166,11 @@ func TestLogRoutes(t *testing.T) {
 			t.Errorf("GET %s: %d, want 404 or 422", bad, resp.StatusCode)
 		}
 	}
+	// An unknown id may be one issued a moment ago whose record is not written yet: 404 with
+	// Retry-After: 1 and a message saying so (the id itself is not echoed).
+	resp, b := testhttp.Do(t, "GET", base+"/verifications/not-yet-recorded-id", nil)
+	if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Retry-After") != "1" ||
+		!strings.Contains(string(b), "appears within a second") || strings.Contains(string(b), "not-yet-recorded-id") {
+		t.Errorf("unknown id: %d, Retry-After %q, %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
 }

@@ -157,7 +157,7 @@ func (s *Service) VerificationRecord(ctx context.Context, id string) (Record, er
 		return Record{}, s.unavailable("read verification record", err)
 	}
 	if !ok {
-		return Record{}, apperr.New(apperr.NotFound, fmt.Sprintf("No stored record has this verification id: it was never issued here, or its record expired (records are kept %d days; the log keeps its leaf).", s.d.RecordDays))
+		return Record{}, errNoRecord(s.d.RecordDays)
 	}
 	v, err := translog.Read(ctx, s.d.Receipts)
 	if err != nil {
@@ -172,6 +172,18 @@ func (s *Service) VerificationRecord(ctx context.Context, id string) (Record, er
 		rec.Inclusion = &inc
 	}
 	return rec, nil
+}
+
+// errNoRecord answers GET /verifications/{id} for an id with no stored record. The record of an
+// answer is written a moment after the answer on the local server (in the background, with the
+// history), so an id issued just now is not known yet: the service cannot tell it from one never
+// issued, and says both, with Retry-After: 1 for the first.
+func errNoRecord(recordDays int) *apperr.Error {
+	e := apperr.New(apperr.NotFound, fmt.Sprintf("No stored record has this verification id yet. A verification issued "+
+		"just now appears within a second: try again after Retry-After. Otherwise it was never issued here, or its record "+
+		"expired (records are kept %d days; the log keeps its leaf).", recordDays))
+	e.Retryable, e.RetryAfter = true, 1
+	return e
 }
 
 // unavailable logs a store failure and answers a retryable 503.

@@ -1,6 +1,7 @@
 package translog
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
@@ -19,36 +20,59 @@ import (
 const maxCheckpoint = 16 << 10
 
 // LogKey is the log's signing identity: its origin (the checkpoint's first line and the key's
-// name) and its Ed25519 key.
+// name) and its Ed25519 key, which may be local or remote (a kms-sign: key, whose seed never
+// leaves KMS).
 type LogKey struct {
 	Origin      string
-	signer      note.Signer
 	VerifierKey string // the public key in the form note.NewVerifier reads (<name>+<hash>+<base64>)
+
+	key  receipt.Key
+	hash uint32 // the key hash of the note signature lines, note's own (see noteSigner)
 }
 
 // NewLogKey makes the log's identity from its origin and Ed25519 key (a receipt.Key, from the same
 // kinds of source as the signing key). The origin is the deployment's host and path plus /log.
 func NewLogKey(origin string, key receipt.Key) (LogKey, error) {
-	if len(key.Private) != ed25519.PrivateKeySize {
-		return LogKey{}, errors.New("log key: not an Ed25519 private key")
+	pub := key.Public().Key
+	if len(pub) != ed25519.PublicKeySize || key.Version == "" {
+		return LogKey{}, errors.New("log key: not an Ed25519 key with a version")
 	}
-	vkey, err := note.NewEd25519VerifierKey(origin, key.Private.Public().(ed25519.PublicKey))
+	vkey, err := note.NewEd25519VerifierKey(origin, pub)
 	if err != nil {
 		return LogKey{}, fmt.Errorf("log key for origin %q: %w", origin, err)
 	}
+	// The verifier computes the key hash as note does for every Ed25519 key: the first four bytes
+	// (big-endian) of SHA-256(name, "\n", 0x01, public key). Taking it from there keeps the
+	// signature lines' hash note's own, whatever signs.
 	v, err := note.NewVerifier(vkey)
 	if err != nil {
 		return LogKey{}, fmt.Errorf("log key: %w", err)
 	}
-	// The signed-note private key form: PRIVATE+KEY+<name>+<hash>+<base64(algorithm 1, seed)>.
-	skey := fmt.Sprintf("PRIVATE+KEY+%s+%08x+%s", origin, v.KeyHash(),
-		base64.StdEncoding.EncodeToString(append([]byte{1}, key.Private.Seed()...)))
-	s, err := note.NewSigner(skey)
-	if err != nil {
-		return LogKey{}, fmt.Errorf("log key: %w", err)
-	}
-	return LogKey{Origin: origin, signer: s, VerifierKey: vkey}, nil
+	return LogKey{Origin: origin, VerifierKey: vkey, key: key, hash: v.KeyHash()}, nil
 }
+
+// WithContext is the key with the context its remote signatures are made under (receipt.Key's
+// WithContext): a sequencer step's, so that a KMS call ends with the step.
+func (k LogKey) WithContext(ctx context.Context) LogKey {
+	k.key = k.key.WithContext(ctx)
+	return k
+}
+
+// noteSigner is a note.Signer over a receipt.Key: note.Sign formats the signed note and asks it
+// for the signature of the note's text, which the key makes locally or with one call to KMS (pure
+// Ed25519, so either signature is the one note's own Ed25519 signer would make). A checkpoint's
+// text is an origin, a number and a hash, far below KMS's 4096-byte limit on a raw message.
+type noteSigner struct {
+	name string
+	hash uint32
+	key  receipt.Key
+}
+
+func (s noteSigner) Name() string                    { return s.name }
+func (s noteSigner) KeyHash() uint32                 { return s.hash }
+func (s noteSigner) Sign(msg []byte) ([]byte, error) { return s.key.Sign(msg) }
+
+var _ note.Signer = noteSigner{}
 
 // Origin is the origin line of a deployment whose public base URL is baseURL: its host and path
 // plus /log (SPEC §15).
@@ -69,12 +93,13 @@ func (c Checkpoint) Text() string {
 	return fmt.Sprintf("%s\n%d\n%s\n", c.Origin, c.Size, base64.StdEncoding.EncodeToString(c.Hash[:]))
 }
 
-// Sign signs the checkpoint of a tree as a note.
+// Sign signs the checkpoint of a tree as a note. A remote key signs under the context WithContext
+// gave it.
 func (k LogKey) Sign(size int64, hash tlog.Hash) ([]byte, error) {
-	if k.signer == nil {
+	if k.VerifierKey == "" {
 		return nil, errors.New("log key: none configured")
 	}
-	return note.Sign(&note.Note{Text: Checkpoint{k.Origin, size, hash}.Text()}, k.signer)
+	return note.Sign(&note.Note{Text: Checkpoint{k.Origin, size, hash}.Text()}, noteSigner{k.Origin, k.hash, k.key})
 }
 
 // OpenCheckpoint checks a signed checkpoint against the log's verifier key (note.Open) and parses

@@ -58,7 +58,7 @@ func (q *Sequencer) crash(p Point) bool { return q.Crash != nil && q.Crash(p) }
 // Step finishes the last batch if needed and commits at most one new batch of up to MaxBatch
 // pending leaves. It returns how many leaves it committed; a lost race is (0, nil).
 func (q *Sequencer) Step(ctx context.Context) (int, error) {
-	if q.Storage == nil || q.Key.signer == nil {
+	if q.Storage == nil || q.Key.VerifierKey == "" {
 		return 0, errors.New("sequencer: no storage or no log key")
 	}
 	head, err := q.Storage.LogHead(ctx)
@@ -117,7 +117,7 @@ func (q *Sequencer) Step(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("sequencer: root of %d leaves: %w", size, err)
 	}
-	cp, err := q.Key.Sign(size, root)
+	cp, err := q.Key.WithContext(ctx).Sign(size, root)
 	if err != nil {
 		return 0, fmt.Errorf("sequencer: sign checkpoint: %w", err)
 	}
