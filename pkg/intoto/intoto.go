@@ -138,3 +138,19 @@ func PAE(payloadType string, body []byte) []byte {
 	b = append(b, ' ')
 	return append(b, body...)
 }
+
+// EnvelopeSchemaJSON is the JSON Schema of the DSSE envelope Envelope writes, for the OpenAPI
+// document of GET /verifications/{verification_id}/attestation.
+const EnvelopeSchemaJSON = `{
+  "type": "object",
+  "description": "A DSSE envelope: payload is the standard base64 of an in-toto Statement v1 (SLSA VSA v1 predicate); each signature is Ed25519 over DSSE's PAE(payloadType, payload), keyid the receipt key's version.",
+  "required": ["payloadType", "payload", "signatures"],
+  "additionalProperties": false,
+  "properties": {
+    "payloadType": {"const": "application/vnd.in-toto+json"},
+    "payload": {"type": "string", "contentEncoding": "base64"},
+    "signatures": {"type": "array", "minItems": 1, "items": {
+      "type": "object", "required": ["keyid", "sig"], "additionalProperties": false,
+      "properties": {"keyid": {"type": "string"}, "sig": {"type": "string", "contentEncoding": "base64"}}}}
+  }
+}`
