@@ -40,6 +40,16 @@ type Verification struct {
 	EnforceRules    bool
 }
 
+// SubjectName is the subject name of a stored record's statement: the task id when the record
+// holds one (a verification its agent's public history lists, SPEC §9), otherwise
+// verification:<id>, since a public record holds no caller data (SPEC §15).
+func SubjectName(taskID, verificationID string) string {
+	if taskID != "" {
+		return taskID
+	}
+	return "verification:" + verificationID
+}
+
 // FromReceipt reads the facts of a verification from its signed answer (a /verify response). It
 // does not check the signature: the caller verifies the receipt first.
 func FromReceipt(receipt []byte) (Verification, error) {

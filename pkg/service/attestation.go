@@ -68,20 +68,11 @@ func errAttestationsRationed() *apperr.Error {
 	return e
 }
 
-// RecordSubject is the attestation's subject name for a stored record (SPEC §16): its task id
-// when the record holds one (a verification in its agent's public history), otherwise
-// verification:<id>, since the public record holds no caller data.
-func RecordSubject(r Record) string {
-	if r.TaskID != "" {
-		return r.TaskID
-	}
-	return "verification:" + r.VerificationID
-}
-
-// RecordVerification is what the attestation of a stored record states.
+// RecordVerification is what the attestation of a stored record states: its subject is named
+// by intoto.SubjectName.
 func RecordVerification(r Record) intoto.Verification {
 	return intoto.Verification{
-		VerificationID: r.VerificationID, TaskID: RecordSubject(r), Result: r.Result,
+		VerificationID: r.VerificationID, TaskID: intoto.SubjectName(r.TaskID, r.VerificationID), Result: r.Result,
 		VerifiedAt: receipt.FormatTime(r.VerifiedAt), VerifierVersion: r.VerifierVersion,
 		OutputHash: r.OutputHash, RulesHash: r.RulesHash, EnforceRules: r.EnforceRules,
 	}
