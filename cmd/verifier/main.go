@@ -30,6 +30,7 @@ const usage = `usage:
   verifier check --key KEY --schema SCHEMA.json --data DATA.json [--rules RULES.json] [--task-id ID]
   verifier receipt verify (--key PUBLIC_KEY | --card FILE_OR_URL) [--context verify|score|reputation] [--request REQUEST.json] RECEIPT.json|-
   verifier receipt export --format in-toto --key KEY [--card FILE_OR_URL] [--out FILE] RECEIPT.json|-
+  verifier receipt export --format in-toto --from BASE_URL/verifications/ID [--out FILE]
   verifier receipt verify (--log BASE_URL | --card FILE_OR_URL --proof RECORD.json) [--request REQUEST.json] RECEIPT.json|-
   verifier log audit [--from CHECKPOINT] [--save FILE] BASE_URL
   verifier keygen (--out NAME.key.json [--kms-key-id ID] | --secret NAME) [--version V]

@@ -360,6 +360,7 @@ func TestResponsesMatchTheDocument(t *testing.T) {
 	json.Unmarshal(cases[0].ex.body, &first)
 	cases = append(cases, logCase{d.send(t, "record pending", "GET", "/verifications/"+first.ID, nil), 200, true})
 	cases = append(cases, logCase{d.send(t, "checkpoint of an empty log", "GET", "/log/checkpoint", nil), 404, true})
+	cases = append(cases, logCase{d.send(t, "attestation pending", "GET", "/verifications/"+first.ID+"/attestation", nil), 404, true})
 	for i := range 256 {
 		id := fmt.Sprintf("openapi-filler-%03d", i)
 		if err := d.st.RecordReceipt(context.Background(), store.Receipt{VerificationID: id, ReceiptHash: sha256.Sum256([]byte(id)),
@@ -379,6 +380,8 @@ func TestResponsesMatchTheDocument(t *testing.T) {
 		logCase{d.send(t, "record", "GET", "/verifications/"+first.ID, nil), 200, true},
 		logCase{d.send(t, "record unknown", "GET", "/verifications/never-issued", nil), 404, true},
 		logCase{d.send(t, "record id too long", "GET", "/verifications/"+strings.Repeat("a", 129), nil), 422, false},
+		logCase{d.send(t, "attestation", "GET", "/verifications/"+first.ID+"/attestation", nil), 200, true},
+		logCase{d.send(t, "attestation unknown", "GET", "/verifications/never-issued/attestation", nil), 404, true},
 		logCase{d.send(t, "checkpoint", "GET", "/log/checkpoint", nil), 200, true},
 		logCase{d.send(t, "tile", "GET", "/log/tile/8/0/000", nil), 200, true},
 		logCase{d.send(t, "data tile", "GET", "/log/tile/8/data/000", nil), 200, true},

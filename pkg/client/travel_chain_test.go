@@ -2,6 +2,8 @@ package client_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +16,7 @@ import (
 	"github.com/agent-output-verifier/verifier/infra/x402/x402test"
 	"github.com/agent-output-verifier/verifier/internal/testhttp"
 	"github.com/agent-output-verifier/verifier/pkg/client"
+	"github.com/agent-output-verifier/verifier/pkg/intoto"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
@@ -125,4 +128,50 @@ func TestReceiptsThatTravelOnLocalChain(t *testing.T) {
 		t.Fatalf("the same request again: %d %s", resp.StatusCode, body)
 	}
 	l.Moved(t, verifyPrice)
+
+	// The stored record carries the settlement of the chain's transaction, and its in-toto
+	// attestation, once the leaf is in the log, verifies under the receipt key and names the task
+	// (the agent's public history lists it) and the output.
+	if _, err := srv.svc.Sequence(ctx); err != nil {
+		t.Fatal(err)
+	}
+	resp, body = testhttp.Do(t, "GET", srv.URL+"/verifications/"+v.VerificationID, nil)
+	var rec struct {
+		TaskID     string               `json:"task_id"`
+		Settlement *x402.SettleResponse `json:"settlement"`
+	}
+	if err := json.Unmarshal(body, &rec); err != nil || resp.StatusCode != 200 || rec.Settlement == nil {
+		t.Fatalf("record: %d %s", resp.StatusCode, body)
+	}
+	if s := rec.Settlement; !s.Success || s.Transaction != v.Payment.Settlement.Transaction || s.Transaction == "" ||
+		s.Network != x402test.Network || !strings.EqualFold(s.Payer, chain.Payer) || rec.TaskID != "travel-paid" {
+		t.Errorf("the record's settlement %+v (task %q), want the paid answer's %+v", s, rec.TaskID, v.Payment.Settlement)
+	}
+	resp, body = testhttp.Do(t, "GET", srv.URL+"/verifications/"+v.VerificationID+"/attestation", nil)
+	var env struct {
+		Payload    string `json:"payload"`
+		Signatures []struct {
+			KeyID string `json:"keyid"`
+			Sig   string `json:"sig"`
+		} `json:"signatures"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil || resp.StatusCode != 200 || len(env.Signatures) != 1 {
+		t.Fatalf("attestation: %d %s", resp.StatusCode, body)
+	}
+	payload, _ := base64.StdEncoding.DecodeString(env.Payload)
+	sig, _ := base64.StdEncoding.DecodeString(env.Signatures[0].Sig)
+	key := srv.svc.Keys().Current
+	if env.Signatures[0].KeyID != key.Version || !ed25519.Verify(key.Public().Key, intoto.PAE(intoto.PayloadType, payload), sig) {
+		t.Fatal("the attestation does not verify under the receipt key")
+	}
+	var st struct {
+		Subject []struct {
+			Name   string            `json:"name"`
+			Digest map[string]string `json:"digest"`
+		} `json:"subject"`
+	}
+	json.Unmarshal(payload, &st)
+	if len(st.Subject) != 1 || st.Subject[0].Name != "travel-paid" || st.Subject[0].Digest["sha256"] != v.OutputHash {
+		t.Errorf("attestation subject %+v", st.Subject)
+	}
 }

@@ -141,7 +141,11 @@ func llmsText(svc *service.Service, ex *Examples) []byte {
 			"append-only Merkle tree: the SHA-256 of the answer's RFC 8785 form (receipt_hash). GET /verifications/{verification_id} (MCP: get_receipt) "+
 			"returns the stored record and, once sequenced (about a second), its inclusion proof under a checkpoint signed with the log key of the agent "+
 			"card's transparencyLog; tiles are under /log/tile/ (C2SP tlog-tiles, height 8). `verifier receipt verify --log %s receipt.json` checks "+
-			"the inclusion; `verifier log audit %s` recomputes the tree and checks it against an earlier checkpoint.\n", base, base, base)
+			"the inclusion; `verifier log audit %s` recomputes the tree and checks it against an earlier checkpoint. "+
+			"GET /verifications/{verification_id}/attestation returns the record, once in the log, as a DSSE envelope (signed with the receipt key, "+
+			"keyid its version) of an in-toto Statement v1 with the SLSA VSA v1 predicate: subject digest sha256 = output_hash, named by the "+
+			"task_id for a verification in a public history, verification:<verification_id> otherwise; `verifier receipt export --format in-toto "+
+			"--from %s/verifications/<id>` fetches and checks it.\n", base, base, base, base)
 	}
 	w("\n")
 

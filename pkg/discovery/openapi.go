@@ -26,14 +26,15 @@ type operation struct {
 // operationIDs names the operation of each route ("METHOD path"); the docs viewer's anchors and
 // llms.txt's links use them.
 var operationIDs = map[string]string{
-	"POST /verify/schema":                          "verifySchema",
-	"POST /verify/deliverable":                     "verifyDeliverable",
-	"GET /score/{agent_id}":                        "getScore",
-	"GET /reputation/{agent_id}":                   "getReputation",
-	"GET /verifications/{verification_id}":         "getVerificationRecord",
-	"GET /log/checkpoint":                          "getLogCheckpoint",
-	"GET /log/tile/{height}/{level}/{n}":           "getLogTile",
-	"GET /log/tile/{height}/{level}/{n}.p/{width}": "getLogPartialTile",
+	"POST /verify/schema":                              "verifySchema",
+	"POST /verify/deliverable":                         "verifyDeliverable",
+	"GET /score/{agent_id}":                            "getScore",
+	"GET /reputation/{agent_id}":                       "getReputation",
+	"GET /verifications/{verification_id}":             "getVerificationRecord",
+	"GET /verifications/{verification_id}/attestation": "getVerificationAttestation",
+	"GET /log/checkpoint":                              "getLogCheckpoint",
+	"GET /log/tile/{height}/{level}/{n}":               "getLogTile",
+	"GET /log/tile/{height}/{level}/{n}.p/{width}":     "getLogPartialTile",
 	"POST /mcp":                        "mcp",
 	"GET /health":                      "getHealth",
 	"GET /.well-known/agent-card.json": "getAgentCard",
@@ -190,6 +191,27 @@ func operations(svc *service.Service, ex *Examples) map[string]operation {
 				"200", obj("description", "The record.", "content", jsonContent(schemaRef("VerificationRecord"), nil)),
 				"404", responseRef("NotFound"),
 				"422", responseRef("InvalidRequest"),
+				"500", responseRef("InternalError"),
+				"503", responseRef("Unavailable"),
+			),
+		},
+		"GET /verifications/{verification_id}/attestation": {
+			tags: []string{"log"},
+			description: "The stored record as an attestation supply-chain tools read (SPEC §16): a DSSE envelope (payloadType application/vnd.in-toto+json, " +
+				"signed with the receipt key, keyid the key version; served as application/json) holding an in-toto Statement v1 with the SLSA " +
+				"Verification Summary Attestation v1 predicate. The subject is the output: digest sha256 = output_hash, named by the task_id when the " +
+				"record holds it (an agent_id not starting with test-, whose public history lists it already) and verification:<verification_id> " +
+				"otherwise. The predicate: verifier {id: base URL, version}, timeVerified = verified_at, resourceUri and policy.uri = this record's URL, " +
+				"policy.digest.sha256 = rules_hash, verificationResult PASSED or FAILED, verifiedLevels AOV_SCHEMA_V1 plus AOV_RULES_V1 when rules were " +
+				"enforced. 404 for an unknown or expired record, and a retryable 404 with Retry-After: 1 until its leaf is in the receipt log. Free; a " +
+				"signed envelope is kept and handed out again, and fresh signatures by a remote key are rationed (429 with Retry-After when spent).",
+			parameters: []any{obj("name", "verification_id", "in", "path", "required", true, "description", "The verification_id of a receipt.",
+				"schema", obj("type", "string", "minLength", 1, "maxLength", 128))},
+			responses: obj(
+				"200", obj("description", "The DSSE envelope.", "content", jsonContent(schemaRef("DSSEEnvelope"), nil)),
+				"404", responseRef("NotFound"),
+				"422", responseRef("InvalidRequest"),
+				"429", responseRef("RateLimited"),
 				"500", responseRef("InternalError"),
 				"503", responseRef("Unavailable"),
 			),
@@ -450,6 +472,7 @@ func openAPIComponents(svc *service.Service) (object, error) {
 			"PayloadTooLarge", errResp("The body is over the size limit (limit gives it in bytes).", nil),
 			"NotFound", errResp("No route matches the path.", nil),
 			"FreeOnlyExhausted", errResp("free_trial_exhausted on a deployment that takes no payments: retry after the next UTC midnight.", retry),
+			"RateLimited", errResp("rate_limited: too many requests of this kind just now; retry after Retry-After seconds.", retry),
 			"InternalError", errResp("An internal error; nothing was charged. Retryable.", retry),
 			"Unavailable", errResp("A store, the deadline or the payment facilitator failed; nothing was charged. Retryable.", retry),
 			"NotModified", obj("description", "The copy named by If-None-Match is current.", "headers", obj("ETag", headerRef("ETag"))),

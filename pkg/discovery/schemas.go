@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/intoto"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/wire"
@@ -207,6 +208,7 @@ func componentSchemas() (object, error) {
 		{"VerifyInfo", receipt.VerifyInfoSchemaJSON},
 		{"ScoreDocument", service.ScoreSchemaJSON},
 		{"VerificationRecord", service.RecordSchemaJSON},
+		{"DSSEEnvelope", intoto.EnvelopeSchemaJSON},
 		{"ReputationDocument", reputationSchemaJSON},
 		{"Health", healthSchemaJSON},
 		{"AgentCard", agentCardSchemaJSON},

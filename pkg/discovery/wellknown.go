@@ -35,6 +35,7 @@ func Routes() []RouteInfo {
 		{"GET", "/score/{agent_id}", "Signed trust score of an agent from its verification record; a signed no_data answer for unknown and test- ids.", "paid when a score exists; no_data free"},
 		{"GET", "/reputation/{agent_id}", "An agent's signed pass/fail history, newest first (?limit=50&cursor=...).", "free"},
 		{"GET", "/verifications/{verification_id}", "The stored record of a verification (hashes, verdict, settlement) and its inclusion proof in the receipt log.", "free"},
+		{"GET", "/verifications/{verification_id}/attestation", "The stored record as a DSSE-signed in-toto Statement v1 with the SLSA VSA v1 predicate.", "free"},
 		{"GET", "/log/checkpoint", "The receipt log's latest signed checkpoint (C2SP tlog-checkpoint).", "free"},
 		{"GET", "/log/tile/{height}/{level}/{n}", "A full tile of the receipt log (C2SP tlog-tiles, height 8; level data: the leaves).", "free"},
 		{"GET", "/log/tile/{height}/{level}/{n}.p/{width}", "A partial tile of the receipt log: its first width entries.", "free"},

@@ -15,6 +15,7 @@ const (
 	checkpointPath      = "/log/checkpoint"
 	tilePrefix          = "/log/tile/"
 	verificationsPrefix = "/verifications/"
+	attestationSuffix   = "/attestation"
 )
 
 // Cache-Control of the log's answers: a full tile never changes; the checkpoint and a record do.
@@ -23,8 +24,8 @@ const (
 	noCache   = "no-cache"
 )
 
-// MountLog adds the receipt log's routes to rt: GET /log/checkpoint, GET /log/tile/… and GET
-// /verifications/{verification_id}.
+// MountLog adds the receipt log's routes to rt: GET /log/checkpoint, GET /log/tile/…, GET
+// /verifications/{verification_id} and GET /verifications/{verification_id}/attestation.
 func MountLog(rt *edge.Router, svc *service.Service) {
 	a := api{svc}
 	rt.Handle(http.MethodGet, checkpointPath, a.handleCheckpoint)
@@ -65,6 +66,10 @@ func (a api) handleTile(w http.ResponseWriter, r *http.Request) {
 
 func (a api) handleVerification(w http.ResponseWriter, r *http.Request) {
 	raw := strings.TrimPrefix(r.URL.EscapedPath(), verificationsPrefix)
+	if before, ok := strings.CutSuffix(raw, attestationSuffix); ok {
+		a.handleAttestation(w, r, before)
+		return
+	}
 	id, err := url.PathUnescape(raw)
 	if err != nil || strings.Contains(raw, "/") {
 		id = "" // refused below as no verification id
@@ -84,4 +89,23 @@ func (a api) handleVerification(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "1")
 	}
 	edge.WriteJSON(w, http.StatusOK, body)
+}
+
+// handleAttestation answers GET /verifications/{verification_id}/attestation (SPEC §16): the DSSE
+// envelope of the record's in-toto statement. It is not cached by shared caches: the record, and
+// so the attestation, goes when it expires, and a key rotation signs it anew.
+func (a api) handleAttestation(w http.ResponseWriter, r *http.Request, raw string) {
+	id, err := url.PathUnescape(raw)
+	if err != nil || strings.Contains(raw, "/") {
+		id = "" // refused below as no verification id
+	}
+	env, err := a.svc.Attestation(r.Context(), id)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	// application/json: a DSSE envelope is JSON, and every client and the OpenAPI validator read
+	// it as such (DSSE's application/vnd.dsse.envelope.v1+json would tell them no more).
+	w.Header().Set("Cache-Control", noCache)
+	edge.WriteJSON(w, http.StatusOK, env)
 }

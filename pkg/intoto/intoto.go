@@ -40,6 +40,16 @@ type Verification struct {
 	EnforceRules    bool
 }
 
+// SubjectName is the subject name of a stored record's statement: the task id when the record
+// holds one (a verification its agent's public history lists, SPEC §9), otherwise
+// verification:<id>, since a public record holds no caller data (SPEC §15).
+func SubjectName(taskID, verificationID string) string {
+	if taskID != "" {
+		return taskID
+	}
+	return "verification:" + verificationID
+}
+
 // FromReceipt reads the facts of a verification from its signed answer (a /verify response). It
 // does not check the signature: the caller verifies the receipt first.
 func FromReceipt(receipt []byte) (Verification, error) {
@@ -138,3 +148,19 @@ func PAE(payloadType string, body []byte) []byte {
 	b = append(b, ' ')
 	return append(b, body...)
 }
+
+// EnvelopeSchemaJSON is the JSON Schema of the DSSE envelope Envelope writes, for the OpenAPI
+// document of GET /verifications/{verification_id}/attestation.
+const EnvelopeSchemaJSON = `{
+  "type": "object",
+  "description": "A DSSE envelope: payload is the standard base64 of an in-toto Statement v1 (SLSA VSA v1 predicate); each signature is Ed25519 over DSSE's PAE(payloadType, payload), keyid the receipt key's version.",
+  "required": ["payloadType", "payload", "signatures"],
+  "additionalProperties": false,
+  "properties": {
+    "payloadType": {"const": "application/vnd.in-toto+json"},
+    "payload": {"type": "string", "contentEncoding": "base64"},
+    "signatures": {"type": "array", "minItems": 1, "items": {
+      "type": "object", "required": ["keyid", "sig"], "additionalProperties": false,
+      "properties": {"keyid": {"type": "string"}, "sig": {"type": "string", "contentEncoding": "base64"}}}}
+  }
+}`

@@ -54,6 +54,9 @@ type Checked struct {
 	// the receipt log takes them without parsing the answer again.
 	Hashes     receipt.Hashes
 	KeyVersion string
+	// EnforceRules says the rules and bounds could block the verdict: the in-toto attestation
+	// of the stored record names the rules level then (SPEC §16).
+	EnforceRules bool
 }
 
 // ErrStopped is an engine's answer for checks stopped before they finished (StopWhen): no

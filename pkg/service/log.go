@@ -96,17 +96,22 @@ func (r Record) Pending() bool { return r.Inclusion == nil }
 
 // recordJSON is the wire form of a Record (SPEC §15).
 type recordJSON struct {
-	VerificationID string          `json:"verification_id"`
-	ReceiptHash    string          `json:"receipt_hash"`
-	Result         string          `json:"result"`
-	VerifiedAt     string          `json:"verified_at"`
-	KeyVersion     string          `json:"key_version"`
-	OutputHash     string          `json:"output_hash"`
-	SchemaHash     string          `json:"schema_hash"`
-	RulesHash      string          `json:"rules_hash"`
-	RequestHash    *string         `json:"request_hash"`
-	Settlement     json.RawMessage `json:"settlement"`
-	Log            any             `json:"log"`
+	VerificationID string  `json:"verification_id"`
+	ReceiptHash    string  `json:"receipt_hash"`
+	Result         string  `json:"result"`
+	VerifiedAt     string  `json:"verified_at"`
+	KeyVersion     string  `json:"key_version"`
+	OutputHash     string  `json:"output_hash"`
+	SchemaHash     string  `json:"schema_hash"`
+	RulesHash      string  `json:"rules_hash"`
+	RequestHash    *string `json:"request_hash"`
+	// TaskID is null for anonymous and test- verifications, whose task ids the public record
+	// does not hold (SPEC §9 lists the others' already).
+	TaskID          *string         `json:"task_id"`
+	EnforceRules    bool            `json:"enforce_rules"`
+	VerifierVersion *string         `json:"verifier_version"`
+	Settlement      json.RawMessage `json:"settlement"`
+	Log             any             `json:"log"`
 }
 
 // LogProof is a record's log block once sequenced.
@@ -123,10 +128,16 @@ func (r Record) MarshalJSON() ([]byte, error) {
 		VerificationID: r.VerificationID, ReceiptHash: fmt.Sprintf("%x", r.ReceiptHash[:]), Result: r.Result,
 		VerifiedAt: r.VerifiedAt.UTC().Format(time.RFC3339Nano), KeyVersion: r.KeyVersion,
 		OutputHash: r.OutputHash, SchemaHash: r.SchemaHash, RulesHash: r.RulesHash,
-		Settlement: r.Settlement, Log: map[string]string{"status": "pending"},
+		EnforceRules: r.EnforceRules, Settlement: r.Settlement, Log: map[string]string{"status": "pending"},
 	}
 	if r.RequestHash != "" {
 		out.RequestHash = &r.RequestHash
+	}
+	if r.TaskID != "" {
+		out.TaskID = &r.TaskID
+	}
+	if r.VerifierVersion != "" {
+		out.VerifierVersion = &r.VerifierVersion
 	}
 	if len(out.Settlement) == 0 {
 		out.Settlement = json.RawMessage("null")
@@ -257,7 +268,7 @@ func (s *Service) StartSequencer(interval time.Duration) (stop func()) {
 // MCP get_receipt), for the OpenAPI document and the tool's output schema.
 const RecordSchemaJSON = `{
   "type": "object",
-  "required": ["verification_id", "receipt_hash", "result", "verified_at", "key_version", "output_hash", "schema_hash", "rules_hash", "request_hash", "settlement", "log"],
+  "required": ["verification_id", "receipt_hash", "result", "verified_at", "key_version", "output_hash", "schema_hash", "rules_hash", "request_hash", "task_id", "enforce_rules", "verifier_version", "settlement", "log"],
   "properties": {
     "verification_id": {"type": "string"},
     "receipt_hash": {"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "SHA-256 of the RFC 8785 form of the whole signed response: the log's leaf."},
@@ -268,7 +279,10 @@ const RecordSchemaJSON = `{
     "schema_hash": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
     "rules_hash": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
     "request_hash": {"type": ["string", "null"], "description": "Present when the answer had full detail."},
-    "settlement": {"type": ["object", "null"], "description": "The x402 SettlementResponse of a paid answer; null for a free one."},
+    "task_id": {"type": ["string", "null"], "description": "The request's task_id when its agent_id is set and does not start with test- (the agent's public history lists it already); null otherwise, and the attestation's subject is then named verification:<verification_id>."},
+    "enforce_rules": {"type": "boolean", "description": "Whether the rules and bounds could block the verdict (the attestation's AOV_RULES_V1 level)."},
+    "verifier_version": {"type": ["string", "null"], "description": "The version of the verifier that signed the answer; null for records written before it was kept."},
+    "settlement": {"type": ["object", "null"], "description": "The x402 SettlementResponse of a paid answer (success, transaction, network, payer), added once settled; null for a free one."},
     "log": {"oneOf": [
       {"type": "object", "required": ["status"], "additionalProperties": false, "properties": {"status": {"const": "pending"}}},
       {"type": "object", "required": ["index", "tree_size", "checkpoint", "inclusion_proof"], "additionalProperties": false, "properties": {

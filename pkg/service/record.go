@@ -12,6 +12,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/reputation"
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/translog"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
@@ -45,7 +46,7 @@ type recordJob struct {
 // ClientIdentity, the same the free allowance counted; settlement is a paid answer's.
 func (s *Service) Record(ctx context.Context, v *Verification, client string, settlement *x402.SettleResponse) {
 	job := recordJob{checked: v, settlement: settlement}
-	if v.AgentID != nil && !strings.HasPrefix(*v.AgentID, "test-") {
+	if inPublicHistory(v) {
 		job.history = &store.Verification{
 			AgentID: *v.AgentID, VerificationID: v.VerificationID, TaskID: v.TaskID,
 			Result: v.Result, OverallRatio: v.OverallRatio, VerifiedAt: v.VerifiedAt,
@@ -62,6 +63,12 @@ func (s *Service) Record(ctx context.Context, v *Verification, client string, se
 		return
 	}
 	s.writeRecord(ctx, &job)
+}
+
+// inPublicHistory says v goes into its agent's public history (SPEC §9): it names an agent whose
+// id does not start with test-.
+func inPublicHistory(v *Verification) bool {
+	return v.AgentID != nil && !strings.HasPrefix(*v.AgentID, "test-")
 }
 
 // queueRecord hands job to the background writers, unless there are none (a Lambda function, or
@@ -126,7 +133,13 @@ func (s *Service) receiptOf(job *recordJob) (store.Receipt, error) {
 		VerificationID: v.VerificationID, ReceiptHash: h, Result: v.Result, VerifiedAt: v.VerifiedAt.UTC(),
 		KeyVersion: v.KeyVersion, OutputHash: v.Hashes.Output, SchemaHash: v.Hashes.Schema,
 		RulesHash: v.Hashes.Rules, RequestHash: v.Hashes.Request,
+		EnforceRules: v.EnforceRules, VerifierVersion: wire.Version,
 		Expires: v.VerifiedAt.Add(time.Duration(s.d.RecordDays) * 24 * time.Hour),
+	}
+	if inPublicHistory(v) {
+		// The agent's public history lists this task id already (SPEC §9); anonymous and test-
+		// verifications keep theirs out of the public record.
+		r.TaskID = v.TaskID
 	}
 	if job.settlement != nil {
 		if r.Settlement, err = json.Marshal(job.settlement); err != nil {

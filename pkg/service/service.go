@@ -111,6 +111,8 @@ type Service struct {
 	// offers signs the x402 offer-receipt extension's offers and receipts (SPEC §16); nil when
 	// the deployment takes no payments.
 	offers *x402.OfferReceipt
+	// attestations keeps stored records' signed in-toto envelopes and rations fresh ones.
+	attestations attestations
 
 	records chan recordJob // history and receipt writes waiting for StartRecording's writers
 	// recording guards records: a request still running when the writers stop (a shutdown that
@@ -175,7 +177,7 @@ func New(d Deps) (*Service, error) {
 	if d.StoreTimeout <= 0 {
 		d.StoreTimeout = DefaultStoreTimeout
 	}
-	s := &Service{d: d}
+	s := &Service{d: d, attestations: newAttestations()}
 	if d.Payer != nil {
 		var err error
 		if s.offers, err = x402.NewOfferReceipt(d.Keys.Current, d.BaseURL); err != nil {

@@ -129,6 +129,14 @@ type Receipt struct {
 	RulesHash      string
 	RequestHash    string          // "" unless the answer had full detail
 	Settlement     json.RawMessage // the x402 SettlementResponse of a paid answer; nil for a free one
+	// EnforceRules and VerifierVersion are verdict attributes the in-toto attestation of the
+	// record states (SPEC §16: verifiedLevels, verifier.version).
+	EnforceRules    bool
+	VerifierVersion string
+	// TaskID is held only for a verification its agent's public history already lists (an
+	// agent_id not starting with test-, SPEC §9); "" for anonymous and test- verifications,
+	// whose task ids stay the caller's.
+	TaskID string
 	// Expires is when the record may go (VERIFIER_RECORD_DAYS after VerifiedAt); its leaf, tiles
 	// and checkpoints never expire.
 	Expires time.Time

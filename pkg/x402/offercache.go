@@ -1,10 +1,10 @@
 package x402
 
 import (
-	"container/list"
 	"errors"
-	"sync"
 	"time"
+
+	"github.com/agent-output-verifier/verifier/pkg/kept"
 )
 
 // Signing offers is bounded (SPEC §16). Every 402 answer carries signed offers, and anyone may
@@ -43,85 +43,39 @@ const (
 // than the ration has left: the 402 answer goes without offers, as when the key cannot sign.
 var ErrOffersRationed = errors.New("offer-receipt: the ration of fresh offer signatures is spent")
 
-// offerCache keeps signed offers by their terms, dropping the least recently used past
-// maxKeptOffers, and rations fresh signatures. It is safe for concurrent use; time is the
-// caller's (the service's one clock).
+// offerCache keeps signed offers by their terms (the payload without ValidUntil), dropping the
+// least recently used past maxKeptOffers, and rations fresh signatures (pkg/kept).
 type offerCache struct {
-	mu      sync.Mutex
-	entries map[OfferPayload]*list.Element // by the terms: the payload without ValidUntil
-	order   list.List                      // of *keptOffer, most recently used first
-	tokens  float64                        // fresh signatures that may be made now
-	filled  time.Time                      // when tokens was last topped up; zero: never
+	offers *kept.LRU[OfferPayload, keptOffer]
+	fresh  *kept.Ration
 }
 
 // keptOffer is a signed offer and until when it is valid.
 type keptOffer struct {
-	terms      OfferPayload
 	jws        string
 	validUntil time.Time
 }
 
 func newOfferCache() *offerCache {
-	return &offerCache{entries: map[OfferPayload]*list.Element{}, tokens: freshOffersBurst}
+	return &offerCache{offers: kept.NewLRU[OfferPayload, keptOffer](maxKeptOffers), fresh: kept.NewRation(freshOffersPerSecond, freshOffersBurst)}
 }
 
 // get is the kept offer with terms, if it stays valid for OfferReuseMargin from now.
 func (c *offerCache) get(terms OfferPayload, now time.Time) (string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[terms]
-	if !ok {
+	k, ok := c.offers.Get(terms)
+	if !ok || k.validUntil.Sub(now) < OfferReuseMargin {
 		return "", false
 	}
-	k := e.Value.(*keptOffer)
-	if k.validUntil.Sub(now) < OfferReuseMargin {
-		return "", false
-	}
-	c.order.MoveToFront(e)
 	return k.jws, true
 }
 
-// put keeps jws, the offer of terms valid until validUntil, dropping the least recently used
-// offer when the cache is full.
+// put keeps jws, the offer of terms valid until validUntil.
 func (c *offerCache) put(terms OfferPayload, jws string, validUntil time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.entries[terms]; ok {
-		k := e.Value.(*keptOffer)
-		k.jws, k.validUntil = jws, validUntil
-		c.order.MoveToFront(e)
-		return
-	}
-	c.entries[terms] = c.order.PushFront(&keptOffer{terms: terms, jws: jws, validUntil: validUntil})
-	if c.order.Len() > maxKeptOffers {
-		last := c.order.Back()
-		c.order.Remove(last)
-		delete(c.entries, last.Value.(*keptOffer).terms)
-	}
+	c.offers.Put(terms, keptOffer{jws: jws, validUntil: validUntil})
 }
 
-// take takes n fresh signatures from the ration at now, all or none: a token bucket of
-// freshOffersBurst filled at freshOffersPerSecond.
-func (c *offerCache) take(n int, now time.Time) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.filled.IsZero() {
-		c.filled = now
-	}
-	if now.After(c.filled) {
-		c.tokens = min(freshOffersBurst, c.tokens+now.Sub(c.filled).Seconds()*freshOffersPerSecond)
-		c.filled = now
-	}
-	if c.tokens < float64(n) {
-		return false
-	}
-	c.tokens -= float64(n)
-	return true
-}
+// take takes n fresh signatures from the ration at now, all or none.
+func (c *offerCache) take(n int, now time.Time) bool { return c.fresh.Take(n, now) }
 
 // kept is how many offers are kept.
-func (c *offerCache) kept() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.order.Len()
-}
+func (c *offerCache) kept() int { return c.offers.Len() }

@@ -42,7 +42,7 @@ func (j *job) Finish(env service.Envelope, key receipt.Key) (service.Checked, er
 		return service.Checked{}, stopped(err)
 	}
 	return service.Checked{Body: out, VerificationID: rep.VerificationID, TaskID: j.req.TaskID, AgentID: j.req.AgentID,
-		Result: rep.Result, OverallRatio: rep.OverallRatio(), KeyVersion: key.Version,
+		Result: rep.Result, OverallRatio: rep.OverallRatio(), KeyVersion: key.Version, EnforceRules: j.req.EnforceRules,
 		Hashes: receipt.Hashes{Output: rep.OutputHash, Schema: rep.SchemaHash, Rules: rep.RulesHash, Request: rep.RequestHash}}, nil
 }
 

@@ -71,7 +71,8 @@ func testReceiptRoundTrip(t *testing.T, s store.ReceiptLog, clk *testclock.Clock
 	free := sampleReceipt(clk, 1)
 	paid := sampleReceipt(clk, 2)
 	paid.RequestHash = fmt.Sprintf("%064x", 99)
-	paid.Settlement = json.RawMessage(`{"success":true,"transaction":"0xabc","network":"eip155:84532"}`)
+	paid.Settlement = json.RawMessage(`{"success":true,"transaction":"0xabc","network":"eip155:84532","payer":"0x1111111111111111111111111111111111111111"}`)
+	paid.EnforceRules, paid.VerifierVersion, paid.TaskID = true, "1.2.3", "invoice-42"
 	for _, r := range []store.Receipt{free, paid, free} { // the second write of free changes nothing
 		if err := s.RecordReceipt(ctx, r); err != nil {
 			t.Fatal(err)
