@@ -24,10 +24,11 @@ import (
 )
 
 // route is one path with a handler per method. A path ending in "/" matches by prefix (for
-// /reputation/{agent_id} and /score/{agent_id}).
+// /reputation/{agent_id} and /score/{agent_id}); its templates name it in logs and metrics.
 type route struct {
-	path    string
-	methods map[string]http.HandlerFunc
+	path      string
+	templates []string
+	methods   map[string]http.HandlerFunc
 }
 
 // Router maps paths and methods to handlers and answers everything else in the error envelope:
@@ -50,15 +51,29 @@ func (rt *Router) SetObserver(o *telemetry.Observer) { rt.obs = o }
 // Observer is what writes the router's request telemetry.
 func (rt *Router) Observer() *telemetry.Observer { return rt.obs }
 
-// Handle registers h for method on path.
-func (rt *Router) Handle(method, path string, h http.HandlerFunc) {
+// Handle registers h for method on pattern: a path, or a template whose variable part runs from
+// its first "{" ("/score/{agent_id}", "/verifications/{verification_id}/attestation"), which
+// matches every path with the prefix before it. Templates of one prefix share its handlers; they
+// name the route in logs and metrics, the caller's own path never.
+func (rt *Router) Handle(method, pattern string, h http.HandlerFunc) {
+	path, template := pattern, ""
+	if i := strings.IndexByte(pattern, '{'); i > 0 && pattern[i-1] == '/' {
+		path, template = pattern[:i], pattern
+	}
 	for i := range rt.routes {
-		if rt.routes[i].path == path {
-			rt.routes[i].methods[method] = h
+		if r := &rt.routes[i]; r.path == path {
+			r.methods[method] = h
+			if template != "" && !slices.Contains(r.templates, template) {
+				r.templates = append(r.templates, template)
+			}
 			return
 		}
 	}
-	rt.routes = append(rt.routes, route{path: path, methods: map[string]http.HandlerFunc{method: h}})
+	r := route{path: path, methods: map[string]http.HandlerFunc{method: h}}
+	if template != "" {
+		r.templates = []string{template}
+	}
+	rt.routes = append(rt.routes, r)
 }
 
 func (rt *Router) match(path string) *route {
@@ -192,18 +207,22 @@ func safeMethod(m string) string {
 	return m
 }
 
-// routeLabel names a request's route for logs: the registered path it matched, with {agent_id}
-// for the caller-chosen part of a prefix route, and "(no route)" for a path that matches none.
-// The caller's own path never reaches the log.
+// routeLabel names a request's route for logs: the registered path it matched or, for a prefix
+// route, its template (the one whose fixed ending, after its last variable, is the longest the path has), and "(no route)" for
+// a path that matches none. The caller's own path never reaches the log.
 func (rt *Router) routeLabel(path string) string {
 	ro := rt.match(path)
-	switch {
-	case ro == nil:
+	if ro == nil {
 		return "(no route)"
-	case ro.path != "/" && strings.HasSuffix(ro.path, "/"):
-		return ro.path + "{agent_id}"
 	}
-	return ro.path
+	label, ending := ro.path, -1
+	for _, t := range ro.templates {
+		end := t[strings.LastIndexByte(t, '}')+1:]
+		if strings.HasSuffix(path, end) && len(end) > ending {
+			label, ending = t, len(end)
+		}
+	}
+	return label
 }
 
 // methodLabel names a request's method for logs: one of HTTP's own, or "(other)", since the

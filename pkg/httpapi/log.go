@@ -29,8 +29,9 @@ const (
 func MountLog(rt *edge.Router, svc *service.Service) {
 	a := api{svc}
 	rt.Handle(http.MethodGet, checkpointPath, a.handleCheckpoint)
-	rt.Handle(http.MethodGet, tilePrefix, a.handleTile)
-	rt.Handle(http.MethodGet, verificationsPrefix, a.handleVerification)
+	rt.Handle(http.MethodGet, tilePrefix+"{height}/{level}/{n}", a.handleTile)
+	rt.Handle(http.MethodGet, verificationsPrefix+"{verification_id}", a.handleVerification)
+	rt.Handle(http.MethodGet, verificationsPrefix+"{verification_id}"+attestationSuffix, a.handleVerification)
 }
 
 func (a api) handleCheckpoint(w http.ResponseWriter, r *http.Request) {

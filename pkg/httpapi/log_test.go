@@ -56,8 +56,8 @@ func TestLogRoutes(t *testing.T) {
 	e := newPayEnv(t, openBolt, 2, &fakePayer{valid: true, settleOK: true})
 	base := e.srv.URL
 	logKey := testsvc.LogKey(testsvc.BaseURL)
-	if resp, _ := testhttp.Do(t, "GET", base+"/log/checkpoint", nil); resp.StatusCode != http.StatusNotFound {
-		t.Errorf("checkpoint of an empty log: %d, want 404", resp.StatusCode)
+	if resp, _ := testhttp.Do(t, "GET", base+"/log/checkpoint", nil); resp.StatusCode != http.StatusNotFound || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("checkpoint of an empty log: %d, Retry-After %q; want 404 with Retry-After 1", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	var answers [][]byte
 	var ids []string

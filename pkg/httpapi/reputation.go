@@ -27,7 +27,7 @@ const (
 
 // MountReputation adds GET /reputation/{agent_id} to rt.
 func MountReputation(rt *edge.Router, svc *service.Service) {
-	rt.Handle(http.MethodGet, reputationPrefix, api{svc}.handleReputation)
+	rt.Handle(http.MethodGet, reputationPrefix+"{agent_id}", api{svc}.handleReputation)
 }
 
 // agentIDFromPath reads {agent_id}, the percent-decoded path segment after prefix. A path with

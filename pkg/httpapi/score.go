@@ -12,7 +12,7 @@ import (
 
 // MountScore adds GET /score/{agent_id} to rt.
 func MountScore(rt *edge.Router, svc *service.Service) {
-	rt.Handle(http.MethodGet, scorePrefix, api{svc}.handleScore)
+	rt.Handle(http.MethodGet, scorePrefix+"{agent_id}", api{svc}.handleScore)
 }
 
 // handleScore is GET /score/{agent_id}: a free signed no_data answer for unknown and test- ids

@@ -40,7 +40,8 @@ var errNoLog = apperr.New(apperr.NotFound, "This deployment keeps no receipt log
 // errLogEmpty answers GET /log/checkpoint before the first leaf is sequenced.
 func errLogEmpty() *apperr.Error {
 	e := apperr.New(apperr.NotFound, "The receipt log has no leaves yet. Try again after the first verification has been sequenced.")
-	e.RetryAfter = 1
+	// Retryable, so that the router sends the Retry-After it names (as for a record not yet written).
+	e.Retryable, e.RetryAfter = true, 1
 	return e
 }
 
