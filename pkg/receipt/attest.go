@@ -2,6 +2,7 @@ package receipt
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -53,13 +54,19 @@ func (k Key) Sign(msg []byte) ([]byte, error) {
 // call is an error wrapping ErrSignerUnavailable, and a message over its MaxMessage one wrapping
 // ErrMessageTooLarge, made before any call.
 func (k Key) Attest(context string, response []byte, timestamp string) ([]byte, error) {
-	return k.AttestCanonical(context, response, nil, timestamp)
+	return k.AttestCanonical(context, response, nil, timestamp, nil)
 }
 
 // AttestCanonical is Attest for a caller that already holds the response's RFC 8785 form:
 // canonical must be exactly Canonicalize(response), and is what gets signed. When canonical is
 // nil, the response is canonicalized here.
-func (k Key) AttestCanonical(context string, response, canonical []byte, timestamp string) ([]byte, error) {
+//
+// When receiptHash is not nil, it is set to the SHA-256 of the signed response's RFC 8785 form
+// (the receipt log's leaf, SPEC §15), hashed from the canonical form with the attestation's
+// member in its sorted place, so that the log never parses the answer again. It is left zero
+// where that cannot be done without a parse (a top-level member name with escapes): the caller
+// then hashes Canonicalize of the answer.
+func (k Key) AttestCanonical(context string, response, canonical []byte, timestamp string, receiptHash *[sha256.Size]byte) ([]byte, error) {
 	if err := k.check(); err != nil {
 		return nil, fmt.Errorf("attest: %w", err)
 	}
@@ -101,7 +108,8 @@ func (k Key) AttestCanonical(context string, response, canonical []byte, timesta
 	if body[0] != '{' {
 		return nil, errors.New("attest: response is not a JSON object")
 	}
-	if hasTopLevelMember(body, attestationName) {
+	at, found, exact := topLevelPlace(body, attestationName)
+	if found {
 		return nil, errors.New("attest: response already has an attestation")
 	}
 	empty := len(body) == 2
@@ -128,6 +136,15 @@ func (k Key) AttestCanonical(context string, response, canonical []byte, timesta
 	out = base64.StdEncoding.AppendEncode(out, sig)
 	out = append(out, `"}`...)
 	out = append(out, response[end:]...)
+	if receiptHash != nil && exact {
+		// The signed document's canonical form is assembled in a pooled buffer only to be hashed.
+		hp := messagePool.Get().(*[]byte)
+		*hp = appendWithAttestation((*hp)[:0], body, at, k.Version, timestamp, sig)
+		*receiptHash = sha256.Sum256(*hp)
+		if cap(*hp) <= maxPooledMessage {
+			messagePool.Put(hp)
+		}
+	}
 	return out, nil
 }
 
@@ -147,12 +164,16 @@ func appendString(dst []byte, s string) ([]byte, error) {
 	return out, nil
 }
 
-// hasTopLevelMember tells whether the canonical object obj has a member called name, where name
-// is ASCII and needs no escaping. Canonical form has no whitespace and escapes only '"', '\\' and controls, so
-// a byte scan that skips strings and tracks depth is exact.
-func hasTopLevelMember(obj []byte, name string) bool {
+// topLevelPlace finds where a member called name stands, or would stand, among the members of
+// the canonical object obj, where name is ASCII and needs no escaping: at is the offset of the
+// first member whose name sorts after name (its opening quote), or of the closing brace when none
+// does. found says obj has the member. exact is false when a member name with escapes came before
+// the answer, whose order a byte comparison cannot tell. Canonical form has no whitespace and
+// escapes only '"', '\\' and controls, so a byte scan that skips strings and tracks depth is exact.
+func topLevelPlace(obj []byte, name string) (at int, found, exact bool) {
 	depth := 0
 	key := false
+	exact = true
 	for i := 0; i < len(obj); i++ {
 		switch obj[i] {
 		case '{':
@@ -162,6 +183,9 @@ func hasTopLevelMember(obj []byte, name string) bool {
 			depth++
 		case '}', ']':
 			depth--
+			if depth == 0 {
+				return i, false, exact
+			}
 		case ',':
 			key = depth == 1
 		case '"':
@@ -174,19 +198,42 @@ func hasTopLevelMember(obj []byte, name string) bool {
 			if key {
 				k := obj[i+1 : j]
 				if string(k) == name {
-					return true
+					return i, true, exact
 				}
 				// Members come sorted by UTF-16 code units. Against an ASCII name, a member
 				// name written without escapes compares the same way byte by byte (at the first
 				// difference, a non-ASCII character is above every ASCII one in both orders), so
 				// once one sorts after name, name cannot follow.
-				if bytes.Compare(k, []byte(name)) > 0 && bytes.IndexByte(k, '\\') < 0 {
-					return false
+				if bytes.IndexByte(k, '\\') >= 0 {
+					exact = false
+				} else if bytes.Compare(k, []byte(name)) > 0 {
+					return i, false, exact
 				}
 			}
 			key = false
 			i = j
 		}
 	}
-	return false
+	return len(obj), false, false
+}
+
+// appendWithAttestation appends to dst the canonical object obj with the attestation member
+// added at offset at (topLevelPlace): the RFC 8785 form of the signed document, its members, like
+// obj's, in sorted order. dst must not overlap obj.
+func appendWithAttestation(dst, obj []byte, at int, version, timestamp string, sig []byte) []byte {
+	dst = append(dst, obj[:at]...)
+	if obj[at] == '}' && at > 1 {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"`+attestationName+`":{"algorithm":"`+Algorithm+`","key_version":`...)
+	dst, _ = appendString(dst, version) // checked by the caller
+	dst = append(dst, `,"signature":"`...)
+	dst = base64.StdEncoding.AppendEncode(dst, sig)
+	dst = append(dst, `","timestamp":`...)
+	dst, _ = appendString(dst, timestamp)
+	dst = append(dst, '}')
+	if obj[at] != '}' {
+		dst = append(dst, ',')
+	}
+	return append(dst, obj[at:]...)
 }

@@ -2,6 +2,8 @@ package receipt
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,8 +109,9 @@ func TestAttestRefuses(t *testing.T) {
 	}
 }
 
-// TestHasTopLevelMember checks the scanner Attest uses on canonical bytes.
-func TestHasTopLevelMember(t *testing.T) {
+// TestTopLevelPlace checks the scanner Attest uses on canonical bytes, and the receipt hash it
+// places the attestation by.
+func TestTopLevelPlace(t *testing.T) {
 	for doc, want := range map[string]bool{
 		`{}`:                                      false,
 		`{"attestation":1}`:                       true,
@@ -123,13 +126,16 @@ func TestHasTopLevelMember(t *testing.T) {
 		`{"attestation ":1}`:                      false,
 		`{"é":{"attestation":1}}`:                 false,
 	} {
-		if got := hasTopLevelMember([]byte(doc), "attestation"); got != want {
+		if _, got, _ := topLevelPlace([]byte(doc), "attestation"); got != want {
 			t.Errorf("%s: got %v, want %v", doc, got, want)
 		}
 	}
 	// On canonical documents it answers as a full parse does, whatever the other names (the scan
-	// stops early at a name that sorts after, so the names around "attestation" matter).
+	// stops early at a name that sorts after, so the names around "attestation" matter), and the
+	// hash of the document with the attestation in its place is that of the RFC 8785 form.
 	rng := rand.New(rand.NewPCG(1, 2))
+	sig := bytes.Repeat([]byte{0xfb}, 64)
+	hashed := 0
 	names := []string{"a", "attestation", "attestatioN", "attestation0", "atte", "b", "z", "\"", "\x01", "é", "😀", "\uffff", "a\\b", "agent_id", "verify"}
 	for range 2000 {
 		m := map[string]int{}
@@ -142,8 +148,56 @@ func TestHasTopLevelMember(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, want := m["attestation"]
-		if got := hasTopLevelMember(doc, "attestation"); got != want {
+		at, got, exact := topLevelPlace(doc, "attestation")
+		if got != want {
 			t.Fatalf("%s: got %v, want %v", doc, got, want)
+		}
+		if got || !exact {
+			continue
+		}
+		var whole map[string]any
+		if err := json.Unmarshal(doc, &whole); err != nil {
+			t.Fatal(err)
+		}
+		whole["attestation"] = map[string]string{"algorithm": Algorithm, "key_version": "v1-\"é",
+			"timestamp": "2026-12-02T00:00:00.000000+00:00", "signature": base64.StdEncoding.EncodeToString(sig)}
+		raw, _ = json.Marshal(whole)
+		c, err := Canonicalize(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(appendWithAttestation(nil, doc, at, "v1-\"é", "2026-12-02T00:00:00.000000+00:00", sig), c) {
+			t.Fatalf("%s: the attestation placed at %d does not give %s", doc, at, c)
+		}
+		hashed++
+	}
+	if hashed < 1000 {
+		t.Fatalf("only %d documents were hashed", hashed)
+	}
+	// Signed through AttestCanonical, the hash is that of the signed answer's RFC 8785 form.
+	key := Key{Version: "v1-\"é", Private: NewKeyFromSeed(bytes.Repeat([]byte{3}, 32))}
+	for range 300 {
+		m := map[string]int{}
+		for range rng.IntN(6) {
+			m[names[rng.IntN(len(names))]] = 1
+		}
+		delete(m, "attestation")
+		raw, _ := json.Marshal(m)
+		doc, err := Canonicalize(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h [sha256.Size]byte
+		out, err := key.AttestCanonical(ContextVerify, raw, doc, "2026-12-02T00:00:00.000000+00:00", &h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := Canonicalize(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, exact := topLevelPlace(doc, "attestation"); exact && h != sha256.Sum256(c) || !exact && h != [sha256.Size]byte{} {
+			t.Fatalf("%s signed: receipt hash %x, want %x (exact %v)", raw, h, sha256.Sum256(c), exact)
 		}
 	}
 }

@@ -39,6 +39,9 @@ type Envelope struct {
 	Verify          receipt.VerifyInfo
 	// Payment is what bought the answer, signed with it (SPEC §16).
 	Payment *receipt.Payment
+	// HashReceipt asks the engine for the answer's receipt hash (Checked.ReceiptHash), which it
+	// computes while signing at a fraction of a parse's cost: the receipt log keeps the answer.
+	HashReceipt bool
 }
 
 // Checked is a finished check: the signed response and what the history records of it.
@@ -57,6 +60,10 @@ type Checked struct {
 	// EnforceRules says the rules and bounds could block the verdict: the in-toto attestation
 	// of the stored record names the rules level then (SPEC §16).
 	EnforceRules bool
+	// ReceiptHash is the SHA-256 of Body's RFC 8785 form, the receipt log's leaf, when the engine
+	// computed it while signing (HasReceiptHash); otherwise the log hashes Body itself.
+	ReceiptHash    [32]byte
+	HasReceiptHash bool
 }
 
 // ErrStopped is an engine's answer for checks stopped before they finished (StopWhen): no

@@ -153,6 +153,7 @@ func (s *Service) Finish(ctx context.Context, job *Job, payment *receipt.Payment
 		env := Envelope{
 			VerificationID: s.d.NewID(), VerifiedAt: now, VerifierVersion: wire.Version,
 			Verify: receipt.NewVerifyInfo(s.d.BaseURL, s.d.Keys.Current.Version), Payment: payment,
+			HashReceipt: s.d.Receipts != nil,
 		}
 		checked, err := job.check.Finish(env, s.d.Keys.Current.WithContext(ctx))
 		if err != nil {

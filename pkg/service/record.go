@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/mod/sumdb/tlog"
 	"strings"
 	"sync"
 	"time"
@@ -125,9 +126,14 @@ func (s *Service) writeRecord(ctx context.Context, job *recordJob) bool {
 // hashes and verdict, and a paid answer's settlement.
 func (s *Service) receiptOf(job *recordJob) (store.Receipt, error) {
 	v := job.checked
-	h, err := translog.ReceiptHash(job.answer)
-	if err != nil {
-		return store.Receipt{VerificationID: v.VerificationID}, err
+	// The engine hashed the answer while signing it; only an answer it could not hash so is
+	// parsed again.
+	h := tlog.Hash(v.ReceiptHash)
+	if !v.HasReceiptHash {
+		var err error
+		if h, err = translog.ReceiptHash(job.answer); err != nil {
+			return store.Receipt{VerificationID: v.VerificationID}, err
+		}
 	}
 	r := store.Receipt{
 		VerificationID: v.VerificationID, ReceiptHash: h, Result: v.Result, VerifiedAt: v.VerifiedAt.UTC(),
@@ -142,6 +148,7 @@ func (s *Service) receiptOf(job *recordJob) (store.Receipt, error) {
 		r.TaskID = v.TaskID
 	}
 	if job.settlement != nil {
+		var err error
 		if r.Settlement, err = json.Marshal(job.settlement); err != nil {
 			return store.Receipt{}, fmt.Errorf("settlement of %s: %w", v.VerificationID, err)
 		}

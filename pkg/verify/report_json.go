@@ -513,7 +513,11 @@ func (c *jsonWriter) str(s string) {
 // call, whatever the search took. A report that does not fit even with empty lists is the
 // error receiptTooLarge, refused as the request's.
 func (r *Report) attest(a Attester, wirep, canonp *[]byte, canon []byte) ([]byte, error) {
-	out, err := a.AttestCanonical(receipt.ContextVerify, *wirep, canon, r.VerifiedAt)
+	var hash *[32]byte
+	if r.hashReceipt {
+		hash = &r.receiptHash
+	}
+	out, err := a.AttestCanonical(receipt.ContextVerify, *wirep, canon, r.VerifiedAt, hash)
 	tooLarge, ok := errors.AsType[*receipt.MessageTooLargeError](err)
 	if !ok {
 		return out, err
@@ -568,7 +572,7 @@ func (r *Report) attest(a Attester, wirep, canonp *[]byte, canon []byte) ([]byte
 	if _, err := fits(hi); err != nil {
 		return nil, err
 	}
-	return a.AttestCanonical(receipt.ContextVerify, *wirep, *canonp, r.VerifiedAt)
+	return a.AttestCanonical(receipt.ContextVerify, *wirep, *canonp, r.VerifiedAt, hash)
 }
 
 // receiptTooLarge is the answer to a request whose report cannot be signed by this deployment's

@@ -41,9 +41,11 @@ func (j *job) Finish(env service.Envelope, key receipt.Key) (service.Checked, er
 	if err != nil {
 		return service.Checked{}, stopped(err)
 	}
-	return service.Checked{Body: out, VerificationID: rep.VerificationID, TaskID: j.req.TaskID, AgentID: j.req.AgentID,
+	c := service.Checked{Body: out, VerificationID: rep.VerificationID, TaskID: j.req.TaskID, AgentID: j.req.AgentID,
 		Result: rep.Result, OverallRatio: rep.OverallRatio(), KeyVersion: key.Version, EnforceRules: j.req.EnforceRules,
-		Hashes: receipt.Hashes{Output: rep.OutputHash, Schema: rep.SchemaHash, Rules: rep.RulesHash, Request: rep.RequestHash}}, nil
+		Hashes: receipt.Hashes{Output: rep.OutputHash, Schema: rep.SchemaHash, Rules: rep.RulesHash, Request: rep.RequestHash}}
+	c.ReceiptHash, c.HasReceiptHash = rep.ReceiptHash()
+	return c, nil
 }
 
 // stopped says the engine's stop in the service's words; every other error passes unchanged.
