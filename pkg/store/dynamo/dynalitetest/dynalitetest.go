@@ -202,15 +202,26 @@ func start(node, cli string) (string, func(), error) {
 // Client returns an SDK DynamoDB client for endpoint with dummy static credentials, built from
 // explicit options rather than the SDK's configuration loader, so it reads none of the machine's
 // AWS configuration or environment and a test can never reach real AWS.
+//
+// It makes up to retryAttempts attempts a call where the SDK's default is 3: under a loaded CI
+// machine a response body was twice cut by a connection the HTTP transport closed under it
+// ("use of closed network connection" with status 200, a known race of the SDK's client and
+// net/http: aws-sdk-go-v2 issues 1825 and 2737), three attempts in a row. The SDK retries the
+// same calls the same way in production, where the client keeps its default of 3; more attempts
+// here only ride out the race on the test's one loaded machine.
 func Client(endpoint string) *dynamodb.Client {
 	return dynamodb.New(dynamodb.Options{
-		Region:       Region,
-		BaseEndpoint: aws.String(endpoint),
+		Region:           Region,
+		BaseEndpoint:     aws.String(endpoint),
+		RetryMaxAttempts: retryAttempts,
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "dynalite", SecretAccessKey: "dynalite", Source: "dynalitetest"}, nil
 		}),
 	})
 }
+
+// retryAttempts is how many attempts the test client makes of a call (see Client).
+const retryAttempts = 8
 
 var tableSeq atomic.Int64
 
