@@ -13,11 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	ita1 "github.com/in-toto/attestation/go/v1"
-	"github.com/secure-systems-lab/go-securesystemslib/dsse"
-	"google.golang.org/protobuf/encoding/protojson"
-
 	"github.com/agent-output-verifier/verifier/internal/testhttp"
+	"github.com/agent-output-verifier/verifier/pkg/intoto/intototest"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
 
@@ -59,17 +56,7 @@ func TestReceiptExportFromService(t *testing.T) {
 		if !bytes.Equal(bytes.TrimSpace(written), served) {
 			t.Errorf("%s: the envelope written is not the one served", name)
 		}
-		var env dsse.Envelope
-		json.Unmarshal(written, &env)
-		ev, _ := dsse.NewEnvelopeVerifier(dsseKey{id: keys[0].Version, pub: keys[0].Key})
-		if _, err := ev.Verify(t.Context(), &env); err != nil {
-			t.Fatalf("%s: DSSE: %v", name, err)
-		}
-		payload, _ := env.DecodeB64Payload()
-		var st ita1.Statement
-		if err := protojson.Unmarshal(payload, &st); err != nil || st.Validate() != nil {
-			t.Fatalf("%s: statement: %v %v", name, err, st.Validate())
-		}
+		st, _, _ := intototest.Open(t, written, keys[0].Version, keys[0].Key)
 		if got := st.GetSubject()[0].GetName(); got != want {
 			t.Errorf("%s: subject %q, want %q", name, got, want)
 		}

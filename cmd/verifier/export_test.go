@@ -1,39 +1,17 @@
 package main
 
 import (
-	"context"
-	"crypto"
-	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	ita1 "github.com/in-toto/attestation/go/v1"
-	"github.com/secure-systems-lab/go-securesystemslib/dsse"
-	"google.golang.org/protobuf/encoding/protojson"
-
+	"github.com/agent-output-verifier/verifier/pkg/intoto/intototest"
 	"github.com/agent-output-verifier/verifier/pkg/keys"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
-
-// dsseKey is a dsse.Verifier over one Ed25519 public key.
-type dsseKey struct {
-	id  string
-	pub ed25519.PublicKey
-}
-
-func (k dsseKey) Verify(_ context.Context, data, sig []byte) error {
-	if !ed25519.Verify(k.pub, data, sig) {
-		return errors.New("bad signature")
-	}
-	return nil
-}
-func (k dsseKey) KeyID() (string, error)   { return k.id, nil }
-func (k dsseKey) Public() crypto.PublicKey { return k.pub }
 
 // TestReceiptExportInToto: `receipt export --format in-toto` turns a receipt `check` signed into
 // a DSSE envelope that go-securesystemslib verifies under the key version and whose payload is an
@@ -76,33 +54,13 @@ func TestReceiptExportInToto(t *testing.T) {
 		t.Error("--out wrote other bytes than stdout")
 	}
 
-	var env dsse.Envelope
-	if err := json.Unmarshal([]byte(out), &env); err != nil {
-		t.Fatal(err)
-	}
-	ev, err := dsse.NewEnvelopeVerifier(dsseKey{id: key.Version, pub: key.Public().Key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted, err := ev.Verify(context.Background(), &env)
-	if err != nil || len(accepted) != 1 || accepted[0].KeyID != "v-export" || env.PayloadType != "application/vnd.in-toto+json" {
-		t.Fatalf("DSSE: %v %+v %s", err, accepted, env.PayloadType)
-	}
-	payload, _ := env.DecodeB64Payload()
-	var st ita1.Statement
-	if err := protojson.Unmarshal(payload, &st); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	pred, _ := protojson.Marshal(st.GetPredicate())
+	st, _, pred := intototest.Open(t, []byte(out), "v-export", key.Public().Key)
 	record := "https://verifier.example.com/verifications/" + r.VerificationID
 	if s := st.GetSubject(); len(s) != 1 || s[0].GetName() != r.TaskID || s[0].GetDigest()["sha256"] != r.OutputHash ||
 		st.GetPredicateType() != "https://slsa.dev/verification_summary/v1" ||
 		!strings.Contains(string(pred), `"verificationResult":"FAILED"`) || !strings.Contains(string(pred), `"uri":"`+record+`"`) ||
 		!strings.Contains(string(pred), `"sha256":"`+r.RulesHash+`"`) {
-		t.Errorf("statement %s / predicate %s", payload, pred)
+		t.Errorf("statement %v / predicate %s", st, pred)
 	}
 
 	// A receipt that does not hold is not exported.

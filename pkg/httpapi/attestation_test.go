@@ -3,11 +3,8 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"crypto"
-	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -16,71 +13,12 @@ import (
 	"testing"
 	"time"
 
-	vsa "github.com/in-toto/attestation/go/predicates/vsa/v1"
-	ita1 "github.com/in-toto/attestation/go/v1"
-	"github.com/secure-systems-lab/go-securesystemslib/dsse"
-	"google.golang.org/protobuf/encoding/protojson"
-
 	"github.com/agent-output-verifier/verifier/internal/testhttp"
 	"github.com/agent-output-verifier/verifier/internal/testsvc"
 	"github.com/agent-output-verifier/verifier/pkg/intoto"
+	"github.com/agent-output-verifier/verifier/pkg/intoto/intototest"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
-
-// dsseKey is a dsse.Verifier over one Ed25519 public key.
-type dsseKey struct {
-	id  string
-	pub ed25519.PublicKey
-}
-
-func (k dsseKey) Verify(_ context.Context, data, sig []byte) error {
-	if !ed25519.Verify(k.pub, data, sig) {
-		return errors.New("bad signature")
-	}
-	return nil
-}
-func (k dsseKey) KeyID() (string, error)   { return k.id, nil }
-func (k dsseKey) Public() crypto.PublicKey { return k.pub }
-
-// openAttestation verifies env with go-securesystemslib's DSSE verifier under pub and key id,
-// and parses its payload as an in-toto Statement v1 holding a SLSA VSA v1.
-func openAttestation(t *testing.T, env []byte, id string, pub ed25519.PublicKey) (*ita1.Statement, *vsa.VerificationSummary) {
-	t.Helper()
-	var e dsse.Envelope
-	if err := json.Unmarshal(env, &e); err != nil {
-		t.Fatalf("envelope: %v: %s", err, env)
-	}
-	v, err := dsse.NewEnvelopeVerifier(dsseKey{id: id, pub: pub})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if accepted, err := v.Verify(context.Background(), &e); err != nil || len(accepted) != 1 || accepted[0].KeyID != id {
-		t.Fatalf("DSSE: %v %+v", err, accepted)
-	}
-	if e.PayloadType != intoto.PayloadType {
-		t.Errorf("payloadType %q", e.PayloadType)
-	}
-	payload, err := e.DecodeB64Payload()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st ita1.Statement
-	if err := protojson.Unmarshal(payload, &st); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Validate(); err != nil {
-		t.Fatalf("not a valid in-toto statement: %v", err)
-	}
-	pred, err := protojson.Marshal(st.GetPredicate())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var summary vsa.VerificationSummary // verifier.version is SLSA's, not in in-toto's message
-	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(pred, &summary); err != nil {
-		t.Fatalf("not a VSA v1: %v", err)
-	}
-	return &st, &summary
-}
 
 // GET /verifications/{id}/attestation: not before the leaf is in the log (404, Retry-After 1);
 // then a DSSE envelope that go-securesystemslib verifies under the receipt key and whose
@@ -160,7 +98,7 @@ func TestAttestationRoute(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
 			t.Fatalf("attestation %d: %d %s %s", i, resp.StatusCode, resp.Header.Get("Content-Type"), env)
 		}
-		st, summary := openAttestation(t, env, key.Version, key.Public().Key)
+		st, summary, _ := intototest.Open(t, env, key.Version, key.Public().Key)
 		subject := c.subject
 		if subject == "" {
 			subject = "verification:" + ids[i]

@@ -3,11 +3,9 @@ package intoto_test
 import (
 	"bytes"
 	"context"
-	"crypto"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,11 +14,10 @@ import (
 	"time"
 
 	vsa "github.com/in-toto/attestation/go/predicates/vsa/v1"
-	ita1 "github.com/in-toto/attestation/go/v1"
-	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/agent-output-verifier/verifier/pkg/intoto"
+	"github.com/agent-output-verifier/verifier/pkg/intoto/intototest"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
 
@@ -44,21 +41,6 @@ func seedVerification(t *testing.T) intoto.Verification {
 	return v
 }
 
-// ed25519Verifier is a dsse.Verifier over one public key.
-type ed25519Verifier struct {
-	id  string
-	pub ed25519.PublicKey
-}
-
-func (v ed25519Verifier) Verify(_ context.Context, data, sig []byte) error {
-	if !ed25519.Verify(v.pub, data, sig) {
-		return errors.New("bad signature")
-	}
-	return nil
-}
-func (v ed25519Verifier) KeyID() (string, error)   { return v.id, nil }
-func (v ed25519Verifier) Public() crypto.PublicKey { return v.pub }
-
 // The envelope verifies with go-securesystemslib's DSSE verifier, the statement parses and
 // validates as in-toto's Statement v1, and its predicate as SLSA's VSA v1, with SPEC §16's fields.
 func TestEnvelopeVerifiesWithDSSEAndParsesAsInToto(t *testing.T) {
@@ -68,52 +50,19 @@ func TestEnvelopeVerifiesWithDSSEAndParsesAsInToto(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var env dsse.Envelope
-	if err := json.Unmarshal(raw, &env); err != nil {
-		t.Fatal(err)
-	}
-	ev, err := dsse.NewEnvelopeVerifier(ed25519Verifier{id: key.Version, pub: key.Public().Key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted, err := ev.Verify(context.Background(), &env)
-	if err != nil || len(accepted) != 1 || accepted[0].KeyID != key.Version {
-		t.Fatalf("DSSE verification: %v %+v", err, accepted)
-	}
+	st, summary, pred := intototest.Open(t, raw, key.Version, key.Public().Key)
 	// Another key does not verify it.
 	other := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{6}, 32)).Public().(ed25519.PublicKey)
-	if ev2, _ := dsse.NewEnvelopeVerifier(ed25519Verifier{id: key.Version, pub: other}); ev2 != nil {
-		if _, err := ev2.Verify(context.Background(), &env); err == nil {
-			t.Error("the envelope verifies under another key")
-		}
-	}
-
-	payload, err := env.DecodeB64Payload()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st ita1.Statement
-	if err := protojson.Unmarshal(payload, &st); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Validate(); err != nil {
-		t.Fatalf("not a valid in-toto statement: %v", err)
+	if err := intototest.Verify(raw, key.Version, other); err == nil {
+		t.Error("the envelope verifies under another key")
 	}
 	if len(st.GetSubject()) != 1 || st.GetSubject()[0].GetName() != v.TaskID || st.GetSubject()[0].GetDigest()["sha256"] != v.OutputHash ||
 		st.GetPredicateType() != intoto.PredicateType {
-		t.Fatalf("statement %v", &st)
-	}
-	pred, err := protojson.Marshal(st.GetPredicate())
-	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("statement %v", st)
 	}
 	// in-toto's VSA v1 message has no verifier.version (SLSA's VSA v1 specification defines it,
 	// a map of component to version), so that one member is read from the JSON; every other
 	// member must parse with its type.
-	var summary vsa.VerificationSummary
-	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(pred, &summary); err != nil {
-		t.Fatalf("the predicate is not a VSA v1: %v", err)
-	}
 	var doc map[string]any
 	json.Unmarshal(pred, &doc)
 	delete(doc["verifier"].(map[string]any), "version")
