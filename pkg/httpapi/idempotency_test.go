@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/agent-output-verifier/verifier/internal/testhttp"
-	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
@@ -86,7 +85,7 @@ func TestPaymentIdentifier(t *testing.T) {
 			}
 
 			// Past PaidAnswerTTL the id is free again: a new payment is verified and settled.
-			e.clock.Advance(service.PaidAnswerTTL + time.Hour)
+			e.clock.Advance(e.svc.PaidAnswerTTL() + time.Hour)
 			resp, m = post(t, url, okBody, x402.HeaderPaymentSignature, paymentHeaderWithID(t, 5, id))
 			if resp.StatusCode != 200 || m["verification_id"] == nil || payer.settles.Load() != 2 {
 				t.Fatalf("after the TTL: %d %v, settles %d", resp.StatusCode, m, payer.settles.Load())

@@ -14,9 +14,11 @@ import (
 )
 
 // PaidAnswerTTL is how long a paid answer is kept under its payment identifier (SPEC §16): as
-// long as the stored verification record it answers for (SPEC §15's default of 90 days), so a
-// client can retry, or fetch its answer again, for as long as the record exists.
-const PaidAnswerTTL = 90 * 24 * time.Hour
+// long as the stored verification record it answers for (Deps.RecordDays, VERIFIER_RECORD_DAYS),
+// so a client can retry, or fetch its answer again, for as long as the record exists.
+func (s *Service) PaidAnswerTTL() time.Duration {
+	return time.Duration(s.d.RecordDays) * 24 * time.Hour
+}
 
 // paidRequestHash identifies a paid request for its payment identifier: the resource (route or
 // tool) and the request body byte for byte. A retry sends the same bytes; another body, even
@@ -70,7 +72,7 @@ func (s *Service) keepAnswer(ctx context.Context, id, reqHash string, body []byt
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.d.StoreTimeout)
 	defer cancel()
-	err = s.d.Store.KeepPaidAnswer(ctx, id, store.PaidAnswer{RequestHash: reqHash, Response: body, Settlement: settlement}, s.d.Now().Add(PaidAnswerTTL))
+	err = s.d.Store.KeepPaidAnswer(ctx, id, store.PaidAnswer{RequestHash: reqHash, Response: body, Settlement: settlement}, s.d.Now().Add(s.PaidAnswerTTL()))
 	if err != nil && !errors.Is(err, store.ErrPaidAnswerKept) {
 		s.d.Log.Error("paid answer not kept", "err", err.Error())
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agent-output-verifier/verifier/internal/testclock"
+	"github.com/agent-output-verifier/verifier/internal/testsvc"
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/service"
@@ -117,5 +118,16 @@ func TestHealthProbesStoreAndKeyCached(t *testing.T) {
 	clk.Advance(6 * time.Second)
 	if h := svc.Health(ctx); h.OK() || h.Store || !h.Key {
 		t.Fatalf("store down after the cache: %+v, want store false, key true", h)
+	}
+}
+
+// A paid answer is kept under its payment identifier as long as the stored record it answers for
+// (SPEC §16: bounded by the record's TTL), VERIFIER_RECORD_DAYS or its default.
+func TestPaidAnswerTTLIsTheRecords(t *testing.T) {
+	for days, want := range map[int]time.Duration{0: service.DefaultRecordDays * 24 * time.Hour, 3: 72 * time.Hour, 400: 400 * 24 * time.Hour} {
+		svc := testsvc.New(t, service.Deps{RecordDays: days})
+		if got := svc.PaidAnswerTTL(); got != want {
+			t.Errorf("RecordDays %d: paid answers kept %v, want %v", days, got, want)
+		}
 	}
 }
