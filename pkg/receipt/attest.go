@@ -54,19 +54,29 @@ func (k Key) Sign(msg []byte) ([]byte, error) {
 // call is an error wrapping ErrSignerUnavailable, and a message over its MaxMessage one wrapping
 // ErrMessageTooLarge, made before any call.
 func (k Key) Attest(context string, response []byte, timestamp string) ([]byte, error) {
-	return k.AttestCanonical(context, response, nil, timestamp, nil)
+	return k.attest(context, response, nil, timestamp, nil)
 }
 
 // AttestCanonical is Attest for a caller that already holds the response's RFC 8785 form:
 // canonical must be exactly Canonicalize(response), and is what gets signed. When canonical is
 // nil, the response is canonicalized here.
-//
-// When receiptHash is not nil, it is set to the SHA-256 of the signed response's RFC 8785 form
-// (the receipt log's leaf, SPEC §15), hashed from the canonical form with the attestation's
-// member in its sorted place, so that the log never parses the answer again. It is left zero
-// where that cannot be done without a parse (a top-level member name with escapes): the caller
-// then hashes Canonicalize of the answer.
-func (k Key) AttestCanonical(context string, response, canonical []byte, timestamp string, receiptHash *[sha256.Size]byte) ([]byte, error) {
+func (k Key) AttestCanonical(context string, response, canonical []byte, timestamp string) ([]byte, error) {
+	return k.attest(context, response, canonical, timestamp, nil)
+}
+
+// AttestCanonicalHashed is AttestCanonical that also returns the SHA-256 of the signed
+// response's RFC 8785 form (the receipt log's leaf, SPEC §15), hashed from the canonical form
+// with the attestation's member in its sorted place, so that the log never parses the answer
+// again. ok is false where that cannot be done without a parse (a top-level member name with
+// escapes): the caller then hashes Canonicalize of the answer.
+func (k Key) AttestCanonicalHashed(context string, response, canonical []byte, timestamp string) (_ []byte, receiptHash [sha256.Size]byte, ok bool, _ error) {
+	out, err := k.attest(context, response, canonical, timestamp, &receiptHash)
+	return out, receiptHash, err == nil && receiptHash != [sha256.Size]byte{}, err
+}
+
+// attest is Attest, AttestCanonical and AttestCanonicalHashed: receiptHash, when not nil, is set
+// to the signed response's receipt hash where it can be placed without a parse.
+func (k Key) attest(context string, response, canonical []byte, timestamp string, receiptHash *[sha256.Size]byte) ([]byte, error) {
 	if err := k.check(); err != nil {
 		return nil, fmt.Errorf("attest: %w", err)
 	}

@@ -110,12 +110,10 @@ func (e *Engine) Check(req *Request, sch *Schema, env Envelope) (*Report, error)
 	return buildReport(req, f, env), nil
 }
 
-// Attester signs a response document given with its RFC 8785 form and, when receiptHash is not
-// nil, sets it to the SHA-256 of the signed document's RFC 8785 form (or leaves it zero);
-// receipt.Key is one. It must not keep response or canonical, nor return either, past the call:
-// the engine reuses their buffers.
+// Attester signs a response document given with its RFC 8785 form; receipt.Key is one. It must
+// not keep response or canonical, nor return either, past the call: the engine reuses their buffers.
 type Attester interface {
-	AttestCanonical(context string, response, canonical []byte, timestamp string, receiptHash *[32]byte) ([]byte, error)
+	AttestCanonical(context string, response, canonical []byte, timestamp string) ([]byte, error)
 }
 
 // Respond is one whole verification: decode, check, serialize and, when a is not nil, sign. It

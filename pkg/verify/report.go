@@ -104,23 +104,11 @@ type Report struct {
 	Verify  VerifyInfo `json:"verify"`
 
 	overall Ratio // kept for the history even when the compact shape omits it
-	// receiptHash is the SHA-256 of the signed answer's RFC 8785 form (SPEC §15's receipt_hash),
-	// set when a report with hashReceipt is signed; zero when the signer could not place it
-	// without a parse.
-	receiptHash [32]byte
-	hashReceipt bool
 
 	// What the pointer fields above point to lives here, in the report itself, so that shaping
 	// a report costs one allocation instead of one per count and ratio.
 	counts [4][2]int // total and omitted of errors, errors_detail, flags and hints
 	ratios [3]Ratio  // schema_compliance, integrity_checks and overall
-}
-
-// ReceiptHash is the SHA-256 of the signed answer's RFC 8785 form, the receipt log's leaf; ok is
-// false for a report not signed, not asked for it (Envelope.HashReceipt), or whose signer could
-// not compute it without parsing the answer.
-func (r *Report) ReceiptHash() (h [32]byte, ok bool) {
-	return r.receiptHash, r.receiptHash != [32]byte{}
 }
 
 // OverallRatio is the share of all checks that passed, whatever the response shape.
@@ -168,9 +156,6 @@ type Envelope struct {
 	VerifierVersion string
 	Verify          VerifyInfo
 	Payment         *Payment // nil: no payment member
-	// HashReceipt asks for the signed answer's receipt hash (Report.ReceiptHash), computed while
-	// signing: the receipt log keeps the answer (SPEC §15).
-	HashReceipt bool
 }
 
 // buildReport shapes findings into the response of SPEC §4.6. Its lists hold at most ListCap
@@ -196,7 +181,7 @@ func buildReport(req *Request, f Findings, env Envelope) *Report {
 		OutputHash: req.Hashes.Output, SchemaHash: req.Hashes.Schema, RulesHash: req.Hashes.Rules,
 		VerifiedAt: FormatTime(env.VerifiedAt), VerifierVersion: env.VerifierVersion,
 		EnforceRules: req.EnforceRules, StrictContentCheck: req.StrictContentCheck, Verify: env.Verify,
-		Payment: env.Payment, hashReceipt: env.HashReceipt,
+		Payment: env.Payment,
 	}
 	blocking := []string{}
 	// Failures in all, blocking ones, and the non-blocking ones that get a hint (all but info).

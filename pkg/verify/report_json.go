@@ -513,11 +513,7 @@ func (c *jsonWriter) str(s string) {
 // call, whatever the search took. A report that does not fit even with empty lists is the
 // error receiptTooLarge, refused as the request's.
 func (r *Report) attest(a Attester, wirep, canonp *[]byte, canon []byte) ([]byte, error) {
-	var hash *[32]byte
-	if r.hashReceipt {
-		hash = &r.receiptHash
-	}
-	out, err := a.AttestCanonical(receipt.ContextVerify, *wirep, canon, r.VerifiedAt, hash)
+	out, err := a.AttestCanonical(receipt.ContextVerify, *wirep, canon, r.VerifiedAt)
 	tooLarge, ok := errors.AsType[*receipt.MessageTooLargeError](err)
 	if !ok {
 		return out, err
@@ -572,7 +568,7 @@ func (r *Report) attest(a Attester, wirep, canonp *[]byte, canon []byte) ([]byte
 	if _, err := fits(hi); err != nil {
 		return nil, err
 	}
-	return a.AttestCanonical(receipt.ContextVerify, *wirep, *canonp, r.VerifiedAt, hash)
+	return a.AttestCanonical(receipt.ContextVerify, *wirep, *canonp, r.VerifiedAt)
 }
 
 // receiptTooLarge is the answer to a request whose report cannot be signed by this deployment's

@@ -3,7 +3,6 @@ package verify
 import (
 	"bytes"
 	"crypto/ed25519"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -174,22 +173,12 @@ func TestRespondSignsTheCanonicalForm(t *testing.T) {
 	for i, body := range reportShapes(t)[:60] {
 		env := testEnv
 		env.Payment = testPayments[i%len(testPayments)]
-		env.HashReceipt = i%5 != 0
-		out, rep, err := eng.Respond(body, env, key)
+		out, _, err := eng.Respond(body, env, key)
 		if err != nil {
 			continue
 		}
 		if err := receipt.VerifyReceipt(out, []receipt.PublicKey{key.Public()}, body); err != nil {
 			t.Fatalf("request %d: %v", i, err)
-		}
-		// The receipt log's leaf, hashed while signing, is the SHA-256 of the answer's RFC 8785
-		// form as a full parse gives it.
-		c, err := receipt.Canonicalize(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h, ok := rep.ReceiptHash(); ok != env.HashReceipt || ok && h != sha256.Sum256(c) {
-			t.Fatalf("request %d: receipt hash %x (%v), want %x (asked for: %v)", i, h, ok, sha256.Sum256(c), env.HashReceipt)
 		}
 		signed++
 	}

@@ -37,15 +37,39 @@ func (j *job) StopWhen(done <-chan struct{}) { j.req.StopWhen(done) }
 func (j *job) CheckSchema() error { return stopped(j.e.CheckSchema(j.req, j.sch)) }
 
 func (j *job) Finish(env service.Envelope, key receipt.Key) (service.Checked, error) {
-	out, rep, err := j.e.Finish(j.req, j.sch, verify.Envelope(env), key)
+	venv := verify.Envelope{VerificationID: env.VerificationID, VerifiedAt: env.VerifiedAt,
+		VerifierVersion: env.VerifierVersion, Verify: env.Verify, Payment: env.Payment}
+	var a verify.Attester = key
+	var hk *hashingKey
+	if env.HashReceipt {
+		hk = &hashingKey{Key: key}
+		a = hk
+	}
+	out, rep, err := j.e.Finish(j.req, j.sch, venv, a)
 	if err != nil {
 		return service.Checked{}, stopped(err)
 	}
 	c := service.Checked{Body: out, VerificationID: rep.VerificationID, TaskID: j.req.TaskID, AgentID: j.req.AgentID,
 		Result: rep.Result, OverallRatio: rep.OverallRatio(), KeyVersion: key.Version, EnforceRules: j.req.EnforceRules,
 		Hashes: receipt.Hashes{Output: rep.OutputHash, Schema: rep.SchemaHash, Rules: rep.RulesHash, Request: rep.RequestHash}}
-	c.ReceiptHash, c.HasReceiptHash = rep.ReceiptHash()
+	if hk != nil {
+		c.ReceiptHash, c.HasReceiptHash = hk.hash, hk.ok
+	}
 	return c, nil
+}
+
+// hashingKey signs as its key does and keeps the receipt hash of the last answer it signed,
+// computed while signing (receipt.Key.AttestCanonicalHashed) for the receipt log.
+type hashingKey struct {
+	receipt.Key
+	hash [32]byte
+	ok   bool
+}
+
+func (h *hashingKey) AttestCanonical(context string, response, canonical []byte, timestamp string) ([]byte, error) {
+	out, sum, ok, err := h.Key.AttestCanonicalHashed(context, response, canonical, timestamp)
+	h.hash, h.ok = sum, ok
+	return out, err
 }
 
 // stopped says the engine's stop in the service's words; every other error passes unchanged.
