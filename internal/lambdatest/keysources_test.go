@@ -90,18 +90,7 @@ func TestLambdaKeySources(t *testing.T) {
 			}
 			vars["VERIFIER_SIGNING_KEY"], vars["VERIFIER_KEY_VERSION"] = source, keyVersion
 			vars["AWS_ENDPOINT_URL_SECRETS_MANAGER"], vars["AWS_ENDPOINT_URL_KMS"] = smURL, kms.URL
-			e, err := lambdatest.Start(ctx, rie, bin, lambdatest.Env(vars))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				if t.Failed() {
-					t.Logf("functions/verify under the emulator printed:\n%s", e.Logs())
-				}
-				if err := e.Stop(); err != nil {
-					t.Error(err)
-				}
-			}()
+			e := runEmulated(ctx, t, rie, bin, "verify", vars)
 			// The first invoke starts the function (kms-sign: signs once then, for the caller-id
 			// salt); the second is one receipt.
 			var signs int64

@@ -65,18 +65,7 @@ func TestLogFunctionUnderEmulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	vars["AWS_LAMBDA_FUNCTION_TIMEOUT"] = logFunctionTimeout
-	e, err := lambdatest.Start(ctx, rie, bin, lambdatest.Env(vars))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := e.Stop(); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			t.Logf("functions/log under the emulator printed:\n%s", e.Logs())
-		}
-	})
+	e := runEmulated(ctx, t, rie, bin, "log", vars)
 	want := map[string]translog.Hash{}
 	record := func(from, n int) {
 		for i := from; i < from+n; i++ {

@@ -416,6 +416,13 @@ func startFunction(ctx context.Context, t *testing.T, rie, root, fn, dynamoDB, k
 	if vars["VERIFIER_BASE_URL"] != baseURL {
 		t.Fatalf("%s names %s as the base URL, and this test expects %s", lambdatest.EnvFile, vars["VERIFIER_BASE_URL"], baseURL)
 	}
+	return runEmulated(ctx, t, rie, bin, fn, vars)
+}
+
+// runEmulated runs the function binary bin of functions/<fn> under the emulator with vars until
+// the test ends; what it printed is logged if the test failed.
+func runEmulated(ctx context.Context, t *testing.T, rie, bin, fn string, vars map[string]string) *lambdatest.Emulator {
+	t.Helper()
 	e, err := lambdatest.Start(ctx, rie, bin, lambdatest.Env(vars))
 	if err != nil {
 		t.Fatal(err)
