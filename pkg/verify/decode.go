@@ -2,12 +2,13 @@ package verify
 
 import (
 	"bytes"
-	"cmp"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 	"io"
+	"math/bits"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,13 +65,23 @@ func isTreeLimit(err error) bool {
 	return errors.Is(err, errDepth) || errors.Is(err, errNumberRange) || errors.Is(err, errNumberSize) || errors.Is(err, errSchemaSize)
 }
 
-// treeBuilder turns one JSON value into the engine's tree (nil, bool, string, json.Number,
-// []any, map[string]any), enforcing the depth limit and the float64 range of numbers.
+// treeBuilder reads one JSON value (RFC 8259, from valid UTF-8) and turns it into the engine's
+// tree (nil, bool, string, json.Number, []any, map[string]any), enforcing the depth limit, the
+// float64 range of numbers and unique member names. It checks the syntax as it reads: on bytes
+// that are not JSON it stops with errSyntax, and readObject then reads the body with the decoder,
+// whose account of what is wrong the answer gives. One pass over the bytes costs about a third
+// of what checking them with the decoder and then building the tree did.
 type treeBuilder struct {
-	dec      *jsontext.Decoder
+	in       []byte // the value
+	i        int    // the next byte of in to read
 	maxDepth int
-	base     int    // depth of the value's container in the whole body
-	src      string // the decoder's whole input, when the tree's strings may share it (see text)
+	depth    int    // depth of the container being read in the whole body (base, then one per level)
+	src      string // the whole input in is cut from, when the tree's strings may share it (see text)
+	off      int    // where in starts in src
+
+	// skip makes the builder only check the syntax, building nothing: for expected_schema, which
+	// the engine may know by its bytes, and for unknown members, which are refused anyway.
+	skip bool
 
 	// schema makes the builder weigh the tree as a schema and refuse one heavier than
 	// MaxSchemaNodes: weight is the sum so far, pointer the length of the JSON pointer of the
@@ -80,23 +91,47 @@ type treeBuilder struct {
 	pointer int
 }
 
-// decodeTree parses raw (already known to be valid JSON) into a tree. base is the nesting depth
-// at which raw sits inside the request body, so the limit applies to the body as a whole.
-// The tree's strings are copies: the schema's tree may be kept by the schema cache.
+// errSyntax is the tree builder's refusal of bytes that are not JSON, or of a value nested past
+// skipDepth. The decoder says what is wrong with them (see readObject).
+var errSyntax = errors.New("tree: not well-formed JSON")
+
+// skipDepth is how deep a value read only for its syntax may nest: the decoder's own limit, so
+// that a value nested deeper is described as the decoder describes it.
+const skipDepth = 10000
+
+// decodeTree parses raw (valid UTF-8) into a tree. base is the nesting depth at which raw sits
+// inside the request body, so the limit applies to the body as a whole. The tree's strings are
+// copies: the schema's tree may be kept by the schema cache.
 func decodeTree(raw []byte, maxDepth, base int) (any, error) {
-	d := getDecoder(raw)
-	defer d.put()
-	b := treeBuilder{dec: &d.dec, maxDepth: maxDepth, base: base}
-	return b.value()
+	b := treeBuilder{in: raw, maxDepth: maxDepth, depth: base}
+	return b.root()
 }
 
 // decodeSchema is decodeTree for expected_schema, a member of the body, refusing a schema that
 // weighs more than MaxSchemaNodes.
 func decodeSchema(raw []byte, maxDepth int) (any, error) {
-	d := getDecoder(raw)
-	defer d.put()
-	b := treeBuilder{dec: &d.dec, maxDepth: maxDepth, base: 1, schema: true}
-	return b.value()
+	b := treeBuilder{in: raw, maxDepth: maxDepth, depth: 1, schema: true}
+	return b.root()
+}
+
+// root reads the whole of b.in as one value.
+func (b *treeBuilder) root() (any, error) {
+	v, err := b.value()
+	if err != nil {
+		return nil, err
+	}
+	if b.space(); b.i != len(b.in) {
+		return nil, errSyntax
+	}
+	return v, nil
+}
+
+// skipValue checks the syntax of the value at b.i and reads past it.
+func (b *treeBuilder) skipValue() bool {
+	b.skip = true
+	_, err := b.value()
+	b.skip = false
+	return err == nil
 }
 
 // weigh adds one to the schema's weight, and one more for every SchemaPointerBytes of size: the
@@ -116,6 +151,352 @@ func decimalDigits(n int) int {
 		d++
 	}
 	return d
+}
+
+// space skips white space.
+func (b *treeBuilder) space() {
+	for b.i < len(b.in) {
+		switch b.in[b.i] {
+		case ' ', '\t', '\n', '\r':
+			b.i++
+		default:
+			return
+		}
+	}
+}
+
+// next skips white space and returns the next byte, or 0 at the end.
+func (b *treeBuilder) next() byte {
+	if b.space(); b.i < len(b.in) {
+		return b.in[b.i]
+	}
+	return 0
+}
+
+// text reads the string (a member name too) at b.i and returns it unquoted. Where it is written
+// without escapes and src is set, it is a substring of src, which saves an allocation per string;
+// otherwise a copy. Skipping, it returns "".
+func (b *treeBuilder) text() (string, error) {
+	in, start, escaped := b.in, b.i, false
+	for i := start + 1; ; {
+		// Plain bytes are passed over eight at a time, up to the first that is not plain.
+		for i+8 <= len(in) {
+			if m := specialBytes(binary.LittleEndian.Uint64(in[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		for i < len(in) && in[i] >= 0x20 && in[i] != '"' && in[i] != '\\' {
+			i++
+		}
+		if i == len(in) {
+			return "", errSyntax
+		}
+		switch in[i] {
+		case '"':
+			b.i = i + 1
+			switch {
+			case b.skip:
+				return "", nil
+			case escaped:
+				u, err := jsontext.AppendUnquote(nil, in[start:b.i])
+				if err != nil {
+					return "", errSyntax
+				}
+				return string(u), nil
+			case b.src != "":
+				return b.src[b.off+start+1 : b.off+i], nil
+			}
+			return string(in[start+1 : i]), nil
+		case '\\':
+			n := escapeLen(in[i:])
+			if n == 0 {
+				return "", errSyntax
+			}
+			escaped = true
+			i += n
+		default: // a control character
+			return "", errSyntax
+		}
+	}
+}
+
+// specialBytes marks, with its high bit, each byte of w (little-endian) that ends a string or
+// needs a look: '"', a backslash or a control character. Bytes from 0x80 on are plain: the input
+// is valid UTF-8. These are the classic tests for a zero or a small byte in a word; the lowest
+// mark is exact (a borrow only marks bytes above a marked one), so the first byte to look at is
+// the lowest mark's.
+func specialBytes(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote, backslash := w^(ones*'"'), w^(ones*'\\')
+	return ((w-ones*0x20)&^w | (quote-ones)&^quote | (backslash-ones)&^backslash) & highs
+}
+
+// escapeLen is the length of the escape at the start of s (s[0] is a backslash): a \u escape of
+// a character outside the Basic Multilingual Plane is a pair of them. It is 0 for an escape that
+// is not JSON's or for a lone surrogate, which the decoder refuses too.
+func escapeLen(s []byte) int {
+	if len(s) < 2 {
+		return 0
+	}
+	switch s[1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 2
+	case 'u':
+		r, ok := hex4(s[2:])
+		switch {
+		case !ok:
+			return 0
+		case 0xD800 <= r && r < 0xDC00:
+			if len(s) < 12 || s[6] != '\\' || s[7] != 'u' {
+				return 0
+			}
+			if low, ok := hex4(s[8:]); !ok || low < 0xDC00 || low >= 0xE000 {
+				return 0
+			}
+			return 12
+		case 0xDC00 <= r && r < 0xE000:
+			return 0
+		}
+		return 6
+	}
+	return 0
+}
+
+// hex4 reads four hexadecimal digits.
+func hex4(s []byte) (rune, bool) {
+	if len(s) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range s[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case 'a' <= c && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// digits reads past a run of decimal digits and tells whether there was one.
+func (b *treeBuilder) digits() bool {
+	start := b.i
+	for b.i < len(b.in) && '0' <= b.in[b.i] && b.in[b.i] <= '9' {
+		b.i++
+	}
+	return b.i > start
+}
+
+// number reads the number at b.i: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func (b *treeBuilder) number() (any, error) {
+	start := b.i
+	if b.in[b.i] == '-' {
+		b.i++
+	}
+	switch {
+	case b.i < len(b.in) && b.in[b.i] == '0':
+		b.i++
+	case !b.digits():
+		return nil, errSyntax
+	}
+	if b.i < len(b.in) && b.in[b.i] == '.' {
+		if b.i++; !b.digits() {
+			return nil, errSyntax
+		}
+	}
+	if b.i < len(b.in) && (b.in[b.i] == 'e' || b.in[b.i] == 'E') {
+		if b.i++; b.i < len(b.in) && (b.in[b.i] == '+' || b.in[b.i] == '-') {
+			b.i++
+		}
+		if !b.digits() {
+			return nil, errSyntax
+		}
+	}
+	if b.skip {
+		return nil, nil
+	}
+	lit := string(b.in[start:b.i])
+	if b.src != "" {
+		lit = b.src[b.off+start : b.off+b.i]
+	}
+	if wire.SmallInteger(lit) {
+		return json.Number(lit), nil
+	}
+	if _, err := strconv.ParseFloat(lit, 64); err != nil {
+		return nil, errNumberRange
+	}
+	// Literals such as 1e-1999999 parse as 0 but cost exact arithmetic dearly: refuse them.
+	if jsonvalue.CheckNumber(lit) != nil {
+		return nil, errNumberSize
+	}
+	return json.Number(lit), nil
+}
+
+// literal reads the literal word at b.i (true, false or null).
+func (b *treeBuilder) literal(word string) error {
+	if len(b.in)-b.i < len(word) || string(b.in[b.i:b.i+len(word)]) != word {
+		return errSyntax
+	}
+	b.i += len(word)
+	return nil
+}
+
+func (b *treeBuilder) value() (any, error) {
+	switch c := b.next(); c {
+	case '"':
+		return b.text()
+	case '{':
+		return b.object()
+	case '[':
+		return b.array()
+	case 't', 'f':
+		word := "true"
+		if c == 'f' {
+			word = "false"
+		}
+		if err := b.literal(word); err != nil {
+			return nil, err
+		}
+		if b.schema && !b.skip {
+			if err := b.weigh(b.pointer); err != nil {
+				return nil, err
+			}
+		}
+		return c == 't', nil
+	case 'n':
+		return nil, b.literal("null")
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return b.number()
+	}
+	return nil, errSyntax
+}
+
+// enter opens the object or array at b.i.
+func (b *treeBuilder) enter() error {
+	b.i++
+	b.depth++
+	switch {
+	case b.skip && b.depth > skipDepth:
+		return errSyntax
+	case !b.skip && b.depth > b.maxDepth:
+		return errDepth
+	}
+	return nil
+}
+
+// after reads the ',' or the closing byte that follows a member or an element, and tells
+// whether the container goes on.
+func (b *treeBuilder) after(closing byte) (more bool, err error) {
+	switch b.next() {
+	case ',':
+		b.i++
+		return true, nil
+	case closing:
+		b.i++
+		b.depth--
+		return false, nil
+	}
+	return false, errSyntax
+}
+
+func (b *treeBuilder) object() (any, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	var obj map[string]any
+	if !b.skip {
+		if b.schema {
+			if err := b.weigh(b.pointer); err != nil {
+				return nil, err
+			}
+		}
+		obj = make(map[string]any)
+	}
+	if b.next() == '}' {
+		b.i++
+		b.depth--
+		return obj, nil
+	}
+	for {
+		if b.next() != '"' {
+			return nil, errSyntax
+		}
+		key, err := b.text()
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := obj[key]; dup && !b.skip {
+			return nil, errDuplicateName
+		}
+		if b.next() != ':' {
+			return nil, errSyntax
+		}
+		b.i++
+		// A member's pointer adds "/" and its name, with "~" and "/" escaped as two bytes.
+		step := 0
+		if b.schema {
+			step = 1 + len(key) + strings.Count(key, "~") + strings.Count(key, "/")
+			b.pointer += step
+		}
+		v, err := b.value()
+		if err != nil {
+			return nil, err
+		}
+		b.pointer -= step
+		if !b.skip {
+			// The compiler also compares every resource and dynamic anchor with every other.
+			if name, ok := v.(string); ok && b.schema && (key == "$id" || key == "id" || key == "$dynamicAnchor") {
+				if err := b.weigh(len(name)); err != nil {
+					return nil, err
+				}
+			}
+			obj[key] = v
+		}
+		if more, err := b.after('}'); err != nil || !more {
+			return obj, err
+		}
+	}
+}
+
+func (b *treeBuilder) array() (any, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	var arr []any
+	if !b.skip {
+		arr = make([]any, 0, 4)
+	}
+	if b.next() == ']' {
+		b.i++
+		b.depth--
+		return arr, nil
+	}
+	for n := 0; ; n++ {
+		// An element's pointer adds "/" and its index.
+		step := 0
+		if b.schema {
+			step = 1 + decimalDigits(n)
+			b.pointer += step
+		}
+		v, err := b.value()
+		if err != nil {
+			return nil, err
+		}
+		b.pointer -= step
+		if !b.skip {
+			arr = append(arr, v)
+		}
+		if more, err := b.after(']'); err != nil || !more {
+			return arr, err
+		}
+	}
 }
 
 // pooledDecoder is a decoder with the buffer it reads from. A new decoder allocates itself and
@@ -144,147 +525,4 @@ func (d *pooledDecoder) put() {
 	d.in = bytes.Buffer{}
 	d.dec.Reset(&d.in)
 	decoderPool.Put(d)
-}
-
-// errNotName is what the tree builder would report if the decoder accepted a non-string where
-// a member name belongs; it never does.
-var errNotName = errors.New("object member name is not a string")
-
-// text reads the next string (a member name too) or number and returns its text: unquoted for a
-// string, the literal for a number. Where the text is written in the input as is (no escapes)
-// and src is set, it is a substring of src, which saves an allocation per string and number;
-// otherwise a copy.
-func (b *treeBuilder) text() (string, error) {
-	v, err := b.dec.ReadValue()
-	if err != nil {
-		return "", err
-	}
-	quoted := v[0] == '"'
-	if bytes.IndexByte(v, '\\') >= 0 { // only a string can hold a backslash
-		u, err := jsontext.AppendUnquote(nil, v)
-		return string(u), err
-	}
-	if b.src != "" {
-		// v is the last value read, so it ends at the decoder's offset in its input.
-		end := int(b.dec.InputOffset())
-		if quoted {
-			return b.src[end-len(v)+1 : end-1], nil
-		}
-		return b.src[end-len(v) : end], nil
-	}
-	if quoted {
-		return string(v[1 : len(v)-1]), nil
-	}
-	return string(v), nil
-}
-
-func (b *treeBuilder) value() (any, error) {
-	switch b.dec.PeekKind() {
-	case '"':
-		return b.text()
-	case '0':
-		lit, err := b.text()
-		if err != nil {
-			return nil, err
-		}
-		if wire.SmallInteger(lit) {
-			return json.Number(lit), nil
-		}
-		if _, err := strconv.ParseFloat(lit, 64); err != nil {
-			return nil, errNumberRange
-		}
-		// Literals such as 1e-1999999 parse as 0 but cost exact arithmetic dearly: refuse them.
-		if jsonvalue.CheckNumber(lit) != nil {
-			return nil, errNumberSize
-		}
-		return json.Number(lit), nil
-	}
-	tok, err := b.dec.ReadToken()
-	if err != nil {
-		return nil, err
-	}
-	switch tok.Kind() {
-	case 'n':
-		return nil, nil
-	case 't', 'f':
-		if b.schema {
-			if err := b.weigh(b.pointer); err != nil {
-				return nil, err
-			}
-		}
-		if tok.Kind() == 't' {
-			return true, nil
-		}
-		return false, nil
-	case '{':
-		if b.base+b.dec.StackDepth() > b.maxDepth {
-			return nil, errDepth
-		}
-		if b.schema {
-			if err := b.weigh(b.pointer); err != nil {
-				return nil, err
-			}
-		}
-		obj := make(map[string]any)
-		for b.dec.PeekKind() != '}' {
-			if b.dec.PeekKind() != '"' {
-				// Not a name: ReadToken reports the error (ReadValue would read a whole value here).
-				_, err := b.dec.ReadToken()
-				return nil, cmp.Or(err, errNotName)
-			}
-			key, err := b.text()
-			if err != nil {
-				return nil, err
-			}
-			if _, dup := obj[key]; dup {
-				return nil, errDuplicateName
-			}
-			// A member's pointer adds "/" and its name, with "~" and "/" escaped as two bytes.
-			step := 0
-			if b.schema {
-				step = 1 + len(key) + strings.Count(key, "~") + strings.Count(key, "/")
-				b.pointer += step
-			}
-			v, err := b.value()
-			if err != nil {
-				return nil, err
-			}
-			b.pointer -= step
-			// The compiler also compares every resource and dynamic anchor with every other.
-			if name, ok := v.(string); ok && b.schema && (key == "$id" || key == "id" || key == "$dynamicAnchor") {
-				if err := b.weigh(len(name)); err != nil {
-					return nil, err
-				}
-			}
-			obj[key] = v
-		}
-		if _, err := b.dec.ReadToken(); err != nil {
-			return nil, err
-		}
-		return obj, nil
-	case '[':
-		if b.base+b.dec.StackDepth() > b.maxDepth {
-			return nil, errDepth
-		}
-		arr := make([]any, 0, 4)
-		for b.dec.PeekKind() != ']' {
-			// An element's pointer adds "/" and its index.
-			step := 0
-			if b.schema {
-				step = 1 + decimalDigits(len(arr))
-				b.pointer += step
-			}
-			v, err := b.value()
-			if err != nil {
-				return nil, err
-			}
-			b.pointer -= step
-			arr = append(arr, v)
-		}
-		if _, err := b.dec.ReadToken(); err != nil {
-			return nil, err
-		}
-		return arr, nil
-	}
-	return nil, fmt.Errorf("unexpected token kind %v", tok.Kind())
 }

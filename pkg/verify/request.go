@@ -262,18 +262,28 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias, []byte) *Sch
 	return req, nil
 }
 
-// readObject splits the body into its top-level members, appended to out, and the names of its
-// unknown members, in order, validating the whole body's syntax, UTF-8 and member-name uniqueness
-// at every depth. In the same pass it builds the tree of every member but expected_schema (which
-// the engine may know by its bytes); a member whose tree breaks a limit carries the error in
-// treeErr, and reading goes on with the next.
+// readObject splits the body (valid UTF-8) into its top-level members, appended to out, and the
+// names of its unknown members, in order, validating the whole body's syntax and member-name
+// uniqueness at every depth. In the same pass it builds the tree of every member but
+// expected_schema (which the engine may know by its bytes); a member whose tree breaks a limit
+// carries the error in treeErr, and reading goes on with the next. A body that is not well-formed
+// is described by the decoder (readObjectDecoder).
 //
-// Duplicate names are found without the decoder's own bookkeeping, which would cost a set of
-// names per object on top of the maps built anyway: the tree builder refuses a name its map
-// already holds, readObject checks the top level itself, and the two members read without a tree
-// are an unknown member (refused in any case) and expected_schema, which is either decoded into a
-// tree by decodeSchema (with the decoder's checks) or known to the cache by these exact bytes.
+// Duplicate names are found without a set of names per object on top of the maps built anyway:
+// the tree builder refuses a name its map already holds, the top level is checked by field, and
+// the two members read without a tree are an unknown member (refused in any case) and
+// expected_schema, which is either decoded into a tree by decodeSchema (which refuses a repeated
+// name too) or known to the cache by these exact bytes.
 func readObject(body []byte, maxDepth int, out []member) (members []member, unknown []string, err error) {
+	if members, unknown, ok := readMembers(body, maxDepth, out); ok {
+		return members, unknown, nil
+	}
+	return readObjectDecoder(body, maxDepth, out)
+}
+
+// readObjectDecoder is readObject for a body the tree builder found not well-formed: the decoder
+// reads it to say where and how. It gives the same members as readMembers for a body it accepts.
+func readObjectDecoder(body []byte, maxDepth int, out []member) (members []member, unknown []string, err error) {
 	// A bytes.Buffer is parsed in place, without the copy a reader would need.
 	d := getDecoder(body, jsontext.AllowDuplicateNames(true))
 	defer d.put()
@@ -347,20 +357,14 @@ func readObject(body []byte, maxDepth int, out []member) (members []member, unkn
 			out = append(out, m)
 			continue
 		}
-		start := dec.InputOffset()
-		b := treeBuilder{dec: dec, maxDepth: maxDepth, src: src}
-		if m.tree, m.treeErr = b.value(); m.treeErr != nil {
-			if !isTreeLimit(m.treeErr) {
-				return nil, nil, syntax(m.treeErr)
-			}
-			// Read the rest of the value, still checking its syntax.
-			for dec.StackDepth() > 1 {
-				if _, err := dec.ReadToken(); err != nil {
-					return nil, nil, syntax(err)
-				}
-			}
+		if m.raw, err = readRaw(dec, body); err != nil {
+			return nil, nil, syntax(err)
 		}
-		m.raw = bytes.TrimLeft(body[start:dec.InputOffset()], " \t\r\n:")
+		// The value's syntax is checked; its tree is built from its bytes.
+		b := treeBuilder{in: m.raw, maxDepth: maxDepth, depth: 1, src: src, off: int(dec.InputOffset()) - len(m.raw)}
+		if m.tree, m.treeErr = b.root(); m.treeErr != nil && !isTreeLimit(m.treeErr) {
+			return nil, nil, syntax(m.treeErr)
+		}
 		out = append(out, m)
 	}
 	if _, err := dec.ReadToken(); err != nil {
@@ -370,6 +374,80 @@ func readObject(body []byte, maxDepth int, out []member) (members []member, unkn
 		return nil, nil, apperr.Field("body", "has data after the JSON object", "Send exactly one JSON object.")
 	}
 	return out, unknown, nil
+}
+
+// readMembers is readObject for a well-formed body, in one pass of the tree builder, which checks
+// the syntax as it builds. It reports false for a body that is not well-formed JSON, has a
+// duplicate member name or nests past skipDepth, or repeats a field: readObject then reads it
+// with the decoder, which describes the problem.
+func readMembers(body []byte, maxDepth int, out []member) (members []member, unknown []string, ok bool) {
+	// The trees' strings and numbers are cut from one copy of the body (see readObject).
+	src := string(body)
+	b := treeBuilder{in: body, maxDepth: maxDepth, src: src}
+	if b.next() != '{' {
+		return nil, nil, false
+	}
+	b.i, b.depth = b.i+1, 1
+	var (
+		seen        [numFields]bool
+		seenUnknown map[string]struct{}
+	)
+	more := true
+	if b.next() == '}' { // an empty object
+		b.i, more = b.i+1, false
+	}
+	for more {
+		if b.next() != '"' {
+			return nil, nil, false
+		}
+		key, err := b.text()
+		if err != nil || b.next() != ':' {
+			return nil, nil, false
+		}
+		b.i++
+		m := member{field: slices.Index(requestFields, key)}
+		switch {
+		case m.field < 0:
+			if _, dup := seenUnknown[key]; dup || !b.skipValue() {
+				return nil, nil, false
+			}
+			if seenUnknown == nil {
+				seenUnknown = make(map[string]struct{})
+			}
+			kept := strings.Clone(key)
+			seenUnknown[kept] = struct{}{}
+			unknown = append(unknown, kept)
+		case seen[m.field]:
+			return nil, nil, false
+		default:
+			seen[m.field], m.name = true, requestFields[m.field]
+			b.space()
+			start := b.i
+			if m.field == fieldSchema {
+				if !b.skipValue() {
+					return nil, nil, false
+				}
+			} else if m.tree, m.treeErr = b.value(); m.treeErr != nil {
+				if !isTreeLimit(m.treeErr) {
+					return nil, nil, false
+				}
+				// Read the rest of the value, still checking its syntax.
+				b.i, b.depth = start, 1
+				if !b.skipValue() {
+					return nil, nil, false
+				}
+			}
+			m.raw = body[start:b.i]
+			out = append(out, m)
+		}
+		if more, err = b.after('}'); err != nil {
+			return nil, nil, false
+		}
+	}
+	if b.space(); b.i != len(body) {
+		return nil, nil, false
+	}
+	return out, unknown, true
 }
 
 // safeName shortens a bound's path so that naming it never becomes a way to echo input.

@@ -1,13 +1,18 @@
 package verify
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/bits"
+	"math/rand/v2"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/wire"
@@ -313,6 +318,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		"rules":[{"type":"sum_equals","field":"[]","equals":4.5}],"bounds":{"[0]":{"min":0}}}`))
 	eng := NewEngine(Limits{})
 	f.Fuzz(func(t *testing.T, body []byte) {
+		checkReadMembers(t, body)
 		req, sch, err := eng.Decode(body)
 		if err != nil {
 			e, ok := apperr.As(err)
@@ -430,5 +436,53 @@ func TestDecodeWholeValues(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkReadMembers holds readMembers, the tree builder's one pass over a body, to the decoder's
+// reading of it: the same members, trees and unknown names for a body the builder accepts, and
+// a refusal by the decoder of every body the builder refuses.
+func checkReadMembers(t *testing.T, body []byte) {
+	t.Helper()
+	if !utf8.Valid(body) {
+		return // decodeRequest refuses it before reading
+	}
+	fast, fastUnknown, ok := readMembers(body, DefaultLimits.MaxDepth, nil)
+	slow, slowUnknown, err := readObjectDecoder(body, DefaultLimits.MaxDepth, nil)
+	switch {
+	case !ok && err == nil:
+		t.Fatalf("%q: the tree builder refuses a body the decoder reads", body)
+	case ok && err != nil:
+		t.Fatalf("%q: the tree builder reads a body the decoder refuses: %v", body, err)
+	case ok && (!reflect.DeepEqual(fast, slow) || !slices.Equal(fastUnknown, slowUnknown)):
+		t.Fatalf("%q: the tree builder reads\n%+v %q\nthe decoder\n%+v %q", body, fast, fastUnknown, slow, slowUnknown)
+	}
+}
+
+// specialBytes' lowest mark is exactly the first byte that ends a string or needs a look, for
+// words of bytes around those.
+func TestSpecialBytes(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	near := []byte{'"', '\\', 0x1f, 0x20, 0, 0x7f, 0x80, 0xff, 0x21, 0x5b, 0x5d, 0x23, 0xa0, 0x9f}
+	for range 300000 {
+		var b [8]byte
+		first := 8
+		for i := range b {
+			switch r.IntN(3) {
+			case 0:
+				b[i] = byte(r.IntN(256))
+			case 1:
+				b[i] = near[r.IntN(len(near))]
+			default:
+				b[i] = byte(0x20 + r.IntN(0x60))
+			}
+			if (b[i] < 0x20 || b[i] == '"' || b[i] == '\\') && first == 8 {
+				first = i
+			}
+		}
+		m := specialBytes(binary.LittleEndian.Uint64(b[:]))
+		if got := bits.TrailingZeros64(m) >> 3; got != first || (m == 0) != (first == 8) {
+			t.Fatalf("specialBytes(%q) = %#x: first byte %d, want %d", b, m, got, first)
+		}
 	}
 }
