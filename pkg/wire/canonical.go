@@ -160,24 +160,37 @@ func utf16Units(r rune) (rune, rune) {
 }
 
 // PlainASCII tells whether s is written as is between quotes: printable ASCII without '"' or '\\',
-// which no JSON writer escapes. It looks at eight bytes at a time: a word has none of the
-// characters to escape when no byte has its high bit set, none is below 0x20, and none equals '"'
-// or '\\' (the classic tests for a zero or a small byte in a word, exact as a yes/no answer).
+// which no JSON writer escapes. It looks at eight bytes at a time (the last word may overlap the
+// one before): a word has none of the characters to escape when no byte has its high bit set,
+// none is below 0x20, and none equals '"' or '\\' (the classic tests for a zero or a small byte in
+// a word, exact as a yes/no answer).
 func PlainASCII(s string) bool {
+	if len(s) < 8 {
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+				return false
+			}
+		}
+		return true
+	}
+	for i := 0; i+8 < len(s); i += 8 {
+		if !plainWord(word(s[i:])) {
+			return false
+		}
+	}
+	return plainWord(word(s[len(s)-8:]))
+}
+
+// plainWord tells whether the eight bytes of w are all printable ASCII other than '"' and '\\'.
+func plainWord(w uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		quote, backslash := w^(ones*'"'), w^(ones*'\\')
-		if (w|(w-ones*0x20)|((quote-ones)&^quote)|((backslash-ones)&^backslash))&highs != 0 {
-			return false
-		}
-	}
-	for ; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
+	quote, backslash := w^(ones*'"'), w^(ones*'\\')
+	return (w|(w-ones*0x20)|((quote-ones)&^quote)|((backslash-ones)&^backslash))&highs == 0
+}
+
+// word is the first eight bytes of s, little-endian: one load, once the length is known.
+func word(s string) uint64 {
+	s = s[:8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
