@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -200,7 +201,7 @@ func (c *jsonWriter) report(r *Report) {
 			}
 		case 30:
 			c.name(n)
-			c.verifyInfo(&r.Verify)
+			c.verifyBlock(&r.Verify)
 		}
 	}
 	c.close('}')
@@ -353,6 +354,31 @@ func (c *jsonWriter) hint(h *Hint) {
 		c.strMember(m.names[i], s)
 	}
 	c.close('}')
+}
+
+// lastVerify is the verify block last written, in both forms. A deployment puts the same block
+// in every report, so a report whose block equals it appends these forms instead of writing its
+// members again; a block that differs is written and takes its place.
+var lastVerify atomic.Pointer[verifyForms]
+
+type verifyForms struct {
+	info VerifyInfo
+	writtenForms
+}
+
+func (c *jsonWriter) verifyBlock(v *VerifyInfo) {
+	last := lastVerify.Load()
+	if last == nil || last.info != *v {
+		f, err := writeForms(func(w *jsonWriter) { w.verifyInfo(v) })
+		if err != nil {
+			c.verifyInfo(v) // written as any value the encoder refuses, with its error
+			return
+		}
+		last = &verifyForms{*v, f}
+		lastVerify.Store(last)
+	}
+	c.b = append(c.b, last.form(c.canonical)...)
+	c.first = false
 }
 
 func (c *jsonWriter) verifyInfo(v *VerifyInfo) {
