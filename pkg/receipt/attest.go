@@ -95,18 +95,22 @@ func (k Key) attest(context string, response, canonical []byte, timestamp string
 	msg := slices.Grow((*bufp)[:0], len(response)+2*(len(context)+len(timestamp)+len(k.Version))+96)
 	defer func() { *bufp = msg }()
 	msg = append(msg, `{"algorithm":"`+Algorithm+`","attested_at":`...)
+	tsStart := len(msg)
 	msg, err := appendString(msg, timestamp)
 	if err != nil {
 		return nil, fmt.Errorf("attest: timestamp: %w", err)
 	}
+	tsEnd := len(msg)
 	msg = append(msg, `,"context":`...)
 	if msg, err = appendString(msg, context); err != nil {
 		return nil, fmt.Errorf("attest: context: %w", err)
 	}
 	msg = append(msg, `,"key_version":`...)
+	versionStart := len(msg)
 	if msg, err = appendString(msg, k.Version); err != nil {
 		return nil, fmt.Errorf("attest: key version: %w", err)
 	}
+	versionEnd := len(msg)
 	msg = append(msg, `,"response":`...)
 	bodyStart := len(msg)
 	if canonical != nil {
@@ -138,10 +142,11 @@ func (k Key) attest(context string, response, canonical []byte, timestamp string
 	if !empty {
 		out = append(out, ',')
 	}
+	// The key version and timestamp are copied as the message quoted them, not quoted again.
 	out = append(out, `"`+attestationName+`":{"algorithm":"`+Algorithm+`","key_version":`...)
-	out, _ = appendString(out, k.Version) // already checked above
+	out = append(out, msg[versionStart:versionEnd]...)
 	out = append(out, `,"timestamp":`...)
-	out, _ = appendString(out, timestamp)
+	out = append(out, msg[tsStart:tsEnd]...)
 	out = append(out, `,"signature":"`...)
 	out = base64.StdEncoding.AppendEncode(out, sig)
 	out = append(out, `"}`...)

@@ -156,6 +156,35 @@ func TestReportCanonicalEncoder(t *testing.T) {
 	}
 }
 
+// The parts written once and reused (the verify block, the next_actions lists) come out as the
+// general encoders write them: reports alternate between two verify blocks, one of them with
+// strings that need escaping, and a report with a list of next_actions of its own.
+func TestReportRecurringParts(t *testing.T) {
+	eng := NewEngine(Limits{})
+	req, sch, err := eng.Decode(seedFile(t, "invoice-draft.request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := testEnv
+	other.Verify = NewVerifyInfo("http://127.0.0.1:1/\"tab\there\u00e9", "key \"2\"")
+	for i := range 4 {
+		env := testEnv
+		if i%2 == 1 {
+			env = other
+		}
+		rep, err := eng.Check(req, sch, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertCanonicalReport(t, rep)
+		if rep.Verify != env.Verify {
+			t.Fatalf("report %d has verify block %+v, want %+v", i, rep.Verify, env.Verify)
+		}
+		rep.NextActions = []Action{{Action: "repair_and_reverify", Using: "hints"}, {Action: "x\"y", For: "\u00e9"}}
+		assertCanonicalReport(t, rep)
+	}
+}
+
 // testPayments are the payment members of SPEC §16: none, free, paid (with a payer that needs
 // escaping, so that the payment member's strings take the escaping path too).
 var testPayments = []*Payment{nil, &receipt.FreePayment, {
