@@ -456,6 +456,12 @@ func appendNumberKey(b []byte, lit string) []byte {
 // digits, and for values that underflow (1e-400 → 0); they agree for 0.1 (→ 0.1) and 1.0 (→ 1),
 // whose hashes are faithful even though 0.1 is not exactly a binary fraction.
 func InexactNumber(lit string) (inexact bool, becomes string) {
+	// A literal of at most 15 characters and no exponent has at most 15 significant digits and
+	// sits within 10^±15, where the test below always answers exact: nearly every number an
+	// output holds is answered without taking it apart.
+	if len(lit) <= 15 && !hasExponent(lit) {
+		return false, ""
+	}
 	p, ok := splitNumber(lit)
 	if !ok || p.isZero() {
 		return false, ""
@@ -480,6 +486,16 @@ func InexactNumber(lit string) (inexact bool, becomes string) {
 		}
 	}
 	return true, esNumber(f)
+}
+
+// hasExponent tells whether a literal has an exponent part ('e' or 'E').
+func hasExponent(lit string) bool {
+	for i := 0; i < len(lit); i++ {
+		if lit[i]|0x20 == 'e' {
+			return true
+		}
+	}
+	return false
 }
 
 // esNumber writes f as ECMAScript (and so RFC 8785) does, for messages.

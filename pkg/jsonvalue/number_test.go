@@ -248,12 +248,59 @@ func TestInexactNumber(t *testing.T) {
 		{"1e-99999999999999999999", true, "0"},
 		{"2.5e-8", false, ""},
 		{"12345678901234567", true, "12345678901234568"},
+		{"123456789012345", false, ""},
+		{"0.1234567890123", false, ""},
+		{"-0.000000000001", false, ""},
+		{"1E400", true, "infinity, beyond double range"},
+		{"1E-400", true, "0"},
+		{"1e-4000", true, "0"},
 	} {
 		inexact, becomes := InexactNumber(c.lit)
 		if inexact != c.inexact || becomes != c.becomes {
 			t.Errorf("InexactNumber(%q) = %v %q, want %v %q", c.lit, inexact, becomes, c.inexact, c.becomes)
 		}
 	}
+}
+
+// InexactNumber answers as its rule says, computed here with big.Rat, for random literals of up to
+// 20 digits: short ones, which it answers without parsing, and longer ones, which it parses.
+func TestInexactNumberRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		lit := randomPlainLiteral(rng)
+		f, err := strconv.ParseFloat(lit, 64)
+		if err != nil {
+			t.Fatalf("ParseFloat(%q): %v", lit, err)
+		}
+		exact, _ := new(big.Rat).SetString(lit)
+		shortest, _ := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
+		if got, want := func() bool { inexact, _ := InexactNumber(lit); return inexact }(), exact.Cmp(shortest) != 0; got != want {
+			t.Errorf("InexactNumber(%q) = %v, want %v", lit, got, want)
+		}
+	}
+}
+
+// randomPlainLiteral is a JSON number without an exponent: up to 20 digits, some of them after a
+// point, often with leading zeros after it and an optional sign.
+func randomPlainLiteral(rng *rand.Rand) string {
+	digits := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('0' + rng.IntN(10))
+		}
+		return string(b)
+	}
+	lit := strings.TrimLeft(digits(1+rng.IntN(17)), "0")
+	if lit == "" || rng.IntN(3) == 0 {
+		lit = "0"
+	}
+	if rng.IntN(2) == 0 {
+		lit += "." + strings.Repeat("0", rng.IntN(12)) + digits(1+rng.IntN(8))
+	}
+	if rng.IntN(2) == 0 {
+		lit = "-" + lit
+	}
+	return lit
 }
 
 // TestParseSmall: ParseSmall reads every literal it accepts to the value ParseDecimal reads,

@@ -249,7 +249,8 @@ var placeholders = struct {
 // placeholderKind applies the rules of placeholders to t (trimmed, not empty) and names the rule
 // that matched, or returns "".
 func placeholderKind(t string) string {
-	if u := strings.TrimRight(t, ".!:… "); len(u) <= 24 {
+	ended := trimEnding(t)
+	if u := ended; len(u) <= 24 {
 		if len(u) >= 2 {
 			switch a, z := u[0], u[len(u)-1]; {
 			case a == '(' && z == ')', a == '[' && z == ']', a == '<' && z == '>':
@@ -257,13 +258,13 @@ func placeholderKind(t string) string {
 			}
 		}
 		for _, w := range placeholders.Whole {
-			if strings.EqualFold(u, w) {
+			if equalFoldWord(u, w) {
 				return "a placeholder word"
 			}
 		}
 	}
 	for _, m := range placeholders.Marked {
-		if len(t) > len(m) && strings.EqualFold(t[:len(m)], m) && strings.HasPrefix(strings.TrimLeft(t[len(m):], " \t"), ":") {
+		if len(t) > len(m) && equalFoldWord(t[:len(m)], m) && strings.HasPrefix(strings.TrimLeft(t[len(m):], " \t"), ":") {
 			return "a " + strings.ToUpper(m) + " marker"
 		}
 	}
@@ -279,10 +280,41 @@ func placeholderKind(t string) string {
 		return "an unfilled {{...}} template field"
 	case bracketPrompt(t):
 		return "a [...] placeholder"
-	case herePrompt(t):
+	case herePrompt(ended):
 		return `a "... here" prompt`
 	}
 	return ""
+}
+
+// trimEnding is t without the punctuation and spaces a placeholder may end with: the cut set
+// ".!:… " of strings.TrimRight, spelled out because TrimRight takes its slow path, a rune at a
+// time, for any cut set holding a non-ASCII character such as '…', and nearly every string is
+// matched here.
+func trimEnding(t string) string {
+	for len(t) > 0 {
+		switch t[len(t)-1] {
+		case '.', '!', ':', ' ':
+			t = t[:len(t)-1]
+		default:
+			if !strings.HasSuffix(t, "…") {
+				return t
+			}
+			t = t[:len(t)-len("…")]
+		}
+	}
+	return t
+}
+
+// equalFoldWord is strings.EqualFold(s, word) for a word of lower-case ASCII letters (and
+// spaces), which every placeholder word is. Nearly every string is told apart by its length or
+// its first byte without the call: each rune of s must stand for one byte of word, so s is at
+// least as long, and an ASCII first byte folds to word's first letter only as that letter in
+// either case (a non-ASCII one may fold to it, as the Kelvin sign does to k, and goes to the call).
+func equalFoldWord(s, word string) bool {
+	if len(s) < len(word) || len(s) > 0 && s[0] < utf8.RuneSelf && s[0]|0x20 != word[0] {
+		return false
+	}
+	return strings.EqualFold(s, word)
 }
 
 // containsFold reports whether s contains sub (ASCII, lower case) ignoring case.
@@ -374,21 +406,21 @@ func bracketPrompt(t string) bool {
 	return false
 }
 
-func herePrompt(t string) bool {
-	u := strings.TrimRight(t, ".!:… ")
-	if len(u) < 5 || !strings.EqualFold(u[len(u)-4:], "here") {
+// herePrompt takes the string without its ending punctuation (trimEnding).
+func herePrompt(u string) bool {
+	if len(u) < 5 || !equalFoldWord(u[len(u)-4:], "here") {
 		return false
 	}
 	words := strings.Fields(u)
-	if len(words) < 2 || !strings.EqualFold(words[len(words)-1], "here") {
+	if len(words) < 2 || !equalFoldWord(words[len(words)-1], "here") {
 		return false
 	}
 	for _, w := range placeholders.HereLeads {
-		if strings.EqualFold(words[0], w) {
+		if equalFoldWord(words[0], w) {
 			return true
 		}
 	}
 	n := len(words)
-	return (n >= 3 && strings.EqualFold(words[n-2], "goes")) ||
-		(strings.EqualFold(words[0], "your") && n >= 3 && n <= 4)
+	return (n >= 3 && equalFoldWord(words[n-2], "goes")) ||
+		(equalFoldWord(words[0], "your") && n >= 3 && n <= 4)
 }

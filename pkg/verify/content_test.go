@@ -149,6 +149,37 @@ func TestContentStrings(t *testing.T) {
 	}
 }
 
+// equalFoldWord answers as strings.EqualFold for every word it is given, including strings whose
+// non-ASCII letters fold to ASCII ones (the Kelvin sign to k, the long s to s) and so match a
+// longer or shorter spelling, and trimEnding as strings.TrimRight with its cut set.
+func TestContentFoldShortcuts(t *testing.T) {
+	words := []string{"here", "goes", "your", "key", "ask"}
+	for _, list := range [][]string{placeholders.Whole, placeholders.Marked, placeholders.HereLeads} {
+		words = append(words, list...)
+	}
+	for _, w := range words {
+		if w == "" || w[0] < 'a' || w[0] > 'z' || strings.Trim(w, "abcdefghijklmnopqrstuvwxyz ") != "" {
+			t.Errorf("placeholder word %q is not lower-case ASCII letters starting with one", w)
+		}
+	}
+	strs := []string{"", "t", "T", "k", "\u212a", "\u212aEY", "\u212aey", "ke\u212a", "\u017fk", "a\u017fk", "A\u017fK",
+		"TODO", "todo", "ToDo", "todO ", "tod", "CHANGE ME", "change  me", "Placeholder", "HERE", "goes", "Your",
+		"\xe2", "\xff\xfe", "\u00e9", "écrire", "INV-7731", "USD", "CRWL-100", "0", "[", "@todo", "`type"}
+	for _, w := range words {
+		for _, s := range strs {
+			if got, want := equalFoldWord(s, w), strings.EqualFold(s, w); got != want {
+				t.Errorf("equalFoldWord(%q, %q) = %v, want %v", s, w, got, want)
+			}
+		}
+	}
+	for _, s := range []string{"", ".", "…", "TODO…", "TODO.…!: ", "TODO …", "a\xe2\x80\xa6", "a\x80\xa6", "a\xe2\x80",
+		"\xa6", "…\xe2\x80\xa6.", "x\u2026\u2026", "x\u2025", "x\u2027", "TBD:", "done!", " . "} {
+		if got, want := trimEnding(s), strings.TrimRight(s, ".!:… "); got != want {
+			t.Errorf("trimEnding(%q) = %q, want %q", s, got, want)
+		}
+	}
+}
+
 // Hostile strings are answered in linear time: the matchers never rescan from every position.
 func TestContentPlaceholderLinear(t *testing.T) {
 	for _, s := range []string{

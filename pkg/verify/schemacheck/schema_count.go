@@ -164,6 +164,7 @@ type schWalker struct {
 	declFrom   int
 	declOn     bool
 	declSpeaks bool
+	declAll    bool // the first of them declares every member by name (see object)
 
 	tally, undeclared Result // the counts; the failures are in kept and undeclKept until the end
 	kept, undeclKept  schKept
@@ -188,7 +189,7 @@ func (w *schWalker) walk(root *schNode, instance any) bool {
 
 func (w *schWalker) release() {
 	w.scope, w.loc, w.keys, w.decl = w.scope[:0], w.loc[:0], w.keys[:0], w.decl[:0]
-	w.base, w.vid, w.declFrom, w.declOn, w.declSpeaks = 0, 0, 0, false, false
+	w.base, w.vid, w.declFrom, w.declOn, w.declSpeaks, w.declAll = 0, 0, 0, false, false, false
 	w.instance, w.evals, w.nextLook, w.budget, w.sized, w.over, w.stopped, w.stop = nil, 0, 0, 0, false, false, false, nil
 	w.tally, w.undeclared = Result{}, Result{}
 	w.kept.reset()
@@ -270,14 +271,18 @@ func (w *schWalker) child(n *schNode, v any, count bool, key string, idx int) bo
 // undeclared-property check once every schema applied there has been seen.
 func (w *schWalker) enter(n *schNode, v any, count bool) bool {
 	obj, isObj := v.(map[string]any)
-	saveOn, saveFrom, saveSpeaks := w.declOn, w.declFrom, w.declSpeaks
-	w.declOn, w.declFrom, w.declSpeaks = count && isObj, len(w.decl), false
+	saveOn, saveFrom, saveSpeaks, saveAll := w.declOn, w.declFrom, w.declSpeaks, w.declAll
+	w.declOn, w.declFrom, w.declSpeaks, w.declAll = count && isObj, len(w.decl), false, false
 	ok, _ := w.eval(n, v, count, false)
-	if w.declOn && len(w.decl) > w.declFrom && !w.declSpeaks {
+	switch {
+	case !w.declOn || len(w.decl) == w.declFrom || w.declSpeaks:
+	case w.declAll:
+		w.undeclared.pass() // what undeclaredCheck finds, without looking every member up again
+	default:
 		w.undeclaredCheck(obj, w.decl[w.declFrom:])
 	}
 	w.decl = w.decl[:w.declFrom]
-	w.declOn, w.declFrom, w.declSpeaks = saveOn, saveFrom, saveSpeaks
+	w.declOn, w.declFrom, w.declSpeaks, w.declAll = saveOn, saveFrom, saveSpeaks, saveAll
 	return ok
 }
 
@@ -721,17 +726,25 @@ func (w *schWalker) object(n *schNode, obj map[string]any, count, trk bool, ok *
 	}
 	if len(n.patterns) == 0 && n.addl == 0 && n.addlS == nil && !trk {
 		// Fast path: only declared properties to visit, in sorted order.
+		found := 0
 		for _, p := range n.props {
 			pv, present := obj[p.name]
 			if !present {
 				continue
 			}
+			found++
 			if !w.child(p.n, pv, count, p.name, -1) {
 				*ok = false
 				if !count {
 					return false
 				}
 			}
+		}
+		// Every member is one of n's properties. When n is the first schema the
+		// undeclared-property check consults here, that check finds each member in n at once,
+		// spending nothing, so enter passes it without looking the members up again.
+		if found == len(obj) && w.declOn && n.declares && w.decl[w.declFrom] == n {
+			w.declAll = true
 		}
 	} else {
 		keys, from := w.sortedKeys(obj)
