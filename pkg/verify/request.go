@@ -568,96 +568,77 @@ var operands = map[RuleType][]string{
 	Unique:    {},
 }
 
-func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule, bool) {
-	before := bad.Count()
-	for k := range obj {
-		if !slices.Contains(ruleFields, k) {
-			// Named in sorted order, so that the answer does not depend on map order.
-			bad.unknown(at, at+".", unknownKeys(obj, ruleFields), "is not a known rule field", "Send only the rule fields "+strings.Join(ruleFields, ", ")+".")
-			break
+// ruleMembers are the members of one rule object, read in one pass over it instead of a map
+// lookup for each of the ten a rule may have (it usually has three). An absent member and a null
+// one are both nil: the checks treat them alike.
+type ruleMembers struct {
+	typ, field, tolerance, ifPresent any
+	equalsField, equals              any
+	otherField, value                any
+	inField, values                  any
+	unknown                          bool // a member that is not one of ruleFields
+}
+
+// readRuleMembers reads obj's members; its cases are ruleFields.
+func readRuleMembers(obj map[string]any) ruleMembers {
+	var m ruleMembers
+	for k, v := range obj {
+		switch k {
+		case "type":
+			m.typ = v
+		case "field":
+			m.field = v
+		case "equals_field":
+			m.equalsField = v
+		case "equals":
+			m.equals = v
+		case "other_field":
+			m.otherField = v
+		case "value":
+			m.value = v
+		case "in_field":
+			m.inField = v
+		case "values":
+			m.values = v
+		case "tolerance":
+			m.tolerance = v
+		case "if_present":
+			m.ifPresent = v
+		default:
+			m.unknown = true
 		}
 	}
+	return m
+}
+
+func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule, bool) {
+	before := bad.Count()
+	m := readRuleMembers(obj)
+	if m.unknown {
+		// Named in sorted order, so that the answer does not depend on map order.
+		bad.unknown(at, at+".", unknownKeys(obj, ruleFields), "is not a known rule field", "Send only the rule fields "+strings.Join(ruleFields, ", ")+".")
+	}
 	r := Rule{Tolerance: defaultTolerance(), ToleranceLiteral: DefaultTolerance}
-	typ, ok := obj["type"].(string)
+	typ, ok := m.typ.(string)
+	var allowed []string
+	if ok {
+		allowed = operands[RuleType(typ)]
+	}
 	switch {
-	case obj["type"] == nil:
+	case m.typ == nil:
 		bad.Add(at+".type", "is required", typeFix)
-	case !ok || operands[RuleType(typ)] == nil:
+	case allowed == nil:
 		bad.Add(at+".type", "is not one of the allowed values", typeFix)
 	default:
 		r.Type = RuleType(typ)
 	}
-	if obj["field"] == nil {
+	if m.field == nil {
 		bad.Add(at+".field", "is required", "Give the path of the value(s) to check, e.g. 'line_items[].line_total'.")
-	} else if p, ok := pathField(bad, at, ".field", obj["field"], lim); ok {
+	} else if p, ok := pathField(bad, at, ".field", m.field, lim); ok {
 		r.Field = p
 	}
-	// Operands: every operand member that is set must belong to the type, and exactly one must be.
-	set := []string{}
-	for _, k := range []string{"equals_field", "equals", "other_field", "value", "in_field", "values"} {
-		if obj[k] != nil {
-			set = append(set, k)
-		}
-	}
-	if r.Type != "" {
-		allowed := operands[r.Type]
-		for _, k := range set {
-			if !slices.Contains(allowed, k) {
-				bad.Add(at+"."+k, "does not apply to rule type "+string(r.Type), operandFix(r.Type))
-			}
-		}
-		given := 0
-		for _, k := range set {
-			if slices.Contains(allowed, k) {
-				given++
-			}
-		}
-		switch {
-		case len(allowed) > 0 && given == 0:
-			bad.Add(at, "is missing its operand", operandFix(r.Type))
-		case given > 1:
-			bad.Add(at, "has two operands", operandFix(r.Type))
-		}
-	}
-	for _, k := range []string{"equals_field", "other_field", "in_field"} {
-		if obj[k] == nil {
-			continue
-		}
-		if p, ok := pathField(bad, at+".", k, obj[k], lim); ok {
-			switch k {
-			case "equals_field":
-				r.EqualsField = &p
-			case "other_field":
-				r.OtherField = &p
-			case "in_field":
-				r.InField = &p
-			}
-		}
-	}
-	for _, k := range []string{"equals", "value"} {
-		if obj[k] == nil {
-			continue
-		}
-		n, ok := obj[k].(json.Number)
-		if !ok {
-			bad.Add(at+"."+k, "must be a number", "Send a JSON number.")
-			continue
-		}
-		if k == "equals" {
-			r.Equals = &n
-		} else {
-			r.Value = &n
-		}
-	}
-	if obj["values"] != nil {
-		vs, ok := obj["values"].([]any)
-		if !ok {
-			bad.Add(at+".values", "must be an array", "Send the allowed values as a JSON array.")
-		} else {
-			r.Values = vs
-		}
-	}
-	if t := obj["tolerance"]; t != nil {
+	decodeOperands(bad, at, &m, &r, allowed, lim)
+	if t := m.tolerance; t != nil {
 		n, ok := t.(json.Number)
 		var d jsonvalue.Decimal
 		switch {
@@ -670,7 +651,7 @@ func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule,
 			r.Tolerance, r.ToleranceLiteral = d.Rat(), n
 		}
 	}
-	switch v := obj["if_present"].(type) {
+	switch v := m.ifPresent.(type) {
 	case nil:
 	case bool:
 		r.IfPresent = v
@@ -678,6 +659,73 @@ func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule,
 		bad.Add(at+".if_present", "must be a boolean", "Send true or false.")
 	}
 	return r, bad.Count() == before
+}
+
+// decodeOperands reads the operand members of rule at into r: every one that is set must belong
+// to r's type (allowed, nil when the type is unknown), and exactly one must be.
+func decodeOperands(bad *problems, at string, m *ruleMembers, r *Rule, allowed []string, lim Limits) {
+	type member struct {
+		name string
+		v    any
+	}
+	set := make([]string, 0, 6)
+	for _, op := range [...]member{{"equals_field", m.equalsField}, {"equals", m.equals},
+		{"other_field", m.otherField}, {"value", m.value}, {"in_field", m.inField}, {"values", m.values}} {
+		if op.v != nil {
+			set = append(set, op.name)
+		}
+	}
+	if r.Type != "" {
+		given := 0
+		for _, k := range set {
+			if slices.Contains(allowed, k) {
+				given++
+			} else {
+				bad.Add(at+"."+k, "does not apply to rule type "+string(r.Type), operandFix(r.Type))
+			}
+		}
+		switch {
+		case len(allowed) > 0 && given == 0:
+			bad.Add(at, "is missing its operand", operandFix(r.Type))
+		case given > 1:
+			bad.Add(at, "has two operands", operandFix(r.Type))
+		}
+	}
+	for _, op := range [...]struct {
+		member string // as pathField files it under at
+		v      any
+		p      **Path
+	}{{".equals_field", m.equalsField, &r.EqualsField}, {".other_field", m.otherField, &r.OtherField}, {".in_field", m.inField, &r.InField}} {
+		if op.v == nil {
+			continue
+		}
+		if p, ok := pathField(bad, at, op.member, op.v, lim); ok {
+			*op.p = &p
+		}
+	}
+	for _, op := range [...]struct {
+		name string
+		v    any
+		n    **json.Number
+	}{{"equals", m.equals, &r.Equals}, {"value", m.value, &r.Value}} {
+		if op.v == nil {
+			continue
+		}
+		n, ok := op.v.(json.Number)
+		if !ok {
+			bad.Add(at+"."+op.name, "must be a number", "Send a JSON number.")
+			continue
+		}
+		*op.n = &n
+	}
+	if m.values != nil {
+		vs, ok := m.values.([]any)
+		if !ok {
+			bad.Add(at+".values", "must be an array", "Send the allowed values as a JSON array.")
+		} else {
+			r.Values = vs
+		}
+	}
 }
 
 func operandFix(t RuleType) string {
