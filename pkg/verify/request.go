@@ -90,6 +90,22 @@ type requestMembers struct {
 var ruleFields = []string{"type", "field", "equals_field", "equals", "other_field", "value",
 	"in_field", "values", "tolerance", "if_present"}
 
+// Indexes of the members in ruleFields: a rule's members are read into an array by index in one
+// pass over the rule object (see ruleMembers), as a request's are.
+const (
+	ruleFieldType = iota
+	ruleFieldField
+	ruleFieldEqualsField
+	ruleFieldEquals
+	ruleFieldOtherField
+	ruleFieldValue
+	ruleFieldInField
+	ruleFieldValues
+	ruleFieldTolerance
+	ruleFieldIfPresent
+	numRuleFields
+)
+
 var boundFields = []string{"min", "max", "if_present"}
 
 // problems collects field problems so one 422 can name all of them (apperr.Problems), with
@@ -568,43 +584,20 @@ var operands = map[RuleType][]string{
 	Unique:    {},
 }
 
-// ruleMembers are the members of one rule object, read in one pass over it instead of a map
-// lookup for each of the ten a rule may have (it usually has three). An absent member and a null
-// one are both nil: the checks treat them alike.
+// ruleMembers are the members of one rule object by index in ruleFields, read in one pass over
+// it instead of a map lookup for each of the ten a rule may have (it usually has three). An absent
+// member and a null one are both nil: the checks treat them alike.
 type ruleMembers struct {
-	typ, field, tolerance, ifPresent any
-	equalsField, equals              any
-	otherField, value                any
-	inField, values                  any
-	unknown                          bool // a member that is not one of ruleFields
+	v       [numRuleFields]any
+	unknown bool // a member that is not one of ruleFields
 }
 
-// readRuleMembers reads obj's members; its cases are ruleFields.
 func readRuleMembers(obj map[string]any) ruleMembers {
 	var m ruleMembers
 	for k, v := range obj {
-		switch k {
-		case "type":
-			m.typ = v
-		case "field":
-			m.field = v
-		case "equals_field":
-			m.equalsField = v
-		case "equals":
-			m.equals = v
-		case "other_field":
-			m.otherField = v
-		case "value":
-			m.value = v
-		case "in_field":
-			m.inField = v
-		case "values":
-			m.values = v
-		case "tolerance":
-			m.tolerance = v
-		case "if_present":
-			m.ifPresent = v
-		default:
+		if i := slices.Index(ruleFields, k); i >= 0 {
+			m.v[i] = v
+		} else {
 			m.unknown = true
 		}
 	}
@@ -619,26 +612,26 @@ func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule,
 		bad.unknown(at, at+".", unknownKeys(obj, ruleFields), "is not a known rule field", "Send only the rule fields "+strings.Join(ruleFields, ", ")+".")
 	}
 	r := Rule{Tolerance: defaultTolerance(), ToleranceLiteral: DefaultTolerance}
-	typ, ok := m.typ.(string)
+	typ, ok := m.v[ruleFieldType].(string)
 	var allowed []string
 	if ok {
 		allowed = operands[RuleType(typ)]
 	}
 	switch {
-	case m.typ == nil:
+	case m.v[ruleFieldType] == nil:
 		bad.Add(at+".type", "is required", typeFix)
 	case allowed == nil:
 		bad.Add(at+".type", "is not one of the allowed values", typeFix)
 	default:
 		r.Type = RuleType(typ)
 	}
-	if m.field == nil {
+	if m.v[ruleFieldField] == nil {
 		bad.Add(at+".field", "is required", "Give the path of the value(s) to check, e.g. 'line_items[].line_total'.")
-	} else if p, ok := pathField(bad, at, ".field", m.field, lim); ok {
+	} else if p, ok := pathField(bad, at, ".field", m.v[ruleFieldField], lim); ok {
 		r.Field = p
 	}
 	decodeOperands(bad, at, &m, &r, allowed, lim)
-	if t := m.tolerance; t != nil {
+	if t := m.v[ruleFieldTolerance]; t != nil {
 		n, ok := t.(json.Number)
 		var d jsonvalue.Decimal
 		switch {
@@ -651,7 +644,7 @@ func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule,
 			r.Tolerance, r.ToleranceLiteral = d.Rat(), n
 		}
 	}
-	switch v := m.ifPresent.(type) {
+	switch v := m.v[ruleFieldIfPresent].(type) {
 	case nil:
 	case bool:
 		r.IfPresent = v
@@ -664,15 +657,11 @@ func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule,
 // decodeOperands reads the operand members of rule at into r: every one that is set must belong
 // to r's type (allowed, nil when the type is unknown), and exactly one must be.
 func decodeOperands(bad *problems, at string, m *ruleMembers, r *Rule, allowed []string, lim Limits) {
-	type member struct {
-		name string
-		v    any
-	}
+	// The operand members sit together in ruleFields, from equals_field to values.
 	set := make([]string, 0, 6)
-	for _, op := range [...]member{{"equals_field", m.equalsField}, {"equals", m.equals},
-		{"other_field", m.otherField}, {"value", m.value}, {"in_field", m.inField}, {"values", m.values}} {
-		if op.v != nil {
-			set = append(set, op.name)
+	for i := ruleFieldEqualsField; i <= ruleFieldValues; i++ {
+		if m.v[i] != nil {
+			set = append(set, ruleFields[i])
 		}
 	}
 	if r.Type != "" {
@@ -692,34 +681,33 @@ func decodeOperands(bad *problems, at string, m *ruleMembers, r *Rule, allowed [
 		}
 	}
 	for _, op := range [...]struct {
-		member string // as pathField files it under at
-		v      any
+		i      int
+		member string // ruleFields[i] as pathField files it under at
 		p      **Path
-	}{{".equals_field", m.equalsField, &r.EqualsField}, {".other_field", m.otherField, &r.OtherField}, {".in_field", m.inField, &r.InField}} {
-		if op.v == nil {
+	}{{ruleFieldEqualsField, ".equals_field", &r.EqualsField}, {ruleFieldOtherField, ".other_field", &r.OtherField}, {ruleFieldInField, ".in_field", &r.InField}} {
+		if m.v[op.i] == nil {
 			continue
 		}
-		if p, ok := pathField(bad, at, op.member, op.v, lim); ok {
+		if p, ok := pathField(bad, at, op.member, m.v[op.i], lim); ok {
 			*op.p = &p
 		}
 	}
 	for _, op := range [...]struct {
-		name string
-		v    any
-		n    **json.Number
-	}{{"equals", m.equals, &r.Equals}, {"value", m.value, &r.Value}} {
-		if op.v == nil {
+		i int
+		n **json.Number
+	}{{ruleFieldEquals, &r.Equals}, {ruleFieldValue, &r.Value}} {
+		if m.v[op.i] == nil {
 			continue
 		}
-		n, ok := op.v.(json.Number)
+		n, ok := m.v[op.i].(json.Number)
 		if !ok {
-			bad.Add(at+"."+op.name, "must be a number", "Send a JSON number.")
+			bad.Add(at+"."+ruleFields[op.i], "must be a number", "Send a JSON number.")
 			continue
 		}
 		*op.n = &n
 	}
-	if m.values != nil {
-		vs, ok := m.values.([]any)
+	if m.v[ruleFieldValues] != nil {
+		vs, ok := m.v[ruleFieldValues].([]any)
 		if !ok {
 			bad.Add(at+".values", "must be an array", "Send the allowed values as a JSON array.")
 		} else {
