@@ -181,7 +181,7 @@ func (b *treeBuilder) text() (string, error) {
 	for i := start + 1; ; {
 		// Plain bytes are passed over eight at a time, up to the first that is not plain.
 		for i+8 <= len(in) {
-			if m := specialBytes(binary.LittleEndian.Uint64(in[i:])); m != 0 {
+			if m := wire.SpecialBytes(binary.LittleEndian.Uint64(in[i:])); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
@@ -220,17 +220,6 @@ func (b *treeBuilder) text() (string, error) {
 			return "", errSyntax
 		}
 	}
-}
-
-// specialBytes marks, with its high bit, each byte of w (little-endian) that ends a string or
-// needs a look: '"', a backslash or a control character. Bytes from 0x80 on are plain: the input
-// is valid UTF-8. These are the classic tests for a zero or a small byte in a word; the lowest
-// mark is exact (a borrow only marks bytes above a marked one), so the first byte to look at is
-// the lowest mark's.
-func specialBytes(w uint64) uint64 {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	quote, backslash := w^(ones*'"'), w^(ones*'\\')
-	return ((w-ones*0x20)&^w | (quote-ones)&^quote | (backslash-ones)&^backslash) & highs
 }
 
 // escapeLen is the length of the escape at the start of s (s[0] is a backslash): a \u escape of

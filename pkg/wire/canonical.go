@@ -182,10 +182,19 @@ func PlainASCII(s string) bool {
 }
 
 // plainWord tells whether the eight bytes of w are all printable ASCII other than '"' and '\\'.
-func plainWord(w uint64) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
+func plainWord(w uint64) bool { return (SpecialBytes(w)|w)&highBits == 0 }
+
+// highBits is the high bit of each byte of a word.
+const highBits = 0x8080808080808080
+
+// SpecialBytes marks, with its high bit, each byte of w (little-endian) that ends a JSON string
+// or needs a look: '"', a backslash or a control character. Bytes from 0x80 on are not marked.
+// These are the classic tests for a zero or a small byte in a word; the lowest mark is exact (a
+// borrow only marks bytes above a marked one), so the first byte to look at is the lowest mark's.
+func SpecialBytes(w uint64) uint64 {
+	const ones = 0x0101010101010101
 	quote, backslash := w^(ones*'"'), w^(ones*'\\')
-	return (w|(w-ones*0x20)|((quote-ones)&^quote)|((backslash-ones)&^backslash))&highs == 0
+	return ((w-ones*0x20)&^w | (quote-ones)&^quote | (backslash-ones)&^backslash) & highBits
 }
 
 // word is the first eight bytes of s, little-endian: one load, once the length is known.

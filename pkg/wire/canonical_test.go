@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -57,5 +59,33 @@ func TestPlainASCII(t *testing.T) {
 	}
 	if plain < 10000 {
 		t.Errorf("only %d plain strings drawn", plain)
+	}
+}
+
+// SpecialBytes' lowest mark is exactly the first byte that ends a string or needs a look, for
+// words of bytes around those.
+func TestSpecialBytes(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	near := []byte{'"', '\\', 0x1f, 0x20, 0, 0x7f, 0x80, 0xff, 0x21, 0x5b, 0x5d, 0x23, 0xa0, 0x9f}
+	for range 300000 {
+		var b [8]byte
+		first := 8
+		for i := range b {
+			switch r.IntN(3) {
+			case 0:
+				b[i] = byte(r.IntN(256))
+			case 1:
+				b[i] = near[r.IntN(len(near))]
+			default:
+				b[i] = byte(0x20 + r.IntN(0x60))
+			}
+			if (b[i] < 0x20 || b[i] == '"' || b[i] == '\\') && first == 8 {
+				first = i
+			}
+		}
+		m := SpecialBytes(binary.LittleEndian.Uint64(b[:]))
+		if got := bits.TrailingZeros64(m) >> 3; got != first || (m == 0) != (first == 8) {
+			t.Fatalf("SpecialBytes(%q) = %#x: first byte %d, want %d", b, m, got, first)
+		}
 	}
 }
