@@ -1303,7 +1303,7 @@ var storeMethods = map[string][]string{
 	// history; GET /verifications/{id}, /log/checkpoint, /log/tile/…: the log's reads.
 	"VerifyFunction": {
 		"ConsumeAllowance", "AllowanceUsed", "ReservePayment", "ReleasePayment", "PaymentReserved",
-		"KeepPaidAnswer", "PaidAnswer", "RecordVerification", "Fold", "AgentAggregate", "History",
+		"ClaimPayment", "UpdatePaymentClaim", "ReleasePaymentClaim", "RecordVerification", "Fold", "AgentAggregate", "History",
 		"RecordReceipt", "Receipt", "LogHead", "ReadLogHashes", "LogLeaves", "LogIndexes",
 	},
 	// The tools do what the REST routes do: verify_schema as POST /verify/schema,
@@ -1311,7 +1311,7 @@ var storeMethods = map[string][]string{
 	// GET /verifications/{id}.
 	"McpFunction": {
 		"ConsumeAllowance", "AllowanceUsed", "ReservePayment", "ReleasePayment", "PaymentReserved",
-		"KeepPaidAnswer", "PaidAnswer", "RecordVerification", "Fold", "AgentAggregate",
+		"ClaimPayment", "UpdatePaymentClaim", "ReleasePaymentClaim", "RecordVerification", "Fold", "AgentAggregate",
 		"RecordReceipt", "Receipt", "LogHead", "ReadLogHashes", "LogLeaves", "LogIndexes",
 	},
 	// GET /score/{agent_id}: the aggregate, which folds the agent's inbox first, and the payment.

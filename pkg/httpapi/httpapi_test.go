@@ -63,12 +63,16 @@ func (m *memRecorder) PaymentReserved(ctx context.Context, id string) (bool, err
 	return m.store().PaymentReserved(ctx, id)
 }
 
-func (m *memRecorder) KeepPaidAnswer(ctx context.Context, id string, a store.PaidAnswer, expires time.Time) error {
-	return m.store().KeepPaidAnswer(ctx, id, a, expires)
+func (m *memRecorder) ClaimPayment(ctx context.Context, id string, c store.PaymentClaim, expires time.Time) (store.PaymentClaim, bool, error) {
+	return m.store().ClaimPayment(ctx, id, c, expires)
 }
 
-func (m *memRecorder) PaidAnswer(ctx context.Context, id string) (store.PaidAnswer, bool, error) {
-	return m.store().PaidAnswer(ctx, id)
+func (m *memRecorder) UpdatePaymentClaim(ctx context.Context, id, holder string, c store.PaymentClaim, expires time.Time) error {
+	return m.store().UpdatePaymentClaim(ctx, id, holder, c, expires)
+}
+
+func (m *memRecorder) ReleasePaymentClaim(ctx context.Context, id, holder string) error {
+	return m.store().ReleasePaymentClaim(ctx, id, holder)
 }
 
 func (m *memRecorder) History(ctx context.Context, agentID string, limit int, cursor string) ([]store.Verification, string, error) {

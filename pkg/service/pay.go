@@ -195,6 +195,16 @@ type PaymentFailure struct {
 // A refused payment is a *PaymentFailure; a 5xx (facilitator or store down, work failed) is an
 // error.
 func (s *Service) Charge(ctx context.Context, payload x402.PaymentPayload, resourceURL, priceUSD string, work func(context.Context, receipt.Payment) error) (*x402.SettleResponse, *PaymentFailure, error) {
+	return s.charge(ctx, payload, resourceURL, priceUSD, work, nil)
+}
+
+// settlingFunc is told, once the work is done and settlement is about to be asked for, which of
+// the server's requirements the payment was accepted for and by when settlement must end. An
+// error ends the call unsettled: the payment's reservation is released and the error answered.
+type settlingFunc func(ctx context.Context, accepted x402.Requirements, settleBy time.Time) error
+
+// charge is Charge with settling, when not nil, called just before settlement.
+func (s *Service) charge(ctx context.Context, payload x402.PaymentPayload, resourceURL, priceUSD string, work func(context.Context, receipt.Payment) error, settling settlingFunc) (*x402.SettleResponse, *PaymentFailure, error) {
 	if s.d.Payer == nil {
 		return nil, nil, apperr.Field("payment", "was sent to a deployment that takes no payments", "Send the request without a payment.")
 	}
@@ -252,20 +262,19 @@ func (s *Service) Charge(ctx context.Context, payload x402.PaymentPayload, resou
 		s.releasePayment(ctx, id) // never settled: the client may send the same payment again
 		return nil, nil, err
 	}
-	// Settlement must finish even if the caller hangs up (the work is done and the payment
-	// verified), but within the request's own deadline (a Lambda invocation's) less what the
-	// answer needs: a function stopped while settling would have charged without answering.
-	settleBy := time.Now().Add(SettleTimeout)
-	if d, ok := ctx.Deadline(); ok && d.Add(-AfterSettle).Before(settleBy) {
-		settleBy = d.Add(-AfterSettle)
-	}
-	if time.Until(settleBy) < MinSettleTime {
+	sctx, settleBy, cancel, ok := settleContext(ctx)
+	defer cancel()
+	if !ok {
 		// A settlement cut short has an unknown outcome: better not begun.
 		s.releasePayment(ctx, id)
 		return nil, nil, settleTooLate()
 	}
-	sctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), settleBy)
-	defer cancel()
+	if settling != nil {
+		if err := settling(sctx, accepted, settleBy); err != nil {
+			s.releasePayment(ctx, id) // never sent to settlement
+			return nil, nil, err
+		}
+	}
 	sr, err := s.d.Payer.Settle(sctx, payload, accepted)
 	if err != nil {
 		s.d.Log.Error("facilitator settle failed", "err", err.Error())
@@ -276,6 +285,20 @@ func (s *Service) Charge(ctx context.Context, payload x402.PaymentPayload, resou
 	}
 	s.attachReceipt(sctx, &sr, resourceURL, accepted.Network, binding.Payer)
 	return &sr, nil, nil
+}
+
+// settleContext is the context settlement runs in, and its deadline. Settlement must finish even
+// if the caller hangs up (the work is done and the payment verified), but within the request's
+// own deadline (a Lambda invocation's) less what the answer needs: a function stopped while
+// settling would have charged without answering. ok is false when less than MinSettleTime is
+// left, too little to begin.
+func settleContext(ctx context.Context) (sctx context.Context, settleBy time.Time, cancel context.CancelFunc, ok bool) {
+	settleBy = time.Now().Add(SettleTimeout)
+	if d, has := ctx.Deadline(); has && d.Add(-AfterSettle).Before(settleBy) {
+		settleBy = d.Add(-AfterSettle)
+	}
+	sctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), settleBy)
+	return sctx, settleBy, cancel, time.Until(settleBy) >= MinSettleTime
 }
 
 // attachReceipt puts the offer-receipt extension's signed receipt into a successful settlement:
@@ -301,7 +324,10 @@ func (s *Service) attachReceipt(ctx context.Context, sr *x402.SettleResponse, re
 
 // facilitator's verification, the work and settlement, each at its bound. A server's write
 // timeout and shutdown grace must not cut it short.
-const LongestRequest = 3*DefaultStoreTimeout + x402.DefaultVerifyTimeout + DefaultDeadline + SettleTimeout
+//
+// A call with a payment identifier also claims it, keeps its answer and its settlement (three more
+// store calls), and may first wait ClaimWait for another call with the same identifier.
+const LongestRequest = 6*DefaultStoreTimeout + x402.DefaultVerifyTimeout + DefaultDeadline + SettleTimeout + ClaimWait
 
 // Settlement's share of a paid request's time.
 const (

@@ -44,8 +44,9 @@ type Store interface {
 	ReservePayment(ctx context.Context, id string, expires time.Time) error
 	ReleasePayment(ctx context.Context, id string) error
 	PaymentReserved(ctx context.Context, id string) (bool, error)
-	KeepPaidAnswer(ctx context.Context, id string, a store.PaidAnswer, expires time.Time) error
-	PaidAnswer(ctx context.Context, id string) (a store.PaidAnswer, ok bool, err error)
+	ClaimPayment(ctx context.Context, id string, c store.PaymentClaim, expires time.Time) (store.PaymentClaim, bool, error)
+	UpdatePaymentClaim(ctx context.Context, id, holder string, c store.PaymentClaim, expires time.Time) error
+	ReleasePaymentClaim(ctx context.Context, id, holder string) error
 	RecordVerification(ctx context.Context, v store.Verification) error
 	History(ctx context.Context, agentID string, limit int, cursor string) (page []store.Verification, next string, err error)
 	AgentAggregate(ctx context.Context, agentID string) (agg reputation.Aggregate, ok bool, err error)

@@ -172,18 +172,13 @@ func (s *Service) verifyPaid(ctx context.Context, call VerifyCall, job *Job) Out
 	if call.Payment.Err != nil {
 		return s.verifyPaymentRequired(ctx, call, apperr.PaymentInvalid, w.UndecodablePayment, s.freeTrial(ctx, client, 0, false), nil)
 	}
-	// A payment identifier (SPEC §16): the same id with the same request is answered from the
-	// store, before anything is verified or settled; with another request it is a 409.
+	// A payment identifier (SPEC §16) makes the call happen at most once (verifyPaidOnce).
 	pid, hasPID, err := x402.PaymentIdentifier(call.Payment.Payload)
 	if err != nil {
 		return s.verifyPaymentRequired(ctx, call, apperr.PaymentInvalid, "The payment's payment-identifier id is not 16 to 128 characters of letters, digits, - and _. Nothing was charged.", s.freeTrial(ctx, client, 0, false), nil)
 	}
-	var reqHash string
 	if hasPID {
-		reqHash = paidRequestHash(call.Resource, call.Body)
-		if o, done := s.keptAnswer(ctx, call, pid, reqHash); done {
-			return o
-		}
+		return s.verifyPaidOnce(ctx, call, job, pid)
 	}
 	var v *Verification
 	sr, fail, err := s.Charge(ctx, call.Payment.Payload, call.Resource, s.d.Pricing.PriceVerify, func(ctx context.Context, binding receipt.Payment) (err error) {
@@ -197,9 +192,6 @@ func (s *Service) verifyPaid(ctx context.Context, call VerifyCall, job *Job) Out
 		return s.verifyPaymentRequired(ctx, call, fail.Code, fail.Message, s.freeTrial(ctx, client, 0, false), fail.Settlement)
 	}
 	s.Record(ctx, v, call.Client, sr)
-	if hasPID {
-		s.keepAnswer(ctx, pid, reqHash, v.Body, sr)
-	}
 	// x402.Match held the payment to the accepted requirements, amount included.
 	return Outcome{Kind: Answered, Body: v.Body, Settlement: sr, VerificationID: v.VerificationID, Result: v.Result,
 		SettledAmount: call.Payment.Payload.Accepted.Amount}

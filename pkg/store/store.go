@@ -41,14 +41,26 @@ type Store interface {
 	// PaymentReserved tells whether a live reservation of id exists. It lets a replay be refused
 	// as such before the facilitator is asked; ReservePayment stays the one that decides.
 	PaymentReserved(ctx context.Context, id string) (bool, error)
-	// KeepPaidAnswer keeps a paid call's answer under its x402 payment identifier until expires
-	// (SPEC §16), so that the same call sent again is answered from the store instead of being
-	// verified and settled again. The first answer kept under an id stays: keeping another under
-	// a live id returns ErrPaidAnswerKept. An answer over MaxPaidAnswer is refused (an error).
-	KeepPaidAnswer(ctx context.Context, id string, a PaidAnswer, expires time.Time) error
-	// PaidAnswer returns the live answer kept under id; ok is false when there is none (never
-	// kept, or expired).
-	PaidAnswer(ctx context.Context, id string) (a PaidAnswer, ok bool, err error)
+	// ClaimPayment claims an x402 payment identifier (SPEC §16) for c before its call is settled,
+	// so that the identifier buys one call at most, whatever the concurrency. It stores c (whose
+	// State must be ClaimWorking) when id has no live claim, or when the live one is a
+	// ClaimWorking claim whose LeaseUntil has passed (its holder stopped before settling, so
+	// nothing was charged under it); otherwise it changes nothing and returns the live claim,
+	// claimed false. Of concurrent claims of one id exactly one succeeds. expires bounds how
+	// long the claim is kept.
+	ClaimPayment(ctx context.Context, id string, c PaymentClaim, expires time.Time) (held PaymentClaim, claimed bool, err error)
+	// UpdatePaymentClaim replaces the live claim of id with c if its Holder is holder, in one
+	// conditional write (c may name another holder: a take-over). Otherwise it changes nothing
+	// and returns ErrClaimLost. The first answer kept under an id thus stays: only its holder
+	// can change the claim. A claim over MaxPaidAnswer is refused (an error).
+	UpdatePaymentClaim(ctx context.Context, id, holder string, c PaymentClaim, expires time.Time) error
+	// ReleasePaymentClaim removes the live claim of id if its Holder is holder and its State is
+	// ClaimWorking: the call it was made for failed before any settlement was attempted, and
+	// the client may send it again. Otherwise it changes nothing (no error).
+	ReleasePaymentClaim(ctx context.Context, id, holder string) error
+	// PaymentClaim returns the live claim of id, with a strongly consistent read; ok is false
+	// when there is none (never claimed, released, or expired).
+	PaymentClaim(ctx context.Context, id string) (c PaymentClaim, ok bool, err error)
 	// RecordVerification appends a delivered verification to the agent's history and adds it to the
 	// agent's aggregate (reputation.Aggregate.Add), in O(1) whatever the history's length. A store
 	// may take the record at once and count it later (store/dynamo folds it in, at the latest when
@@ -73,22 +85,45 @@ type Store interface {
 // any work.
 var ErrPaymentReplayed = errors.New("payment already used")
 
-// ErrPaidAnswerKept is returned (wrapped) by KeepPaidAnswer when a live answer is already kept
-// under the payment identifier: the first one stays.
-var ErrPaidAnswerKept = errors.New("an answer is already kept under this payment identifier")
+// ErrClaimLost is returned (wrapped) by UpdatePaymentClaim when the claim is not held by the
+// caller any more (another call took it over) or is gone.
+var ErrClaimLost = errors.New("the payment identifier's claim is held by another call")
 
-// PaidAnswer is a paid call's answer as kept under its payment identifier: what the call was
-// (RequestHash, which the service computes from the resource and the request), the signed answer
-// as delivered, and the settlement's JSON (the PAYMENT-RESPONSE it was delivered with).
-type PaidAnswer struct {
+// ClaimState is how far the call that holds a payment identifier's claim got.
+type ClaimState string
+
+const (
+	// ClaimWorking: the call is being checked; nothing was sent to settlement, so a claim whose
+	// lease passed may be taken by another call (ClaimPayment), and a failed call releases it.
+	ClaimWorking ClaimState = "working"
+	// ClaimSettling: the signed answer and the first payment are kept and settlement was, or is
+	// about to be, asked for; its outcome is unknown until the claim is ClaimSettled. Such a
+	// claim is never released: it is resolved by settling its first payment again.
+	ClaimSettling ClaimState = "settling"
+	// ClaimSettled: the answer was paid for; Settlement is what it was delivered with.
+	ClaimSettled ClaimState = "settled"
+)
+
+// PaymentClaim is what is kept under an x402 payment identifier (SPEC §16): which call it is
+// for (RequestHash, computed by the service from the resource and the request, and the Payer the
+// first payment names), which call holds it (Holder, a random token, with the LeaseUntil
+// instant before which it is presumed at work) and how far it got. Payment, Response and
+// Settlement are the service's bytes, opaque to the store: the first payment (to settle it
+// again when the outcome is unknown), the signed answer and the settlement's JSON (the
+// PAYMENT-RESPONSE delivered with it).
+type PaymentClaim struct {
 	RequestHash string
+	Payer       string
+	Holder      string
+	State       ClaimState
+	LeaseUntil  time.Time
+	Payment     []byte
 	Response    []byte
 	Settlement  []byte
 }
 
-// MaxPaidAnswer bounds the answer and settlement kept under one payment identifier: a DynamoDB
-// item holds at most 400 KB, and a verification's answer, whose lists are capped, stays far below
-// this.
+// MaxPaidAnswer bounds the claim kept under one payment identifier: a DynamoDB item holds at
+// most 400 KB, and a verification's answer, whose lists are capped, stays far below this.
 const MaxPaidAnswer = 256 << 10
 
 // ErrBadCursor is returned (wrapped) by History when the cursor was not produced by History: the

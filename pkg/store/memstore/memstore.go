@@ -30,7 +30,7 @@ type Store struct {
 	mu         sync.Mutex
 	allowances map[allowanceKey]counter
 	payments   map[string]int64 // payment id -> expiry, epoch seconds
-	answers    map[string]keptAnswer
+	answers    map[string]keptClaim
 	histories  map[string][]entry
 	aggregates map[string]reputation.Aggregate
 	log        receiptLog
@@ -60,7 +60,7 @@ func New(now func() time.Time) *Store {
 		now:        now,
 		allowances: map[allowanceKey]counter{},
 		payments:   map[string]int64{},
-		answers:    map[string]keptAnswer{},
+		answers:    map[string]keptClaim{},
 		histories:  map[string][]entry{},
 		aggregates: map[string]reputation.Aggregate{},
 	}
@@ -167,45 +167,86 @@ func (s *Store) PaymentReserved(ctx context.Context, id string) (bool, error) {
 	return ok && !storekey.Expired(exp, s.now()), nil
 }
 
-// keptAnswer is a paid answer and its expiry, epoch seconds.
-type keptAnswer struct {
-	a       store.PaidAnswer
+// keptClaim is a payment identifier's claim and its expiry, epoch seconds.
+type keptClaim struct {
+	c       store.PaymentClaim
 	expires int64
 }
 
-// KeepPaidAnswer implements store.Store.
-func (s *Store) KeepPaidAnswer(ctx context.Context, id string, a store.PaidAnswer, expires time.Time) error {
-	if err := storekey.CheckPaidAnswer(id, a); err != nil {
-		return fmt.Errorf("keep paid answer: %w", err)
+// cloneClaim is c with bytes of its own, so neither the caller nor the store sees the other's
+// later changes.
+func cloneClaim(c store.PaymentClaim) store.PaymentClaim {
+	c.Payment, c.Response, c.Settlement = slices.Clone(c.Payment), slices.Clone(c.Response), slices.Clone(c.Settlement)
+	return c
+}
+
+// live is the live claim of id, under the lock.
+func (s *Store) live(id string) (store.PaymentClaim, bool) {
+	k, ok := s.answers[id]
+	if !ok || storekey.Expired(k.expires, s.now()) {
+		return store.PaymentClaim{}, false
+	}
+	return k.c, true
+}
+
+// ClaimPayment implements store.Store under the store's lock.
+func (s *Store) ClaimPayment(ctx context.Context, id string, c store.PaymentClaim, expires time.Time) (store.PaymentClaim, bool, error) {
+	if err := storekey.CheckNewClaim(id, c); err != nil {
+		return store.PaymentClaim{}, false, fmt.Errorf("claim payment identifier: %w", err)
 	}
 	if err := s.lock(ctx); err != nil {
-		return fmt.Errorf("keep paid answer: %w", err)
+		return store.PaymentClaim{}, false, fmt.Errorf("claim payment identifier: %w", err)
 	}
 	defer s.mu.Unlock()
-	if k, ok := s.answers[id]; ok && !storekey.Expired(k.expires, s.now()) {
-		return fmt.Errorf("keep paid answer: %w", store.ErrPaidAnswerKept)
+	if held, ok := s.live(id); ok && !storekey.Abandoned(held, s.now()) {
+		return cloneClaim(held), false, nil
 	}
-	a.Response, a.Settlement = slices.Clone(a.Response), slices.Clone(a.Settlement)
-	s.answers[id] = keptAnswer{a: a, expires: expires.Unix()}
+	s.answers[id] = keptClaim{c: cloneClaim(c), expires: expires.Unix()}
+	return store.PaymentClaim{}, true, nil
+}
+
+// UpdatePaymentClaim implements store.Store under the store's lock.
+func (s *Store) UpdatePaymentClaim(ctx context.Context, id, holder string, c store.PaymentClaim, expires time.Time) error {
+	if err := storekey.CheckPaymentClaim(id, c); err != nil {
+		return fmt.Errorf("update payment claim: %w", err)
+	}
+	if err := s.lock(ctx); err != nil {
+		return fmt.Errorf("update payment claim: %w", err)
+	}
+	defer s.mu.Unlock()
+	if held, ok := s.live(id); !ok || held.Holder != holder {
+		return fmt.Errorf("update payment claim: %w", store.ErrClaimLost)
+	}
+	s.answers[id] = keptClaim{c: cloneClaim(c), expires: expires.Unix()}
 	return nil
 }
 
-// PaidAnswer implements store.Store.
-func (s *Store) PaidAnswer(ctx context.Context, id string) (store.PaidAnswer, bool, error) {
+// ReleasePaymentClaim implements store.Store under the store's lock.
+func (s *Store) ReleasePaymentClaim(ctx context.Context, id, holder string) error {
 	if err := storekey.CheckID("payment identifier", id); err != nil {
-		return store.PaidAnswer{}, false, fmt.Errorf("read paid answer: %w", err)
+		return fmt.Errorf("release payment claim: %w", err)
 	}
 	if err := s.lock(ctx); err != nil {
-		return store.PaidAnswer{}, false, fmt.Errorf("read paid answer: %w", err)
+		return fmt.Errorf("release payment claim: %w", err)
 	}
 	defer s.mu.Unlock()
-	k, ok := s.answers[id]
-	if !ok || storekey.Expired(k.expires, s.now()) {
-		return store.PaidAnswer{}, false, nil
+	if held, ok := s.live(id); ok && held.Holder == holder && held.State == store.ClaimWorking {
+		delete(s.answers, id)
 	}
-	a := k.a
-	a.Response, a.Settlement = slices.Clone(a.Response), slices.Clone(a.Settlement)
-	return a, true, nil
+	return nil
+}
+
+// PaymentClaim implements store.Store.
+func (s *Store) PaymentClaim(ctx context.Context, id string) (store.PaymentClaim, bool, error) {
+	if err := storekey.CheckID("payment identifier", id); err != nil {
+		return store.PaymentClaim{}, false, fmt.Errorf("read payment claim: %w", err)
+	}
+	if err := s.lock(ctx); err != nil {
+		return store.PaymentClaim{}, false, fmt.Errorf("read payment claim: %w", err)
+	}
+	defer s.mu.Unlock()
+	c, ok := s.live(id)
+	return cloneClaim(c), ok, nil
 }
 
 // RecordVerification implements store.Store: the record and its aggregate change together, under

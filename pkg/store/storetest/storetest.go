@@ -40,9 +40,12 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store
 		{"PaymentConcurrentReservation", testPaymentConcurrent, true},
 		{"PaymentExpiredReservationReused", testPaymentExpiredReused, true},
 		{"PaymentReleased", testPaymentReleased, true},
-		{"PaidAnswerKeptOnce", testPaidAnswerKeptOnce, true},
-		{"PaidAnswerExpires", testPaidAnswerExpires, true},
-		{"PaidAnswerConcurrentKeep", testPaidAnswerConcurrent, false},
+		{"ClaimOnce", testClaimOnce, true},
+		{"ClaimLifecycle", testClaimLifecycle, true},
+		{"ClaimReleased", testClaimReleased, true},
+		{"ClaimExpires", testClaimExpires, true},
+		{"ClaimConcurrent", testClaimConcurrent, false},
+		{"ClaimConcurrentTakeOver", testClaimConcurrentTakeOver, false},
 		{"HistoryPagination", testHistoryPagination, false},
 		{"HistoryFieldsRoundTrip", testHistoryFields, false},
 		{"HistoryRecordIsIdempotent", testHistoryIdempotent, false},
@@ -311,101 +314,6 @@ func testPaymentExpiredReused(t *testing.T, s store.Store, clk *testclock.Clock)
 	}
 	if err := s.ReservePayment(ctx, id, future(clk)); !errors.Is(err, store.ErrPaymentReplayed) {
 		t.Fatalf("ReservePayment over a live reservation = %v, want ErrPaymentReplayed", err)
-	}
-}
-
-func paidAnswer(n int) store.PaidAnswer {
-	return store.PaidAnswer{
-		RequestHash: fmt.Sprintf("%064x", n),
-		Response:    []byte(fmt.Sprintf(`{"result":"pass","n":%d,"text":"\u00e9 \"quoted\""}`, n)),
-		Settlement:  []byte(fmt.Sprintf(`{"success":true,"transaction":"0x%064x"}`, n)),
-	}
-}
-
-func samePaidAnswer(a, b store.PaidAnswer) bool {
-	return a.RequestHash == b.RequestHash && string(a.Response) == string(b.Response) && string(a.Settlement) == string(b.Settlement)
-}
-
-// A paid answer is kept once under its payment identifier, read back byte for byte, and the
-// first one stays; an answer over the limit is refused.
-func testPaidAnswerKeptOnce(t *testing.T, s store.Store, clk *testclock.Clock) {
-	ctx := context.Background()
-	const id = "pay_7d5d747be160e280504c099d984bcfe0"
-	if _, ok, err := s.PaidAnswer(ctx, id); err != nil || ok {
-		t.Fatalf("PaidAnswer before any = %v, %v; want none", ok, err)
-	}
-	if err := s.KeepPaidAnswer(ctx, id, paidAnswer(1), future(clk)); err != nil {
-		t.Fatalf("KeepPaidAnswer: %v", err)
-	}
-	if err := s.KeepPaidAnswer(ctx, id, paidAnswer(2), future(clk)); !errors.Is(err, store.ErrPaidAnswerKept) {
-		t.Fatalf("second KeepPaidAnswer = %v, want ErrPaidAnswerKept", err)
-	}
-	got, ok, err := s.PaidAnswer(ctx, id)
-	if err != nil || !ok || !samePaidAnswer(got, paidAnswer(1)) {
-		t.Fatalf("PaidAnswer = %+v, %v, %v; want the first answer", got, ok, err)
-	}
-	if _, ok, err := s.PaidAnswer(ctx, id+"x"); err != nil || ok {
-		t.Fatalf("PaidAnswer of another id = %v, %v; want none", ok, err)
-	}
-	big := paidAnswer(3)
-	big.Response = make([]byte, store.MaxPaidAnswer)
-	if err := s.KeepPaidAnswer(ctx, "pay_big_answer_0000000", big, future(clk)); err == nil || errors.Is(err, store.ErrPaidAnswerKept) {
-		t.Fatalf("KeepPaidAnswer over MaxPaidAnswer = %v, want an error", err)
-	}
-	if err := s.KeepPaidAnswer(ctx, "", paidAnswer(4), future(clk)); err == nil {
-		t.Fatal("KeepPaidAnswer with an empty id succeeded")
-	}
-}
-
-// An expired answer is gone for readers and may be replaced.
-func testPaidAnswerExpires(t *testing.T, s store.Store, clk *testclock.Clock) {
-	ctx := context.Background()
-	const id = "pay_expiring_answer_00001"
-	if err := s.KeepPaidAnswer(ctx, id, paidAnswer(1), clk.Now().Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	clk.Advance(2 * time.Hour)
-	if _, ok, err := s.PaidAnswer(ctx, id); err != nil || ok {
-		t.Fatalf("PaidAnswer after expiry = %v, %v; want none", ok, err)
-	}
-	if err := s.KeepPaidAnswer(ctx, id, paidAnswer(2), future(clk)); err != nil {
-		t.Fatalf("KeepPaidAnswer over an expired answer = %v, want nil", err)
-	}
-	if got, ok, err := s.PaidAnswer(ctx, id); err != nil || !ok || !samePaidAnswer(got, paidAnswer(2)) {
-		t.Fatalf("PaidAnswer = %+v, %v, %v; want the second answer", got, ok, err)
-	}
-}
-
-// Of concurrent keeps under one id exactly one succeeds, and its answer is the one kept.
-func testPaidAnswerConcurrent(t *testing.T, s store.Store, clk *testclock.Clock) {
-	ctx := context.Background()
-	const id, n = "pay_concurrent_answer_001", 16
-	var wg sync.WaitGroup
-	results := make([]error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = s.KeepPaidAnswer(ctx, id, paidAnswer(i), future(clk))
-		}()
-	}
-	wg.Wait()
-	winner := -1
-	for i, err := range results {
-		switch {
-		case err == nil && winner >= 0:
-			t.Fatalf("keeps %d and %d both succeeded", winner, i)
-		case err == nil:
-			winner = i
-		case !errors.Is(err, store.ErrPaidAnswerKept):
-			t.Fatalf("keep %d: %v", i, err)
-		}
-	}
-	if winner < 0 {
-		t.Fatal("no keep succeeded")
-	}
-	if got, ok, err := s.PaidAnswer(ctx, id); err != nil || !ok || !samePaidAnswer(got, paidAnswer(winner)) {
-		t.Fatalf("PaidAnswer = %+v, %v, %v; want keep %d's", got, ok, err, winner)
 	}
 }
 

@@ -161,17 +161,43 @@ func PageLimit(limit int) (int, error) {
 	return min(limit, store.MaxHistoryPage), nil
 }
 
-// CheckPaidAnswer checks what KeepPaidAnswer is given: a key-safe id, a request hash and an
-// answer within store.MaxPaidAnswer.
-func CheckPaidAnswer(id string, a store.PaidAnswer) error {
+// CheckPaymentClaim checks what ClaimPayment and UpdatePaymentClaim are given: a key-safe id,
+// a request hash, a payer, a holder, a known state, and bytes within store.MaxPaidAnswer.
+func CheckPaymentClaim(id string, c store.PaymentClaim) error {
 	if err := CheckID("payment identifier", id); err != nil {
 		return err
 	}
-	if a.RequestHash == "" || len(a.Response) == 0 {
-		return errors.New("paid answer: request hash and response are required")
+	if c.RequestHash == "" || c.Payer == "" || c.Holder == "" {
+		return errors.New("payment claim: request hash, payer and holder are required")
 	}
-	if len(a.Response)+len(a.Settlement)+len(a.RequestHash) > store.MaxPaidAnswer {
-		return fmt.Errorf("paid answer: over %d bytes", store.MaxPaidAnswer)
+	switch c.State {
+	case store.ClaimWorking, store.ClaimSettling, store.ClaimSettled:
+	default:
+		return fmt.Errorf("payment claim: unknown state %q", c.State)
+	}
+	if c.State != store.ClaimWorking && len(c.Response) == 0 {
+		return errors.New("payment claim: a settling or settled claim keeps its answer")
+	}
+	if len(c.RequestHash)+len(c.Payer)+len(c.Holder)+len(c.Payment)+len(c.Response)+len(c.Settlement) > store.MaxPaidAnswer {
+		return fmt.Errorf("payment claim: over %d bytes", store.MaxPaidAnswer)
 	}
 	return nil
+}
+
+// CheckNewClaim checks what ClaimPayment is given: a claim as CheckPaymentClaim wants it, in
+// the state every claim starts in.
+func CheckNewClaim(id string, c store.PaymentClaim) error {
+	if err := CheckPaymentClaim(id, c); err != nil {
+		return err
+	}
+	if c.State != store.ClaimWorking {
+		return fmt.Errorf("payment claim: a new claim is %q, not %q", store.ClaimWorking, c.State)
+	}
+	return nil
+}
+
+// Abandoned says a live claim may be taken by another call: its holder was still working (it
+// had sent nothing to settlement) when its lease ran out at now.
+func Abandoned(c store.PaymentClaim, now time.Time) bool {
+	return c.State == store.ClaimWorking && !c.LeaseUntil.After(now)
 }
