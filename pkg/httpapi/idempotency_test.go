@@ -1,8 +1,13 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,6 +94,177 @@ func TestPaymentIdentifier(t *testing.T) {
 			resp, m = post(t, url, okBody, x402.HeaderPaymentSignature, paymentHeaderWithID(t, 5, id))
 			if resp.StatusCode != 200 || m["verification_id"] == nil || payer.settles.Load() != 2 {
 				t.Fatalf("after the TTL: %d %v, settles %d", resp.StatusCode, m, payer.settles.Load())
+			}
+		})
+	}
+}
+
+// paymentWithID is a payment n from from (an EVM address) carrying payment identifier id; from ""
+// is the one paymentHeader signs for.
+func paymentWithID(t *testing.T, n int, id, from string) string {
+	t.Helper()
+	p, err := x402.DecodePaymentSignature(paymentHeader(t, testRequirement, n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from != "" {
+		p.Payload["authorization"].(map[string]any)["from"] = from
+	}
+	p.Extensions = map[string]any{x402.ExtPaymentIdentifier: map[string]any{"info": map[string]any{"id": id}}}
+	h, err := x402.EncodeHeader(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// nonceOf is paymentHeader's payment n's authorization nonce.
+func nonceOf(n int) string { return fmt.Sprintf("0x%064x", n) }
+
+// TestPaymentIdentifierAtMostOnce: what a payment identifier's claim does with each outcome of
+// its first call (SPEC §16). A call that failed before settlement releases the identifier (the
+// retry with a new payment is settled); a settlement that went unanswered, or was refused, keeps
+// the identifier bound to its FIRST payment: a retry with a new payment asks the facilitator to
+// settle the first one again, never the new one, and delivers the kept answer when that settles
+// or is refused as settled already. A payment naming another payer, or one whose payer cannot
+// be read, never gets the kept answer.
+func TestPaymentIdentifierAtMostOnce(t *testing.T) {
+	for name, open := range map[string]opener{"bolt": openBolt, "dynalite": openDynalite} {
+		t.Run(name, func(t *testing.T) {
+			payer := &fakePayer{valid: true, settleOK: true}
+			e := newPayEnv(t, open, 0, payer)
+			url := e.srv.URL + "/verify/schema"
+			sig := x402.HeaderPaymentSignature
+
+			// Failed before settlement (the facilitator's verify is down): released.
+			const released = "pay_released_after_verify_1"
+			payer.verifyErr = errors.New("down")
+			if resp, m := post(t, url, okBody, sig, paymentWithID(t, 1, released, "")); resp.StatusCode != 503 || m["charged"] != false {
+				t.Fatalf("verify down: %d %v", resp.StatusCode, m)
+			}
+			payer.verifyErr = nil
+			if resp, m := post(t, url, okBody, sig, paymentWithID(t, 2, released, "")); resp.StatusCode != 200 || m["verification_id"] == nil {
+				t.Fatalf("retry after a failure before settlement: %d %v", resp.StatusCode, m)
+			}
+			if got := payer.settledNonces(); !slices.Equal(got, []string{nonceOf(2)}) {
+				t.Fatalf("settled %v, want the retry's payment alone", got)
+			}
+
+			// The settlement unanswered: 503 that says it may have been charged; the retry with a
+			// new payment settles the first payment again, which now succeeds.
+			const lost = "pay_lost_settlement_answer"
+			payer.settleErr = errors.New("connection reset")
+			resp, m := post(t, url, okBody, sig, paymentWithID(t, 3, lost, ""))
+			if resp.StatusCode != 503 || m["charged"] != true || m["code"] != "facilitator_unavailable" || m["retryable"] != true {
+				t.Fatalf("settlement unanswered: %d %v", resp.StatusCode, m)
+			}
+			payer.settleErr = nil
+			first, firstBody := testhttp.Do(t, "POST", url, []byte(okBody), sig, paymentWithID(t, 4, lost, ""))
+			if first.StatusCode != 200 {
+				t.Fatalf("retry after an unanswered settlement: %d %s", first.StatusCode, firstBody)
+			}
+			if got := payer.settledNonces()[1:]; !slices.Equal(got, []string{nonceOf(3), nonceOf(3)}) {
+				t.Fatalf("settled %v, want the first payment twice and the retry's never", got)
+			}
+			again, againBody := testhttp.Do(t, "POST", url, []byte(okBody), sig, paymentWithID(t, 5, lost, ""))
+			if again.StatusCode != 200 || string(againBody) != string(firstBody) || len(payer.settledNonces()) != 3 {
+				t.Fatalf("second retry: %d %s, settles %v", again.StatusCode, againBody, payer.settledNonces())
+			}
+
+			// Refused, then refused as settled already (the chain refusing the replay): the kept
+			// answer, and the new payments never settled.
+			const refused = "pay_refused_then_settled_1"
+			payer.settleOK = false
+			resp, m = post(t, url, okBody, sig, paymentWithID(t, 6, refused, ""))
+			if resp.StatusCode != 402 || m["code"] != "payment_settlement_failed" {
+				t.Fatalf("settlement refused: %d %v", resp.StatusCode, m)
+			}
+			resp, m = post(t, url, okBody, sig, paymentWithID(t, 7, refused, ""))
+			if resp.StatusCode != 402 || m["code"] != "payment_settlement_failed" {
+				t.Fatalf("retry, refused again: %d %v", resp.StatusCode, m)
+			}
+			payer.settleReason = "invalid_exact_evm_nonce_already_used"
+			resp, m = post(t, url, okBody, sig, paymentWithID(t, 8, refused, ""))
+			if resp.StatusCode != 200 || m["verification_id"] == nil {
+				t.Fatalf("retry, settled already: %d %v", resp.StatusCode, m)
+			}
+			if got := payer.settledNonces()[3:]; !slices.Equal(got, []string{nonceOf(6), nonceOf(6), nonceOf(6)}) {
+				t.Fatalf("settled %v, want the first payment alone", got)
+			}
+			payer.settleOK, payer.settleReason = true, ""
+
+			// Another payer, or a payment whose payer cannot be read: never the kept answer.
+			resp, m = post(t, url, okBody, sig, paymentWithID(t, 9, lost, "0x000000000000000000000000000000000000dEaD"))
+			if resp.StatusCode != http.StatusConflict || m["code"] != "payment_identifier_conflict" || m["verification_id"] != nil {
+				t.Fatalf("another payer: %d %v", resp.StatusCode, m)
+			}
+			resp, m = post(t, url, okBody, sig, paymentWithID(t, 10, lost, "not-an-address"))
+			if resp.StatusCode != 402 || m["code"] != "payment_invalid" || m["verification_id"] != nil {
+				t.Fatalf("unreadable payer: %d %v", resp.StatusCode, m)
+			}
+			if n := len(payer.settledNonces()); n != 6 {
+				t.Fatalf("%d settlements asked for, want 6", n)
+			}
+		})
+	}
+}
+
+// TestPaymentIdentifierConcurrent: a hundred calls under one payment identifier at once, each
+// with its own payment, half with one body and half with others, settle exactly once; every
+// answer delivered is that one call's, every other call a 409.
+func TestPaymentIdentifierConcurrent(t *testing.T) {
+	for name, open := range map[string]opener{"bolt": openBolt, "dynalite": openDynalite} {
+		t.Run(name, func(t *testing.T) {
+			payer := &fakePayer{valid: true, settleOK: true}
+			e := newPayEnv(t, open, 0, payer)
+			const id, n = "pay_concurrent_hundred_01", 100
+			bodies := make([]string, n)
+			headers := make([]string, n)
+			for i := range n {
+				bodies[i] = okBody
+				if i%2 == 1 {
+					bodies[i] = fmt.Sprintf(`{"task_id":"other-%d","expected_schema":{"type":"number"},"submitted_output":%d}`, i, i)
+				}
+				headers[i] = paymentWithID(t, 100+i, id, "")
+			}
+			type result struct {
+				status int
+				body   string
+			}
+			results := make([]result, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/verify/schema", strings.NewReader(bodies[i]))
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set(x402.HeaderPaymentSignature, headers[i])
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					defer resp.Body.Close()
+					b, _ := io.ReadAll(resp.Body)
+					results[i] = result{resp.StatusCode, string(b)}
+				})
+			}
+			wg.Wait()
+			if got := payer.settledNonces(); len(got) != 1 {
+				t.Fatalf("settled %d payments, want 1", len(got))
+			}
+			var answer string
+			for i, r := range results {
+				switch {
+				case r.status == 200 && answer == "":
+					answer = r.body
+				case r.status == 200 && r.body != answer:
+					t.Fatalf("call %d got another answer:\n%s\n%s", i, r.body, answer)
+				case r.status != 200 && r.status != http.StatusConflict:
+					t.Fatalf("call %d: %d %s", i, r.status, r.body)
+				}
+			}
+			if answer == "" {
+				t.Fatal("no call was answered")
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -39,6 +40,17 @@ type fakePayer struct {
 	valid             bool
 	settleOK          bool
 	settleErr         error
+	settleReason      string // a failed settlement's reason; "" is insufficient_funds
+
+	mu      sync.Mutex
+	settled []string // the nonce of every payment Settle was asked for, in order
+}
+
+// settledNonces is what Settle was asked for so far.
+func (f *fakePayer) settledNonces() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.settled)
 }
 
 var testRequirement = x402.Requirements{Scheme: "exact", Network: "eip155:8453", Amount: "20000",
@@ -54,9 +66,18 @@ func (f *fakePayer) Verify(context.Context, x402.PaymentPayload, x402.Requiremen
 	return x402.VerifyResponse{IsValid: f.valid, InvalidReason: "invalid_signature", Payer: "0xpayer"}, f.verifyErr
 }
 
-func (f *fakePayer) Settle(context.Context, x402.PaymentPayload, x402.Requirements) (x402.SettleResponse, error) {
+func (f *fakePayer) Settle(_ context.Context, p x402.PaymentPayload, _ x402.Requirements) (x402.SettleResponse, error) {
 	f.settles.Add(1)
-	return x402.SettleResponse{Success: f.settleOK, ErrorReason: "insufficient_funds", Transaction: "0xtx", Network: "eip155:8453", Payer: "0xpayer"}, f.settleErr
+	auth, _ := p.Payload["authorization"].(map[string]any)
+	nonce, _ := auth["nonce"].(string)
+	f.mu.Lock()
+	f.settled = append(f.settled, nonce)
+	f.mu.Unlock()
+	reason := f.settleReason
+	if reason == "" {
+		reason = "insufficient_funds"
+	}
+	return x402.SettleResponse{Success: f.settleOK, ErrorReason: reason, Transaction: "0xtx", Network: "eip155:8453", Payer: "0xpayer"}, f.settleErr
 }
 
 func paymentHeader(t *testing.T, req x402.Requirements, n int) string {
