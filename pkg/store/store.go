@@ -1,7 +1,8 @@
 // Package store declares what the verifier persists and the errors its callers must tell apart.
 //
 // The service keeps four things (and, in a ReceiptLog, a fifth: the receipt log of SPEC §15): the per-client free allowance of each UTC day, the payments it has
-// already accepted (so one payment never buys two answers), each agent's verification history, and
+// already accepted (so one payment never buys two answers) and the claims of x402 payment
+// identifiers (so one identifier never buys two calls), each agent's verification history, and
 // each agent's aggregate (the running totals its trust score is computed from).
 // Two adapters implement Store: store/bolt (one local file, for the local server) and store/dynamo
 // (one DynamoDB table, on Lambda). Both pass the one contract suite in store/storetest, so handlers
