@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agent-output-verifier/verifier/internal/testhttp"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
@@ -265,6 +266,81 @@ func TestPaymentIdentifierConcurrent(t *testing.T) {
 			}
 			if answer == "" {
 				t.Fatal("no call was answered")
+			}
+		})
+	}
+}
+
+// TestPaymentIdentifierHolderGone: the call holding a payment identifier stops answering while
+// its settlement is under way (a process killed, or stuck, after asking to settle). Until its
+// lease runs out, another call with the id waits and gets a retryable 409; once it has run out,
+// a call on another instance over the same store takes the claim over and settles the FIRST
+// payment again (the chain would execute it once), never its own, and delivers the kept answer.
+// The holder, when its settlement finally returns, can no longer change the claim, and delivers
+// the same answer.
+func TestPaymentIdentifierHolderGone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits service.ClaimWait")
+	}
+	for name, open := range map[string]opener{"bolt": openBolt, "dynalite": openDynalite} {
+		t.Run(name, func(t *testing.T) {
+			payer := &fakePayer{valid: true, settleOK: true}
+			e := newPayEnv(t, open, 0, payer)
+			url := e.srv.URL + "/verify/schema"
+			sig := x402.HeaderPaymentSignature
+			const id = "pay_holder_gone_mid_settle"
+			hold := make(chan struct{})
+			payer.mu.Lock()
+			payer.hold = hold
+			payer.mu.Unlock()
+
+			type result struct {
+				status int
+				body   []byte
+			}
+			held := make(chan result, 1)
+			go func() {
+				req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(okBody))
+				req.Header.Set(sig, paymentWithID(t, 1, id, ""))
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					held <- result{}
+					return
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				held <- result{resp.StatusCode, b}
+			}()
+			for len(payer.settledNonces()) == 0 {
+				time.Sleep(10 * time.Millisecond)
+			}
+
+			// Within the holder's lease: the retry waits, then a retryable 409, nothing settled.
+			// (The wait is the real ClaimWait; the test clock does not move the lease.)
+			resp, m := post(t, url, okBody, sig, paymentWithID(t, 2, id, ""))
+			if resp.StatusCode != http.StatusConflict || m["code"] != "payment_identifier_conflict" || m["retryable"] != true || len(payer.settledNonces()) != 1 {
+				t.Fatalf("within the lease: %d %v, settled %v", resp.StatusCode, m, payer.settledNonces())
+			}
+
+			// Past the lease, on another instance over the same store: resolved with the first payment.
+			e.clock.Advance(service.SettleTimeout + time.Minute)
+			e.rebuild(t, func(*service.Deps) {})
+			got, gotBody := testhttp.Do(t, "POST", url, []byte(okBody), sig, paymentWithID(t, 3, id, ""))
+			if got.StatusCode != 200 {
+				t.Fatalf("resolution: %d %s", got.StatusCode, gotBody)
+			}
+			if n := payer.settledNonces(); !slices.Equal(n, []string{nonceOf(1), nonceOf(1)}) {
+				t.Fatalf("settled %v, want the first payment twice, never the others", n)
+			}
+
+			close(hold)
+			first := <-held
+			if first.status != 200 || string(first.body) != string(gotBody) {
+				t.Fatalf("the holder delivered %d %s, want the kept answer %s", first.status, first.body, gotBody)
+			}
+			again, againBody := testhttp.Do(t, "POST", url, []byte(okBody), sig, paymentWithID(t, 4, id, ""))
+			if again.StatusCode != 200 || string(againBody) != string(gotBody) || len(payer.settledNonces()) != 2 {
+				t.Fatalf("after both: %d %s, settled %v", again.StatusCode, againBody, payer.settledNonces())
 			}
 		})
 	}

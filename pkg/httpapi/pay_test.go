@@ -44,6 +44,9 @@ type fakePayer struct {
 
 	mu      sync.Mutex
 	settled []string // the nonce of every payment Settle was asked for, in order
+	// hold, when not nil, holds the next Settle (taken from it under mu) until it is closed, as
+	// a settlement whose holder is gone does.
+	hold chan struct{}
 }
 
 // settledNonces is what Settle was asked for so far.
@@ -72,7 +75,12 @@ func (f *fakePayer) Settle(_ context.Context, p x402.PaymentPayload, _ x402.Requ
 	nonce, _ := auth["nonce"].(string)
 	f.mu.Lock()
 	f.settled = append(f.settled, nonce)
+	hold := f.hold
+	f.hold = nil
 	f.mu.Unlock()
+	if hold != nil {
+		<-hold
+	}
 	reason := f.settleReason
 	if reason == "" {
 		reason = "insufficient_funds"
