@@ -354,3 +354,80 @@ func TestPaymentIdentifierLostSettlementOnLocalChain(t *testing.T) {
 
 // heldPastSettleTimeout holds a settlement's answer past the server's settlement timeout.
 const heldPastSettleTimeout = x402.DefaultSettleTimeout + 2*time.Second
+
+// TestPaymentIdentifierOnLocalSolana: the same on Solana, with the real @x402/svm client and
+// facilitator on LiteSVM. The payer a kept answer is held to is the one the client's
+// transaction names; a settlement whose answer is dropped is resolved by a retry with a new
+// payment through the facilitator's own refusal of the settled transaction: one transfer moves,
+// the kept answer is delivered, and concurrent calls with the id settle nothing more.
+func TestPaymentIdentifierOnLocalSolana(t *testing.T) {
+	sol := x402test.StartSolana(t)
+	proxy := startFaultProxy(t, sol.Facilitator)
+	srv := startServer(t, paidOnly(proxy.url, "X402_PAY_TO_SOLANA", sol.Payee, x402test.SolanaNetwork))
+	ledger := x402test.NewLedger(t, sol.Balance, sol.PayerTokenAccount, sol.PayeeTokenAccount)
+	probe, _ := post(t, srv.URL+"/verify/schema", nil)
+	prJSON, err := base64.StdEncoding.DecodeString(probe.Header.Get(x402.HeaderPaymentRequired))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := fmt.Sprintf("pay_solana_once_%d", time.Now().UnixNano())
+	signed := func() x402.PaymentPayload {
+		var p x402.PaymentPayload
+		if err := json.Unmarshal(sol.SignPayment(t, prJSON).Payment, &p); err != nil {
+			t.Fatal(err)
+		}
+		p.Extensions = map[string]any{x402.ExtPaymentIdentifier: map[string]any{"info": map[string]any{"id": id}}}
+		return p
+	}
+	send := func(p x402.PaymentPayload, body []byte) (int, string, string) {
+		h, err := x402.EncodeHeader(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, m := post(t, srv.URL+"/verify/schema", body, x402.HeaderPaymentSignature, h)
+		code, _ := m["code"].(string)
+		b, _ := json.Marshal(m)
+		return resp.StatusCode, code, string(b)
+	}
+	body := []byte(`{"task_id":"sol-once","agent_id":"seller-sol-once","expected_schema":{"type":"object"},"submitted_output":{"n":1}}`)
+
+	first := signed()
+	if payer, err := x402.PayerOf(first); err != nil || payer != sol.Payer {
+		t.Fatalf("PayerOf the real client's transaction = %q, %v; want %s", payer, err, sol.Payer)
+	}
+	proxy.mode.Store(dropAfterSettle)
+	if status, code, m := send(first, body); status != http.StatusServiceUnavailable || code != "facilitator_unavailable" {
+		t.Fatalf("dropped settlement answer: %d %s", status, m)
+	}
+	ledger.Moved(t, price)
+	proxy.mode.Store(passSettle)
+
+	payments := []x402.PaymentPayload{signed(), signed(), signed()}
+	results := make([][3]string, len(payments))
+	var wg sync.WaitGroup
+	for i, p := range payments {
+		wg.Go(func() {
+			status, code, m := send(p, body)
+			results[i] = [3]string{fmt.Sprint(status), code, m}
+		})
+	}
+	wg.Wait()
+	answered := 0
+	for i, r := range results {
+		switch {
+		case r[0] == "200":
+			answered++
+		case r[0] == "409" && r[1] == "payment_identifier_conflict":
+		default:
+			t.Errorf("retry %d: %v", i, r)
+		}
+	}
+	if answered == 0 {
+		t.Fatalf("no retry got the kept answer: %v", results)
+	}
+	ledger.Moved(t, price)
+	if status, _, m := send(signed(), body); status != 200 {
+		t.Fatalf("a later retry: %d %s", status, m)
+	}
+	ledger.Moved(t, price)
+}
