@@ -18,6 +18,7 @@ import (
 	"github.com/agent-output-verifier/verifier/internal/testhttp"
 	"github.com/agent-output-verifier/verifier/internal/testsvc"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/bolt"
 	"github.com/agent-output-verifier/verifier/pkg/translog"
@@ -203,6 +204,8 @@ func TestReceiptWriteFailureWithholdsAnswer(t *testing.T) {
 		st = &failingReceipts{Store: openBolt(t, now).(*bolt.Store)}
 		return st
 	}, 1, &fakePayer{valid: true, settleOK: true})
+	// The receipt's write is retried within the store timeout before the answer is withheld.
+	e.rebuild(t, func(d *service.Deps) { d.StoreTimeout = 300 * time.Millisecond })
 	base := e.srv.URL
 	st.fail.Store(true)
 	body := `{"task_id":"t-withheld","agent_id":"seller-withheld","expected_schema":{"type":"number"},"submitted_output":1}`

@@ -18,11 +18,11 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
-// recordTimeout bounds the best-effort history write, and the receipt's write with its retries.
+// recordTimeout bounds the best-effort history write.
 const recordTimeout = 2 * time.Second
 
 // receiptRetryWait is the first pause before a failed receipt write is tried again (doubled each
-// time, within recordTimeout): the answer waits for it, since no answer leaves unrecorded.
+// time, within the store timeout): the answer waits for it, since no answer leaves unrecorded.
 const receiptRetryWait = 50 * time.Millisecond
 
 // ReceiptRecorder is where the service records each signed answer for the receipt log (SPEC
@@ -70,15 +70,16 @@ func (s *Service) Record(ctx context.Context, v *Verification, client string, se
 	return nil
 }
 
-// recordReceipt writes v's receipt record and pending leaf, trying again after a failure until
-// recordTimeout, and answers a failure as the error to deliver instead of the answer.
+// recordReceipt writes v's receipt record and pending leaf, trying again after a failure for up
+// to the store timeout (Deps.StoreTimeout, as for the allowance and the payment's reservation),
+// and answers a failure as the error to deliver instead of the answer.
 func (s *Service) recordReceipt(ctx context.Context, v *Verification, settlement *x402.SettleResponse) error {
 	r, err := s.receiptOf(v, settlement)
 	if err != nil {
 		s.d.Log.Error("receipt record not made; the answer is not delivered", "verification_id", v.VerificationID, "err", err.Error())
 		return receiptNotRecorded(settlement != nil)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.d.StoreTimeout)
 	defer cancel()
 	wait := receiptRetryWait
 	for {
