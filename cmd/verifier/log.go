@@ -159,14 +159,9 @@ func verifyInLog(signed []byte, base, proofFile, verifierKey string) (translog.C
 	}
 	deadline := time.Now().Add(pendingWait)
 	for {
+		// The service writes a record before it delivers the answer, so a missing record is
+		// final; only a pending one is waited for.
 		b, err := fetch(base, "/verifications/"+url.PathEscape(id.ID))
-		// The local server records an answer a moment after it answered: a record not found
-		// yet is waited for as a pending one is.
-		var se *statusError
-		if errors.As(err, &se) && se.status == http.StatusNotFound && time.Now().Before(deadline) {
-			time.Sleep(200 * time.Millisecond)
-			continue
-		}
 		if err != nil {
 			return translog.Checkpoint{}, 0, err
 		}

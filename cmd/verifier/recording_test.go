@@ -44,11 +44,13 @@ func TestServeInstancesShareDynamoDB(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := buildVerifier(t, dir)
+	// One deployment: every instance has the same base URL, signing key and log key (one log
+	// identity: an instance with another would refuse to start on the table).
+	env := append(sharedKeys(t, dir), "VERIFIER_STORE=dynamodb", "VERIFIER_TABLE="+table, "AWS_ENDPOINT_URL_DYNAMODB="+endpoint,
+		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "VERIFIER_FREE_CALLS_PER_DAY=100000")
 	servers := make([]*served, shareInstances)
 	for i := range servers {
-		servers[i] = runServeProcess(t, bin, filepath.Join(dir, fmt.Sprintf("data-%d", i)),
-			"VERIFIER_STORE=dynamodb", "VERIFIER_TABLE="+table, "AWS_ENDPOINT_URL_DYNAMODB="+endpoint,
-			"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "VERIFIER_FREE_CALLS_PER_DAY=100000")
+		servers[i] = runServeProcess(t, bin, filepath.Join(dir, fmt.Sprintf("data-%d", i)), env...)
 	}
 
 	const agent = "seller-shared"

@@ -137,7 +137,12 @@ func runServe(args []string, stdout, stderr io.Writer) (code int) {
 	}()
 	// The receipt log's sequencer stops after the history writers (defers run last first), so
 	// that its last step sequences the last answers recorded.
-	stopSequencer := svc.StartSequencer(service.SequencerInterval)
+	stopSequencer, err := svc.StartSequencer(ctx, service.SequencerInterval)
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "verifier serve: receipt log: %v\n", err)
+		return exitError
+	}
 	defer stopSequencer()
 	stopRecording := svc.StartRecording(historyWriters)
 	defer stopRecording() // after the server stops: the queued history writes land before the store closes

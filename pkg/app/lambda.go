@@ -110,6 +110,10 @@ func StartLogSequencer() {
 		fmt.Fprintln(os.Stderr, "configuration: the log function needs a store that keeps the receipt log and VERIFIER_LOG_KEY")
 		os.Exit(1)
 	}
+	if err := svc.CheckLogIdentity(context.Background()); err != nil {
+		fmt.Fprintf(os.Stderr, "receipt log: %v\n", err)
+		os.Exit(1)
+	}
 	lambda.Start(func(ctx context.Context, _ json.RawMessage) (SequencerResult, error) {
 		return Sequence(ctx, svc, sequencerBudget)
 	})

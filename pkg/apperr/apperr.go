@@ -55,7 +55,7 @@ var codeTable = map[Code]struct {
 	Forbidden:          {403, false, false, "The request was refused (for MCP: a Host or Origin header the endpoint does not serve)."},
 	RateLimited:        {429, true, false, "Too many requests; wait retry_after seconds."},
 	Internal:           {500, true, false, "An internal error; nothing was charged. Retry after retry_after seconds."},
-	Unavailable:        {503, true, false, "A store the answer needs is unavailable; nothing was charged. Retry after retry_after seconds."},
+	Unavailable:        {503, true, false, "A store the answer needs is unavailable; nothing was charged. Retry after retry_after seconds. The one exception: when a paid call was settled but its receipt could not be recorded in the receipt log, the answer is withheld (a delivered receipt is always provable) and the error says the payment was charged (retryable false, charged true, next action check_payment)."},
 	DeadlineExceeded:   {503, true, false, "The work did not finish within the per-request deadline; nothing was charged. Retry, or send a smaller request."},
 	PaymentRequired:    {402, false, true, "This call must be paid: sign one of the PAYMENT-REQUIRED header's accepts and send the request again with PAYMENT-SIGNATURE. Also the answer to an empty-body discovery probe, and to a body over the free size limit, which a deployment that takes no payments answers with 413 payload_too_large instead."},
 	FreeTrialExhausted: {402, false, true, "This client's free calls for today are used up; pay with x402 as for payment_required. A deployment that takes no payments answers 429 instead, retryable at the next UTC midnight."},

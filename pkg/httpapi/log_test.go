@@ -5,16 +5,22 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/agent-output-verifier/verifier/internal/testhttp"
 	"github.com/agent-output-verifier/verifier/internal/testsvc"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/store"
+	"github.com/agent-output-verifier/verifier/pkg/store/bolt"
 	"github.com/agent-output-verifier/verifier/pkg/translog"
 )
 
@@ -166,11 +172,68 @@ func TestLogRoutes(t *testing.T) {
 			t.Errorf("GET %s: %d, want 404 or 422", bad, resp.StatusCode)
 		}
 	}
-	// An unknown id may be one issued a moment ago whose record is not written yet: 404 with
-	// Retry-After: 1 and a message saying so (the id itself is not echoed).
-	resp, b := testhttp.Do(t, "GET", base+"/verifications/not-yet-recorded-id", nil)
-	if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Retry-After") != "1" ||
-		!strings.Contains(string(b), "appears within a second") || strings.Contains(string(b), "not-yet-recorded-id") {
+	// Every answer's record is written before the answer leaves, so an unknown id is final: 404
+	// without Retry-After, saying it was never issued or expired (the id itself is not echoed).
+	resp, b := testhttp.Do(t, "GET", base+"/verifications/never-recorded-id", nil)
+	if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Retry-After") != "" ||
+		!strings.Contains(string(b), "never issued here") || strings.Contains(string(b), "never-recorded-id") {
 		t.Errorf("unknown id: %d, Retry-After %q, %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
+}
+
+// failingReceipts is a bolt store whose receipt writes fail while fail is set.
+type failingReceipts struct {
+	*bolt.Store
+	fail atomic.Bool
+}
+
+func (f *failingReceipts) RecordReceipt(ctx context.Context, r store.Receipt) error {
+	if f.fail.Load() {
+		return errors.New("disk full")
+	}
+	return f.Store.RecordReceipt(ctx, r)
+}
+
+// An answer leaves only once its receipt is recorded: while the receipt log's store refuses the
+// write, a free call is a retryable 503 and a paid (settled) one a 503 saying it was charged,
+// neither carrying the answer nor recording the agent's history; once the store takes writes
+// again, every answer's record is there the moment the answer is (no 404 in between).
+func TestReceiptWriteFailureWithholdsAnswer(t *testing.T) {
+	var st *failingReceipts
+	e := newPayEnv(t, func(t testing.TB, now func() time.Time) store.Store {
+		st = &failingReceipts{Store: openBolt(t, now).(*bolt.Store)}
+		return st
+	}, 1, &fakePayer{valid: true, settleOK: true})
+	// The receipt's write is retried within the store timeout before the answer is withheld.
+	e.rebuild(t, func(d *service.Deps) { d.StoreTimeout = 300 * time.Millisecond })
+	base := e.srv.URL
+	st.fail.Store(true)
+	body := `{"task_id":"t-withheld","agent_id":"seller-withheld","expected_schema":{"type":"number"},"submitted_output":1}`
+	resp, b := testhttp.Do(t, "POST", base+"/verify/schema", []byte(body))
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || strings.Contains(string(b), "verification_id") ||
+		!strings.Contains(string(b), `"retryable":true`) || !strings.Contains(string(b), `"charged":false`) {
+		t.Errorf("free call with the receipt unrecorded: %d, Retry-After %q, %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
+	resp, b = testhttp.Do(t, "POST", base+"/verify/schema", []byte(body), "PAYMENT-SIGNATURE", paymentHeader(t, testRequirement, 1))
+	if resp.StatusCode != http.StatusServiceUnavailable || strings.Contains(string(b), "verification_id") ||
+		!strings.Contains(string(b), `"charged":true`) || !strings.Contains(string(b), "check_payment") {
+		t.Errorf("paid call with the receipt unrecorded: %d, %s", resp.StatusCode, b)
+	}
+	if page, _, err := e.st.History(context.Background(), "seller-withheld", 10, ""); err != nil || len(page) != 0 {
+		t.Errorf("history of withheld answers: %d records, %v; want none", len(page), err)
+	}
+	st.fail.Store(false)
+	for i := range 20 {
+		resp, b := testhttp.Do(t, "POST", base+"/verify/schema", []byte(body), "PAYMENT-SIGNATURE", paymentHeader(t, testRequirement, 10+i))
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("paid call %d: %d %s", i, resp.StatusCode, b)
+		}
+		var v struct {
+			ID string `json:"verification_id"`
+		}
+		json.Unmarshal(b, &v)
+		if resp, _ := getRecord(t, base, v.ID); resp.StatusCode != http.StatusOK {
+			t.Fatalf("record of an answer just delivered: %d, want 200", resp.StatusCode)
+		}
 	}
 }

@@ -180,8 +180,14 @@ func (s *Service) chargeClaimed(ctx context.Context, call VerifyCall, job *Job, 
 		}
 		return s.verifyPaymentRequired(ctx, call, fail.Code, fail.Message, s.freeTrial(ctx, s.CallerID(call.Client), 0, false), fail.Settlement)
 	}
+	// The claim is marked settled only once the receipt is durable: a receipt not recorded
+	// leaves it settling with its lease ended, and the next call with the identifier settles
+	// the first payment again (refused as settled already), records the receipt and delivers.
+	if err := s.Record(ctx, v, call.Client, sr); err != nil {
+		s.endLease(ctx, id, c)
+		return s.refused(call.Route, err)
+	}
 	s.settleClaim(ctx, id, c, sr)
-	s.Record(ctx, v, call.Client, sr)
 	// x402.Match held the payment to the accepted requirements, amount included.
 	return Outcome{Kind: Answered, Body: v.Body, Settlement: sr, VerificationID: v.VerificationID, Result: v.Result,
 		SettledAmount: call.Payment.Payload.Accepted.Amount}
@@ -226,11 +232,14 @@ func (s *Service) resolveClaim(ctx context.Context, call VerifyCall, id string, 
 		return s.verifyPaymentRequired(ctx, call, apperr.PaymentSettleFail, msg, s.freeTrial(ctx, s.CallerID(call.Client), 0, false), &sr), true
 	}
 	s.attachReceipt(sctx, &sr, call.Resource, first.Accepted.Network, held.Payer)
-	s.settleClaim(ctx, id, next, &sr)
 	checked := first.Checked
 	checked.Body = held.Response
 	v := &Verification{Checked: checked, VerifiedAt: first.VerifiedAt}
-	s.Record(ctx, v, call.Client, &sr)
+	if err := s.Record(ctx, v, call.Client, &sr); err != nil {
+		s.endLease(ctx, id, next)
+		return s.refused(call.Route, err), true
+	}
+	s.settleClaim(ctx, id, next, &sr)
 	return Outcome{Kind: Answered, Body: held.Response, Settlement: &sr, VerificationID: v.VerificationID, Result: v.Result,
 		SettledAmount: first.Accepted.Amount}, true
 }

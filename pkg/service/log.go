@@ -20,6 +20,7 @@ import (
 type ReceiptLog interface {
 	ReceiptRecorder
 	translog.Storage
+	translog.IdentityKeeper
 	Receipt(ctx context.Context, verificationID string) (r store.Receipt, ok bool, err error)
 }
 
@@ -186,16 +187,12 @@ func (s *Service) VerificationRecord(ctx context.Context, id string) (Record, er
 	return rec, nil
 }
 
-// errNoRecord answers GET /verifications/{id} for an id with no stored record. The record of an
-// answer is written a moment after the answer on the local server (in the background, with the
-// history), so an id issued just now is not known yet: the service cannot tell it from one never
-// issued, and says both, with Retry-After: 1 for the first.
+// errNoRecord answers GET /verifications/{id} for an id with no stored record. Every answer's
+// record is written before the answer leaves (Record), so an id a caller holds is never missing
+// for a moment: it was never issued here, or its record expired.
 func errNoRecord(recordDays int) *apperr.Error {
-	e := apperr.New(apperr.NotFound, fmt.Sprintf("No stored record has this verification id yet. A verification issued "+
-		"just now appears within a second: try again after Retry-After. Otherwise it was never issued here, or its record "+
-		"expired (records are kept %d days; the log keeps its leaf).", recordDays))
-	e.Retryable, e.RetryAfter = true, 1
-	return e
+	return apperr.New(apperr.NotFound, fmt.Sprintf("No stored record has this verification id: it was never issued here, "+
+		"or its record expired (records are kept %d days; the log keeps its leaf).", recordDays))
 }
 
 // unavailable logs a store failure and answers a retryable 503.
@@ -225,8 +222,8 @@ func CheckVerificationID(id string) error {
 }
 
 // SequencerInterval is how often the local server's sequencer looks for pending leaves (two small
-// reads when there are none). With the embedded store's 100 ms linger on the record's write, a
-// leaf is in a signed checkpoint within a few hundred milliseconds (SPEC §15: p99 ≤ 1 s).
+// reads when there are none). The record's write commits before the answer, so a leaf is in a
+// signed checkpoint within about this interval and one step (SPEC §15: p99 ≤ 1 s).
 const SequencerInterval = 50 * time.Millisecond
 
 // localBatch is how many leaves one commit of the local server's sequencer appends at most: a
@@ -244,11 +241,30 @@ func (s *Service) Sequence(ctx context.Context) (int, error) {
 	return q.Drain(ctx)
 }
 
-// StartSequencer runs the local server's sequencer in the background every interval; stop ends
-// it after the step under way and sequences what the recording left once more.
-func (s *Service) StartSequencer(interval time.Duration) (stop func()) {
+// CheckLogIdentity makes sure the store's receipt log is this service's (SPEC §15: one origin,
+// one log key): the first instance to start on a store claims the log for its base URL's origin
+// and its log key, and an instance with another one gets translog.ErrOtherLog, a start-up error
+// for whatever sequences (the local server, the log function). Without it, instances sharing a
+// table with different base URLs or log keys would sign checkpoints of one tree under several
+// names, each of which only some buyers could check.
+func (s *Service) CheckLogIdentity(ctx context.Context) error {
 	if s.d.Receipts == nil {
-		return func() {}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.d.StoreTimeout)
+	defer cancel()
+	return translog.CheckIdentity(ctx, s.d.Receipts, s.d.LogKey)
+}
+
+// StartSequencer runs the local server's sequencer in the background every interval, once
+// CheckLogIdentity has accepted the store's log (its error is returned, and nothing runs);
+// stop ends it after the step under way and sequences what the recording left once more.
+func (s *Service) StartSequencer(ctx context.Context, interval time.Duration) (stop func(), err error) {
+	if s.d.Receipts == nil {
+		return func() {}, nil
+	}
+	if err := s.CheckLogIdentity(ctx); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	q := &translog.Sequencer{Storage: s.d.Receipts, Key: s.d.LogKey, Batch: localBatch}
@@ -262,7 +278,7 @@ func (s *Service) StartSequencer(interval time.Duration) (stop func()) {
 		if _, err := q.Drain(ctx); err != nil {
 			s.d.Log.Warn("log sequencer: the last step failed; the next start sequences what is left", "err", err.Error())
 		}
-	}
+	}, nil
 }
 
 // RecordSchemaJSON is the JSON Schema of a stored record (GET /verifications/{verification_id},

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/reputation"
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/translog"
@@ -20,8 +21,12 @@ import (
 // recordTimeout bounds the best-effort history write.
 const recordTimeout = 2 * time.Second
 
+// receiptRetryWait is the first pause before a failed receipt write is tried again (doubled each
+// time, within the store timeout): the answer waits for it, since no answer leaves unrecorded.
+const receiptRetryWait = 50 * time.Millisecond
+
 // ReceiptRecorder is where the service records each signed answer for the receipt log (SPEC
-// §15): the stored record and its pending leaf, in one write (store.ReceiptLog).
+// §15): the stored record and its pending leaf, in one durable write (store.ReceiptLog).
 type ReceiptRecorder interface {
 	RecordReceipt(ctx context.Context, r store.Receipt) error
 }
@@ -30,40 +35,82 @@ type ReceiptRecorder interface {
 // nothing; the log's leaves never expire.
 const DefaultRecordDays = 90
 
-// recordJob is what is recorded of one delivered verification: its history record, when its
-// agent has a history, and its receipt, when the service keeps a log.
+// recordJob is a delivered verification's history record, on its way to its agent's history.
 type recordJob struct {
-	history *store.Verification // nil: anonymous or a test- agent, kept in no history
-	answer  []byte              // the signed response; nil without a receipt log
-	// checked and settlement complete the receipt record.
-	checked    *Verification
-	settlement *x402.SettleResponse
+	history *store.Verification
 }
 
-// Record records a delivered verification, best-effort: its agent's history (test- ids and
-// anonymous verifications have none) and, when the service keeps a receipt log, its receipt
-// record and pending leaf (every signed answer, free or paid). A store failure is logged and
-// never fails or delays the answer beyond the write itself. client is the caller's
-// ClientIdentity, the same the free allowance counted; settlement is a paid answer's.
-func (s *Service) Record(ctx context.Context, v *Verification, client string, settlement *x402.SettleResponse) {
-	job := recordJob{checked: v, settlement: settlement}
-	if inPublicHistory(v) {
-		job.history = &store.Verification{
-			AgentID: *v.AgentID, VerificationID: v.VerificationID, TaskID: v.TaskID,
-			Result: v.Result, OverallRatio: v.OverallRatio, VerifiedAt: v.VerifiedAt,
-			Paid: settlement != nil, CallerID: s.CallerID(client),
+// Record records a verification about to be delivered. Its receipt (every signed answer, free
+// or paid, when the service keeps a receipt log) is written first, durably, and the answer waits
+// for it: a receipt a caller holds is always in the log once sequencing catches up, whatever
+// crashes after (SPEC §15). When that write fails, even after retries, Record returns the error
+// to answer instead, and the answer is not delivered. The agent's history (test- ids and
+// anonymous verifications have none) is best-effort after it: queued for the background writers
+// when they run, written now otherwise; its failure is logged and never fails the answer. client
+// is the caller's ClientIdentity, the same the free allowance counted; settlement is a paid
+// answer's.
+func (s *Service) Record(ctx context.Context, v *Verification, client string, settlement *x402.SettleResponse) error {
+	if s.d.Receipts != nil {
+		if err := s.recordReceipt(ctx, v, settlement); err != nil {
+			return err
 		}
 	}
-	if s.d.Receipts != nil {
-		job.answer = v.Body
+	if !inPublicHistory(v) {
+		return nil
 	}
-	if job.history == nil && job.answer == nil {
-		return
-	}
+	job := recordJob{history: &store.Verification{
+		AgentID: *v.AgentID, VerificationID: v.VerificationID, TaskID: v.TaskID,
+		Result: v.Result, OverallRatio: v.OverallRatio, VerifiedAt: v.VerifiedAt,
+		Paid: settlement != nil, CallerID: s.CallerID(client),
+	}}
 	if s.queueRecord(job) {
-		return
+		return nil
 	}
 	s.writeRecord(ctx, &job)
+	return nil
+}
+
+// recordReceipt writes v's receipt record and pending leaf, trying again after a failure for up
+// to the store timeout (Deps.StoreTimeout, as for the allowance and the payment's reservation),
+// and answers a failure as the error to deliver instead of the answer.
+func (s *Service) recordReceipt(ctx context.Context, v *Verification, settlement *x402.SettleResponse) error {
+	r, err := s.receiptOf(v, settlement)
+	if err != nil {
+		s.d.Log.Error("receipt record not made; the answer is not delivered", "verification_id", v.VerificationID, "err", err.Error())
+		return receiptNotRecorded(settlement != nil)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.d.StoreTimeout)
+	defer cancel()
+	wait := receiptRetryWait
+	for {
+		err := s.d.Receipts.RecordReceipt(ctx, r)
+		if err == nil {
+			return nil
+		}
+		s.d.Log.Warn("record receipt failed", "verification_id", r.VerificationID, "err", err.Error())
+		select {
+		case <-ctx.Done():
+			s.d.Log.Error("receipt not recorded; the answer is not delivered", "verification_id", r.VerificationID)
+			return receiptNotRecorded(settlement != nil)
+		case <-time.After(wait):
+			wait *= 2
+		}
+	}
+}
+
+// receiptNotRecorded is the answer of a verification whose receipt could not be written: the
+// answer is withheld, since a receipt handed out must be provable in the log. A paid one was
+// settled already (recording follows settlement, which its record holds).
+func receiptNotRecorded(paid bool) *apperr.Error {
+	if !paid {
+		e := apperr.New(apperr.Unavailable, "The receipt log's store did not take this answer's receipt, so the answer is not delivered; try again shortly.")
+		e.RetryAfter = 1
+		return e
+	}
+	e := apperr.New(apperr.Unavailable, "The payment was settled, but the receipt log's store did not take this answer's receipt, so the answer is not delivered (a delivered receipt is always provable in the log). Check the payment's settlement on chain before paying for this work again.")
+	e.Retryable, e.Charged = false, true
+	e.NextAction = []apperr.NextAction{{Action: "check_payment"}}
+	return e
 }
 
 // inPublicHistory says v goes into its agent's public history (SPEC §9): it names an agent whose
@@ -89,49 +136,30 @@ func (s *Service) queueRecord(job recordJob) bool {
 	}
 }
 
-// writeRecord writes what is left of job and reports whether all of it was written; a part
-// written is removed from job, so a retry writes only the rest.
+// writeRecord writes job's history record and reports whether it was written.
 func (s *Service) writeRecord(ctx context.Context, job *recordJob) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	ok := true
-	if job.answer != nil {
-		r, err := s.receiptOf(job)
-		if err == nil {
-			err = s.d.Receipts.RecordReceipt(ctx, r)
+	rec := job.history
+	if err := s.d.Store.RecordVerification(ctx, *rec); err != nil {
+		if !errors.Is(err, context.Canceled) {
+			s.d.Log.Warn("record verification failed", "verification_id", rec.VerificationID, "err", err.Error())
 		}
-		if err != nil {
-			if !errors.Is(err, context.Canceled) {
-				s.d.Log.Warn("record receipt failed", "verification_id", r.VerificationID, "err", err.Error())
-			}
-			ok = false
-		} else {
-			job.answer = nil
-		}
+		return false
 	}
-	if rec := job.history; rec != nil {
-		if err := s.d.Store.RecordVerification(ctx, *rec); err != nil {
-			if !errors.Is(err, context.Canceled) {
-				s.d.Log.Warn("record verification failed", "verification_id", rec.VerificationID, "err", err.Error())
-			}
-			return false
-		}
-		job.history = nil
-		s.foldLater(rec.AgentID)
-	}
-	return ok
+	s.foldLater(rec.AgentID)
+	return true
 }
 
-// receiptOf is job's stored record (SPEC §15): the receipt hash of the whole signed answer, its
+// receiptOf is v's stored record (SPEC §15): the receipt hash of the whole signed answer, its
 // hashes and verdict, and a paid answer's settlement.
-func (s *Service) receiptOf(job *recordJob) (store.Receipt, error) {
-	v := job.checked
+func (s *Service) receiptOf(v *Verification, settlement *x402.SettleResponse) (store.Receipt, error) {
 	// The engine hashed the answer while signing it; only an answer it could not hash so is
 	// parsed again.
 	h := tlog.Hash(v.ReceiptHash)
 	if !v.HasReceiptHash {
 		var err error
-		if h, err = translog.ReceiptHash(job.answer); err != nil {
+		if h, err = translog.ReceiptHash(v.Body); err != nil {
 			return store.Receipt{VerificationID: v.VerificationID}, err
 		}
 	}
@@ -147,9 +175,9 @@ func (s *Service) receiptOf(job *recordJob) (store.Receipt, error) {
 		// verifications keep theirs out of the public record.
 		r.TaskID = v.TaskID
 	}
-	if job.settlement != nil {
+	if settlement != nil {
 		var err error
-		if r.Settlement, err = json.Marshal(job.settlement); err != nil {
+		if r.Settlement, err = json.Marshal(settlement); err != nil {
 			return store.Receipt{}, fmt.Errorf("settlement of %s: %w", v.VerificationID, err)
 		}
 	}

@@ -102,7 +102,8 @@ const VerifyDescription = "Verify an AI agent's JSON output against a JSON Schem
 //     when it is spent, payment required (the free-only 429 where nothing can be paid) and the
 //     signed answer discarded; paid: match, replay check, facilitator
 //     verification, reservation, the work, settlement (Charge);
-//   - record: only a delivered verification is recorded, a paid one only once settled.
+//   - record: only a delivered verification is recorded, a paid one only once settled; its
+//     receipt is durable before the answer leaves (Record), or the answer is not delivered.
 func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
 	if s.d.Engine == nil {
 		// A wiring mistake (a program that mounts verification built without the engine), not
@@ -157,7 +158,9 @@ func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
 		}
 		return s.verifyPaymentRequired(ctx, call, apperr.FreeTrialExhausted, "This client's free checks for today are used up; pay with x402 to continue.", ft, nil)
 	}
-	s.Record(ctx, v, call.Client, nil)
+	if err := s.Record(ctx, v, call.Client, nil); err != nil {
+		return s.refused(call.Route, err)
+	}
 	return Outcome{Kind: Answered, Body: v.Body, VerificationID: v.VerificationID, Result: v.Result,
 		FreeAllowance: &FreeAllowance{Remaining: remaining, Limit: s.d.Pricing.FreeCallsPerDay, Resets: s.AllowanceResets()}}
 }
@@ -191,7 +194,9 @@ func (s *Service) verifyPaid(ctx context.Context, call VerifyCall, job *Job) Out
 	case fail != nil:
 		return s.verifyPaymentRequired(ctx, call, fail.Code, fail.Message, s.freeTrial(ctx, client, 0, false), fail.Settlement)
 	}
-	s.Record(ctx, v, call.Client, sr)
+	if err := s.Record(ctx, v, call.Client, sr); err != nil {
+		return s.refused(call.Route, err)
+	}
 	// x402.Match held the payment to the accepted requirements, amount included.
 	return Outcome{Kind: Answered, Body: v.Body, Settlement: sr, VerificationID: v.VerificationID, Result: v.Result,
 		SettledAmount: call.Payment.Payload.Accepted.Amount}

@@ -179,11 +179,14 @@ type Receipt struct {
 }
 
 // ReceiptLog is a store that keeps the receipt log (SPEC §15): the stored records, the pending
-// leaves, and the tree the sequencer builds from them (translog.Storage).
+// leaves, the tree the sequencer builds from them (translog.Storage) and the log's identity.
 type ReceiptLog interface {
 	translog.Storage
-	// RecordReceipt writes r and its pending leaf together, once: recording the same
-	// VerificationID again changes nothing.
+	translog.IdentityKeeper
+	// RecordReceipt writes r and its pending leaf in one atomic write, once: recording the same
+	// VerificationID again changes nothing. When it returns nil both are durable (on disk, or
+	// acknowledged by DynamoDB), so that an answer delivered after it can always be proved
+	// whatever crashes next; a crash before it returns leaves both or neither.
 	RecordReceipt(ctx context.Context, r Receipt) error
 	// Receipt reads the record of a verification id; ok is false when there is none or it expired.
 	Receipt(ctx context.Context, verificationID string) (r Receipt, ok bool, err error)

@@ -66,6 +66,7 @@ func TestDynamo(t *testing.T) {
 	t.Run("ExpiryWithClock", func(t *testing.T) { testExpiryWithClock(t, client) })
 	t.Run("PingHidesConfiguration", func(t *testing.T) { testPingHidesConfiguration(t, client) })
 	t.Run("RecordIsOnePut", func(t *testing.T) { testRecordIsOnePut(t, client) })
+	t.Run("ReceiptIsOnePut", func(t *testing.T) { testReceiptIsOnePut(t, client) })
 	t.Run("ManyInstancesOneAgent", func(t *testing.T) { testManyInstances(t, client) })
 	t.Run("FoldCutAtEveryCall", func(t *testing.T) { testFoldCutAtEveryCall(t, client) })
 	t.Run("BatchBounded", func(t *testing.T) { testBatchBounded(t, client) })
@@ -258,6 +259,32 @@ func testRecordIsOnePut(t *testing.T, client *dynamodb.Client) {
 	}
 	if agg := aggregateOf(t, s, v.AgentID); agg.Verifications != 1 {
 		t.Errorf("%d verifications counted, want 1", agg.Verifications)
+	}
+}
+
+// testReceiptIsOnePut: a receipt's record and its pending leaf are one PutItem (one atomic write:
+// no crash can leave one without the other), and the record reads back from it before the leaf
+// is sequenced.
+func testReceiptIsOnePut(t *testing.T, client *dynamodb.Client) {
+	ctx := context.Background()
+	counting := newOpCounter(client)
+	s, _ := newTable(t, counting)
+	r := store.Receipt{VerificationID: "v-one-put", ReceiptHash: [32]byte{7}, Result: "pass", KeyVersion: "v1",
+		VerifiedAt: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), Expires: time.Date(2126, 1, 1, 0, 0, 0, 0, time.UTC)}
+	for _, when := range []string{"new", "pending"} {
+		counting.take()
+		if err := s.RecordReceipt(ctx, r); err != nil {
+			t.Fatalf("RecordReceipt (%s): %v", when, err)
+		}
+		if got := counting.take(); !maps.Equal(got, map[string]int{"PutItem": 1}) {
+			t.Errorf("recording a receipt (%s) sent %v, want one PutItem", when, got)
+		}
+	}
+	if got, ok, err := s.Receipt(ctx, r.VerificationID); err != nil || !ok || got.ReceiptHash != r.ReceiptHash {
+		t.Errorf("Receipt while pending = %+v, ok %v, %v", got, ok, err)
+	}
+	if p, err := s.PendingLeaves(ctx, 10); err != nil || len(p) != 1 || p[0].Hash != r.ReceiptHash {
+		t.Errorf("pending = %+v, %v", p, err)
 	}
 }
 

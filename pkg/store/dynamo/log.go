@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -24,8 +25,9 @@ import (
 // The receipt log (SPEC §15) in the same table, written without transactions like the rest:
 //
 //	record   pk RECEIPT#<id>      sk RECORD                 record (JSON), expires_at
-//	pending  pk LOG#PENDING       sk <verification id>      leaf (hex)
+//	pending  pk LOG#PENDING       sk <verification id>      leaf (hex), record (JSON)
 //	head     pk LOG               sk HEAD                   size, head (JSON: translog.Head)
+//	identity pk LOG               sk IDENTITY               origin, verifier_key
 //	index    pk LOG#ID#<id>       sk INDEX                  index
 //	chunk    pk LOG#TILE          sk <level>#<n / 256>      hashes (base64 of up to 256 × 32 bytes), count
 //
@@ -44,12 +46,15 @@ const (
 	attrHead   = "head"
 	attrIndex  = "index"
 	attrHashes = "hashes"
+	attrOrigin = "origin"
+	attrLogKey = "verifier_key"
 
 	prefixReceipt = "RECEIPT#"
 	skRecord      = "RECORD"
 	pkPending     = "LOG#PENDING"
 	pkLog         = "LOG"
 	skHead        = "HEAD"
+	skIdentity    = "IDENTITY"
 	prefixLogID   = "LOG#ID#"
 	skIndex       = "INDEX"
 	pkTiles       = "LOG#TILE"
@@ -67,10 +72,14 @@ var _ store.ReceiptLog = (*Store)(nil)
 
 func receiptKey(id string) item { return key(prefixReceipt+id, skRecord) }
 
-// RecordReceipt implements store.ReceiptLog with two conditional PutItems (DynamoDB's design here
-// has no transactions): the pending leaf first, then the record. A write cut off between them
-// leaves a leaf whose record the service's retry writes; recording again is harmless (each put
-// is refused when its item exists, and a leaf already sequenced is dropped by the sequencer).
+// RecordReceipt implements store.ReceiptLog with one conditional PutItem: the pending leaf,
+// holding the record. One write, so that no crash leaves a leaf without its record or a record
+// without its leaf (DynamoDB's design here has no transactions, and dynalite, which the tests run
+// on, has none either). The record moves to its own item (RECEIPT#<id>, with its expiry) when
+// its leaf is sequenced (DeletePendingLeaves); until then Receipt reads it from the pending leaf.
+// Recording again is harmless: the put is refused while the leaf is pending, a leaf already
+// sequenced is dropped by the sequencer, and a record that has its own item already is not
+// replaced.
 func (s *Store) RecordReceipt(ctx context.Context, r store.Receipt) error {
 	if err := storekey.CheckID("verification id", r.VerificationID); err != nil {
 		return fmt.Errorf("record receipt: %w", err)
@@ -79,22 +88,54 @@ func (s *Store) RecordReceipt(ctx context.Context, r store.Receipt) error {
 	if err != nil {
 		return fmt.Errorf("record receipt %s: %w", r.VerificationID, err)
 	}
-	for _, it := range []item{
-		{attrPK: str(pkPending), attrSK: str(r.VerificationID), attrLeaf: str(hex.EncodeToString(r.ReceiptHash[:]))},
-		{attrPK: str(prefixReceipt + r.VerificationID), attrSK: str(skRecord), attrRecord: str(string(rec)), attrExpiresAt: number(r.Expires.Unix())},
-	} {
-		if err := s.putRecord(ctx, it); err != nil {
-			return fmt.Errorf("record receipt %s: %w", r.VerificationID, err)
-		}
+	it := item{attrPK: str(pkPending), attrSK: str(r.VerificationID),
+		attrLeaf: str(hex.EncodeToString(r.ReceiptHash[:])), attrRecord: str(string(rec))}
+	err = s.putItem(ctx, &dynamodb.PutItemInput{
+		Item:                     it,
+		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+	})
+	if err != nil && !isConditionFailed(err) {
+		return fmt.Errorf("record receipt %s: %w", r.VerificationID, err)
 	}
 	return nil
 }
 
-// Receipt implements store.ReceiptLog.
+// Receipt implements store.ReceiptLog: the record's own item, else the pending leaf holding it.
+// The reads go in that order, and a third read of the record follows when both missed, since
+// the sequencer writes the record's item before it deletes the pending leaf: a record moved
+// between the first two reads is found by the third.
 func (s *Store) Receipt(ctx context.Context, id string) (store.Receipt, bool, error) {
 	if err := storekey.CheckID("verification id", id); err != nil {
 		return store.Receipt{}, false, fmt.Errorf("receipt: %w", err)
 	}
+	r, found, err := s.receiptItem(ctx, id)
+	if err != nil || found {
+		return r, found, err
+	}
+	it, err := s.getItem(ctx, &dynamodb.GetItemInput{Key: key(pkPending, id), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return store.Receipt{}, false, fmt.Errorf("receipt %s: %w", id, err)
+	}
+	if it == nil {
+		return s.receiptItem(ctx, id)
+	}
+	if _, ok := it[attrRecord]; !ok {
+		// A leaf recorded by an earlier version, which wrote the record apart.
+		return s.receiptItem(ctx, id)
+	}
+	r, err = decodeReceipt(it)
+	if err != nil {
+		return store.Receipt{}, false, fmt.Errorf("receipt %s: %w", id, err)
+	}
+	if storekey.Expired(r.Expires.Unix(), s.now()) {
+		return store.Receipt{}, false, nil
+	}
+	return r, true, nil
+}
+
+// receiptItem reads the record's own item.
+func (s *Store) receiptItem(ctx context.Context, id string) (store.Receipt, bool, error) {
 	it, err := s.getItem(ctx, &dynamodb.GetItemInput{Key: receiptKey(id), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return store.Receipt{}, false, fmt.Errorf("receipt %s: %w", id, err)
@@ -102,15 +143,90 @@ func (s *Store) Receipt(ctx context.Context, id string) (store.Receipt, bool, er
 	if it == nil || s.expired(it) {
 		return store.Receipt{}, false, nil
 	}
-	raw, err := stringAttr(it, attrRecord)
+	r, err := decodeReceipt(it)
 	if err != nil {
 		return store.Receipt{}, false, fmt.Errorf("receipt %s: %w", id, err)
 	}
+	return r, true, nil
+}
+
+func decodeReceipt(it item) (store.Receipt, error) {
+	raw, err := stringAttr(it, attrRecord)
+	if err != nil {
+		return store.Receipt{}, err
+	}
 	var r store.Receipt
 	if err := json.Unmarshal([]byte(raw), &r); err != nil {
-		return store.Receipt{}, false, fmt.Errorf("receipt %s: %w", id, err)
+		return store.Receipt{}, err
 	}
-	return r, true, nil
+	return r, nil
+}
+
+// moveRecords writes the records that the pending leaves of ids hold into their own items, with
+// their expiry, unless such an item exists already (the first record of an id stays). It runs
+// before the leaves are deleted; run again (a sequencer that crashed between the two), it
+// writes nothing twice.
+func (s *Store) moveRecords(ctx context.Context, ids []string) error {
+	keys := make([]item, len(ids))
+	for i, id := range ids {
+		keys[i] = key(pkPending, id)
+	}
+	pending, err := s.batchGetAll(ctx, keys)
+	if err != nil {
+		return fmt.Errorf("read pending records: %w", err)
+	}
+	records := map[string]item{}
+	var recordKeys []item
+	for _, it := range pending {
+		if _, ok := it[attrRecord]; !ok {
+			continue // an earlier version's leaf, whose record has its own item
+		}
+		id, err := stringAttr(it, attrSK)
+		if err != nil {
+			return err
+		}
+		records[id] = it
+		recordKeys = append(recordKeys, receiptKey(id))
+	}
+	if len(records) == 0 {
+		return nil
+	}
+	have, err := s.batchGetAll(ctx, recordKeys)
+	if err != nil {
+		return fmt.Errorf("read records: %w", err)
+	}
+	for _, it := range have {
+		pk, err := stringAttr(it, attrPK)
+		if err != nil {
+			return err
+		}
+		delete(records, pk[len(prefixReceipt):])
+	}
+	puts := make([]item, 0, len(records))
+	for id, it := range records {
+		r, err := decodeReceipt(it)
+		if err != nil {
+			return fmt.Errorf("pending record %s: %w", id, err)
+		}
+		puts = append(puts, item{attrPK: str(prefixReceipt + id), attrSK: str(skRecord), attrRecord: it[attrRecord],
+			attrExpiresAt: number(r.Expires.Unix())})
+	}
+	return wrapErr("write records", s.batchWrite(ctx, puts, nil))
+}
+
+// batchGetAll is batchGet over any number of keys.
+func (s *Store) batchGetAll(ctx context.Context, keys []item) ([]item, error) {
+	var out []item
+	for len(keys) > 0 {
+		part := keys[:min(len(keys), batchGetMax)]
+		keys = keys[len(part):]
+		items, err := s.batchGet(ctx, part)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, items...)
+	}
+	return out, nil
 }
 
 // LogHead implements translog.Storage.
@@ -480,11 +596,49 @@ func (s *Store) PendingLeaves(ctx context.Context, limit int) ([]translog.Leaf, 
 	return out, nil
 }
 
-// DeletePendingLeaves implements translog.Storage.
+// DeletePendingLeaves implements translog.Storage: the records the leaves hold move to their
+// own items first (moveRecords).
 func (s *Store) DeletePendingLeaves(ctx context.Context, ids []string) error {
+	if err := s.moveRecords(ctx, ids); err != nil {
+		return fmt.Errorf("delete pending leaves: %w", err)
+	}
 	keys := make([]item, len(ids))
 	for i, id := range ids {
 		keys[i] = key(pkPending, id)
 	}
 	return wrapErr("delete pending leaves", s.batchWrite(ctx, nil, keys))
+}
+
+var _ translog.IdentityKeeper = (*Store)(nil)
+
+// ClaimLogIdentity implements translog.IdentityKeeper with one conditional PutItem, and a
+// strongly consistent read of the identity that won when it was refused.
+func (s *Store) ClaimLogIdentity(ctx context.Context, id translog.Identity) (translog.Identity, error) {
+	err := s.putItem(ctx, &dynamodb.PutItemInput{
+		Item:                     item{attrPK: str(pkLog), attrSK: str(skIdentity), attrOrigin: str(id.Origin), attrLogKey: str(id.VerifierKey)},
+		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+	})
+	if err == nil {
+		return id, nil
+	}
+	if !isConditionFailed(err) {
+		return translog.Identity{}, fmt.Errorf("claim log identity: %w", err)
+	}
+	it, err := s.getItem(ctx, &dynamodb.GetItemInput{Key: key(pkLog, skIdentity), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return translog.Identity{}, fmt.Errorf("claim log identity: read the stored one: %w", err)
+	}
+	if it == nil {
+		return translog.Identity{}, errors.New("claim log identity: refused, and no identity is stored")
+	}
+	origin, err := stringAttr(it, attrOrigin)
+	if err != nil {
+		return translog.Identity{}, fmt.Errorf("claim log identity: %w", err)
+	}
+	vkey, err := stringAttr(it, attrLogKey)
+	if err != nil {
+		return translog.Identity{}, fmt.Errorf("claim log identity: %w", err)
+	}
+	return translog.Identity{Origin: origin, VerifierKey: vkey}, nil
 }

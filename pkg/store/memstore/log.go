@@ -14,13 +14,14 @@ var _ store.ReceiptLog = (*Store)(nil)
 
 // receiptLog is the receipt log's state (SPEC §15), under the store's one lock.
 type receiptLog struct {
-	records map[string]store.Receipt
-	pending map[string]pendingLeaf // verification id → its leaf, while not yet deleted
-	seq     int64                  // the next pending leaf's arrival number
-	head    translog.Head
-	hashes  map[int64]translog.Hash // stored hashes by tlog's storage index
-	leaves  map[int64]translog.Hash // index → leaf
-	indexes map[string]int64        // verification id → index
+	records  map[string]store.Receipt
+	pending  map[string]pendingLeaf // verification id → its leaf, while not yet deleted
+	seq      int64                  // the next pending leaf's arrival number
+	head     translog.Head
+	hashes   map[int64]translog.Hash // stored hashes by tlog's storage index
+	leaves   map[int64]translog.Hash // index → leaf
+	indexes  map[string]int64        // verification id → index
+	identity *translog.Identity      // nil until claimed
 }
 
 type pendingLeaf struct {
@@ -212,4 +213,18 @@ func (s *Store) DeletePendingLeaves(ctx context.Context, ids []string) error {
 		delete(s.log.pending, id)
 	}
 	return nil
+}
+
+var _ translog.IdentityKeeper = (*Store)(nil)
+
+// ClaimLogIdentity implements translog.IdentityKeeper, under the lock.
+func (s *Store) ClaimLogIdentity(ctx context.Context, id translog.Identity) (translog.Identity, error) {
+	if err := s.lock(ctx); err != nil {
+		return translog.Identity{}, fmt.Errorf("claim log identity: %w", err)
+	}
+	defer s.mu.Unlock()
+	if s.log.identity == nil {
+		s.log.identity = &id
+	}
+	return *s.log.identity, nil
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,6 +35,9 @@ func RunLog(t *testing.T, open func(t *testing.T, now func() time.Time) store.Re
 		{"SequenceAndProve", testSequenceAndProve},
 		{"CrashAtEveryPoint", testCrashAtEveryPoint},
 		{"ConcurrentSequencers", testConcurrentSequencers},
+		{"RecordReadableThroughSequencing", testRecordThroughSequencing},
+		{"IdentityClaimedOnce", testIdentityClaimedOnce},
+		{"IdentityOfAnOlderLog", testIdentityOfOlderLog},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -412,4 +416,136 @@ func testConcurrentSequencers(t *testing.T, s store.ReceiptLog, clk *testclock.C
 	checkLog(t, s, key, want, true)
 	checkConsistent(t, s, cps)
 	t.Logf("%d leaves, %d checkpoints seen, the killed sequencer stopped %d times", len(want), len(cps), crashes.Load())
+}
+
+// testRecordThroughSequencing: a record reads the same while its leaf is pending, after every
+// crash point of the sequencer, and once it is sequenced; recorded again with another content
+// after sequencing, the first record stays.
+func testRecordThroughSequencing(t *testing.T, s store.ReceiptLog, clk *testclock.Clock) {
+	ctx := context.Background()
+	key := LogKey(t)
+	want := map[string]store.Receipt{}
+	check := func(when string) {
+		t.Helper()
+		for id, w := range want {
+			got, ok, err := s.Receipt(ctx, id)
+			if err != nil || !ok || got.ReceiptHash != w.ReceiptHash || got.Result != w.Result || !got.Expires.Equal(w.Expires) || string(got.Settlement) != string(w.Settlement) {
+				t.Fatalf("%s: Receipt(%s) = %+v, ok %v, %v; want %+v", when, id, got, ok, err, w)
+			}
+		}
+	}
+	n := 0
+	for _, p := range points {
+		for range 2 {
+			r := sampleReceipt(clk, n)
+			n++
+			r.Settlement = json.RawMessage(fmt.Sprintf(`{"success":true,"transaction":"0x%04x"}`, n))
+			want[r.VerificationID] = r
+			if err := s.RecordReceipt(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check("pending")
+		crashing := &translog.Sequencer{Storage: s, Key: key, Crash: func(at translog.Point) bool { return at == p }}
+		for range 2 {
+			if _, err := crashing.Step(ctx); err != nil && !errors.Is(err, translog.ErrCrashed) {
+				t.Fatalf("crash at %s: %v", p, err)
+			}
+		}
+		check("after a crash at " + string(p))
+	}
+	if _, err := (&translog.Sequencer{Storage: s, Key: key}).Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("sequenced")
+	again := sampleReceipt(clk, 0)
+	again.Result, again.Settlement = "pass-again", json.RawMessage(`{"other":true}`)
+	if err := s.RecordReceipt(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&translog.Sequencer{Storage: s, Key: key}).Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("recorded again after sequencing")
+}
+
+// otherLogKey is a log key with another key than LogKey's, for origin.
+func otherLogKey(t *testing.T, origin string) translog.LogKey {
+	t.Helper()
+	seed := sha256.Sum256([]byte("storetest other log key"))
+	k, err := translog.NewLogKey(origin, receipt.Key{Version: "log-other", Private: ed25519.NewKeyFromSeed(seed[:])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// testIdentityClaimedOnce: of concurrent claims of the log's identity exactly one is stored and
+// every claim returns it; CheckIdentity then accepts that key alone, and refuses another key or
+// another origin.
+func testIdentityClaimedOnce(t *testing.T, s store.ReceiptLog, _ *testclock.Clock) {
+	ctx := context.Background()
+	const claimants = 8
+	got := make([]translog.Identity, claimants)
+	var wg sync.WaitGroup
+	for i := range claimants {
+		wg.Go(func() {
+			id := translog.Identity{Origin: fmt.Sprintf("verifier-%d.test/log", i), VerifierKey: fmt.Sprintf("key-%d", i)}
+			var err error
+			if got[i], err = s.ClaimLogIdentity(ctx, id); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	first := got[0]
+	if first.Origin == "" {
+		t.Fatalf("claim returned %+v", first)
+	}
+	for i, g := range got {
+		if g != first {
+			t.Fatalf("claim %d returned %+v, claim 0 %+v: two identities stored", i, g, first)
+		}
+	}
+	if again, err := s.ClaimLogIdentity(ctx, translog.Identity{Origin: "late.test/log", VerifierKey: "late"}); err != nil || again != first {
+		t.Errorf("a later claim = %+v, %v; want the first %+v", again, err, first)
+	}
+}
+
+// testIdentityOfOlderLog: a log started before its identity was kept (a head, no identity) is
+// claimed only by the key and origin that signed its checkpoint; an instance with another key
+// or origin is refused and claims nothing.
+func testIdentityOfOlderLog(t *testing.T, s store.ReceiptLog, clk *testclock.Clock) {
+	ctx := context.Background()
+	key := LogKey(t)
+	if err := s.RecordReceipt(ctx, sampleReceipt(clk, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&translog.Sequencer{Storage: s, Key: key}).Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	otherOrigin, err := translog.NewLogKey("elsewhere.test/log", receipt.Key{Version: "log-test", Private: ed25519.NewKeyFromSeed(func() []byte {
+		seed := sha256.Sum256([]byte("storetest log key"))
+		return seed[:]
+	}())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, k := range map[string]translog.LogKey{"another key": otherLogKey(t, key.Origin), "another origin": otherOrigin} {
+		if err := translog.CheckIdentity(ctx, s, k); !errors.Is(err, translog.ErrOtherLog) {
+			t.Errorf("%s: CheckIdentity = %v, want ErrOtherLog", name, err)
+		}
+	}
+	if err := translog.CheckIdentity(ctx, s, key); err != nil {
+		t.Fatalf("the log's own key: %v", err)
+	}
+	for name, k := range map[string]translog.LogKey{"another key": otherLogKey(t, key.Origin), "another origin": otherOrigin} {
+		err := translog.CheckIdentity(ctx, s, k)
+		if !errors.Is(err, translog.ErrOtherLog) || !strings.Contains(err.Error(), key.Origin) {
+			t.Errorf("%s after the claim: CheckIdentity = %v, want ErrOtherLog naming %s", name, err, key.Origin)
+		}
+	}
+	if err := translog.CheckIdentity(ctx, s, key); err != nil {
+		t.Errorf("the log's own key again: %v", err)
+	}
 }
