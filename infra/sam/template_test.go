@@ -895,14 +895,14 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 		"HasSigningKeySecret":       `!(${SigningKeySecretArn} == "")`,
 		"CreatesSigningKeySecret":   "and[KeySourceIsSecretsManager !(HasSigningKeySecret)]",
 		"ReadsSigningKeySecret":     "and[KeySourceIsSecretsManager HasSigningKeySecret]",
-		"DecryptsWithGivenKey":     "and[!(KeySourceIsKmsSign) HasSigningKeyKmsKey]",
-		"SignsWithGivenKey":        "and[KeySourceIsKmsSign HasSigningKeyKmsKey]",
-		"CreatesSigningKey":        "and[KeySourceIsKmsSign !(HasSigningKeyKmsKey)]",
-		"KeySourceIsKmsSign":       `${KeySource} == "kms-sign"`,
-		"HasSigningKeyKmsKey":      `!(${SigningKeyKmsKeyArn} == "")`,
-		"HasFacilitatorAuthSecret": `!(${FacilitatorAuthSecretArn} == "")`,
-		"ReadsLogKeySecret":        `${LogKeySource} == "secretsmanager"`,
-		"CreatesLogKey":            `${LogKeySource} == "kms-sign"`,
+		"DecryptsWithGivenKey":      "and[!(KeySourceIsKmsSign) HasSigningKeyKmsKey]",
+		"SignsWithGivenKey":         "and[KeySourceIsKmsSign HasSigningKeyKmsKey]",
+		"CreatesSigningKey":         "and[KeySourceIsKmsSign !(HasSigningKeyKmsKey)]",
+		"KeySourceIsKmsSign":        `${KeySource} == "kms-sign"`,
+		"HasSigningKeyKmsKey":       `!(${SigningKeyKmsKeyArn} == "")`,
+		"HasFacilitatorAuthSecret":  `!(${FacilitatorAuthSecretArn} == "")`,
+		"ReadsLogKeySecret":         `${LogKeySource} == "secretsmanager"`,
+		"CreatesLogKey":             `${LogKeySource} == "kms-sign"`,
 	} {
 		if got, _ := tmpl.Conditions[name].(string); got != want {
 			t.Errorf("condition %s = %q, want %q", name, got, want)

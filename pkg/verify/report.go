@@ -94,9 +94,7 @@ type Report struct {
 	Hints               []Hint        `json:"hints,omitzero"`
 	HintsTotal          *int          `json:"hints_total,omitzero"`
 	HintsOmitted        *int          `json:"hints_omitted,omitzero"`
-	// Shortened is set when the lists were cut to fit the signing key's message limit (see
-	// fitOrder), so that a reader knows entries are missing beyond the ListCap cap and why.
-	Shortened *Shortened `json:"shortened,omitzero"`
+	Shortened           *Shortened    `json:"shortened,omitzero"`
 	SchemaCompliance    *Ratio        `json:"schema_compliance,omitzero"`
 	IntegrityChecks     *Ratio        `json:"integrity_checks,omitzero"`
 	Overall             *Ratio        `json:"overall,omitzero"`
@@ -115,8 +113,10 @@ type Report struct {
 }
 
 // Shortened says a report's lists were shortened to fit its signing key (a kms-sign: key signs
-// at most 4096 bytes), inside the signature like the rest: each list's <list>_omitted then counts
-// the entries left out for the limit as well as those past ListCap.
+// at most 4096 bytes; see fitOrder), inside the signature like the rest, so that a reader knows
+// entries are missing beyond the ListCap cap and why: each list's <list>_omitted then counts the
+// entries left out for the limit as well as those past ListCap. Report.Shortened is nil when
+// nothing was cut for the key.
 type Shortened struct {
 	Reason         string `json:"reason"`           // always ShortenedForSigningKey
 	MaxSignedBytes int    `json:"max_signed_bytes"` // the key's limit on the signed message

@@ -92,7 +92,7 @@ var (
 		"flags", "flags_total", "flags_omitted", "hints", "hints_total", "hints_omitted", "shortened",
 		"schema_compliance", "integrity_checks", "overall", "payment", "verify")
 	shortenedMembers = newMembers("reason", "max_signed_bytes")
-	paymentMembers = newMembers("free_allowance", "scheme", "network", "asset", "amount", "pay_to", "payer",
+	paymentMembers   = newMembers("free_allowance", "scheme", "network", "asset", "amount", "pay_to", "payer",
 		"requirements_hash", "authorization")
 )
 
