@@ -33,7 +33,8 @@ const (
 // server of its API: secretsmanager: (the seed in a secret), kms: (the seed encrypted with KMS,
 // decrypted at start-up) and kms-sign: (the key inside KMS, one Sign call per receipt). All hold
 // the same Ed25519 key, and each function's receipt verifies under it. (The file: source is the
-// one TestLambdaMatchesLocal runs.)
+// one TestLambdaMatchesLocal runs.) Then the template's default source and kms-sign: on a long
+// failing report (defaultSourceSignsInFull).
 func TestLambdaKeySources(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the verify Lambda binary")
@@ -65,17 +66,7 @@ func TestLambdaKeySources(t *testing.T) {
 	} {
 		name := source[:strings.IndexByte(source, ':')]
 		t.Run(name, func(t *testing.T) {
-			table := dynalitetest.TableName(t)
-			if err := dynamo.CreateTable(ctx, dynalitetest.Client(dynamoDB), table); err != nil {
-				t.Fatal(err)
-			}
-			vars, err := lambdatest.LocalVars(r, "verify", lambdatest.Here{DynamoDB: dynamoDB, Table: table})
-			if err != nil {
-				t.Fatal(err)
-			}
-			vars["VERIFIER_SIGNING_KEY"], vars["VERIFIER_KEY_VERSION"] = source, keyVersion
-			vars["AWS_ENDPOINT_URL_SECRETS_MANAGER"], vars["AWS_ENDPOINT_URL_KMS"] = smURL, kms.URL
-			e := runEmulated(ctx, t, rie, bin, "verify", vars)
+			e := emulateVerify(ctx, t, rie, bin, dynamoDB, source, smURL, kms.URL)
 			// The first invoke starts the function (kms-sign: signs once then, for the caller-id
 			// salt); the second is one receipt.
 			var signs int64
@@ -99,32 +90,36 @@ func TestLambdaKeySources(t *testing.T) {
 			}
 		})
 	}
+	t.Run("default source signs in full", func(t *testing.T) { defaultSourceSignsInFull(ctx, t, rie, bin, dynamoDB, kms) })
 }
 
-// The verify function under the emulator, with the template's default key source (the secret the
-// stack creates: a value Secrets Manager generated, named by its ARN, read through the Secrets
-// Manager API), answers a failing invoice of 50 line items with 10 wrong in full: every error and
-// repair hint, nothing omitted, far over KMS's 4096 bytes, and the receipt verifies under the
-// key the secret derives. Under the opt-in kms-sign: the same answer is shortened to fit, and
-// says so.
-func TestLambdaDefaultKeySourceSignsInFull(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the verify Lambda binary")
+// emulateVerify runs the verify function bin under the emulator, on a table of its own, with the
+// signing key source and the Secrets Manager and KMS it reads the key from.
+func emulateVerify(ctx context.Context, t *testing.T, rie, bin, dynamoDB, source, smURL, kmsURL string) *lambdatest.Emulator {
+	t.Helper()
+	table := dynalitetest.TableName(t)
+	if err := dynamo.CreateTable(ctx, dynalitetest.Client(dynamoDB), table); err != nil {
+		t.Fatal(err)
 	}
-	rie := emulatorOrSkip(t)
-	r := root(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-
-	value := `{"kdf":"HKDF-SHA256","secret":"` + strings.Repeat("Zq7", 21) + `X"}` // 64 letters and digits
-	sm := secretstest.Start(t, map[string]string{generatedSecret: value})
-	key, err := keys.FromSecretsManager(ctx, secretValue(value), generatedSecret, keyVersion)
+	vars, err := lambdatest.LocalVars(root(t), "verify", lambdatest.Here{DynamoDB: dynamoDB, Table: table})
 	if err != nil {
 		t.Fatal(err)
 	}
-	kms := kmstest.Start(t)
-	dynamoDB := dynalitetest.Start(t)
-	bin, err := lambdatest.Build(ctx, r, "verify", t.TempDir())
+	vars["VERIFIER_SIGNING_KEY"], vars["VERIFIER_KEY_VERSION"] = source, keyVersion
+	vars["AWS_ENDPOINT_URL_SECRETS_MANAGER"], vars["AWS_ENDPOINT_URL_KMS"] = smURL, kmsURL
+	return runEmulated(ctx, t, rie, bin, "verify", vars)
+}
+
+// defaultSourceSignsInFull runs the verify function bin under the emulator with the template's
+// default key source (the secret the stack creates: a value Secrets Manager generated, named by
+// its ARN, read through the Secrets Manager API): it answers a failing invoice of 50 line items
+// with 10 wrong in full, every error and repair hint, nothing omitted, far over KMS's 4096
+// bytes, and the receipt verifies under the key the secret derives. Under the opt-in kms-sign:
+// the same answer is shortened to fit, and says so.
+func defaultSourceSignsInFull(ctx context.Context, t *testing.T, rie, bin, dynamoDB string, kms *kmstest.Server) {
+	value := `{"kdf":"HKDF-SHA256","secret":"` + strings.Repeat("Zq7", 21) + `X"}` // 64 letters and digits
+	sm := secretstest.Start(t, map[string]string{generatedSecret: value})
+	key, err := keys.FromSecretsManager(ctx, secretValue(value), generatedSecret, keyVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,17 +143,7 @@ func TestLambdaDefaultKeySourceSignsInFull(t *testing.T) {
 		{"kms-sign", "kms-sign:alias/verifier-receipts", receipt.PublicKey{Version: keyVersion, Key: kms.Public()}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			table := dynalitetest.TableName(t)
-			if err := dynamo.CreateTable(ctx, dynalitetest.Client(dynamoDB), table); err != nil {
-				t.Fatal(err)
-			}
-			vars, err := lambdatest.LocalVars(r, "verify", lambdatest.Here{DynamoDB: dynamoDB, Table: table})
-			if err != nil {
-				t.Fatal(err)
-			}
-			vars["VERIFIER_SIGNING_KEY"], vars["VERIFIER_KEY_VERSION"] = c.source, keyVersion
-			vars["AWS_ENDPOINT_URL_SECRETS_MANAGER"], vars["AWS_ENDPOINT_URL_KMS"] = sm.URL, kms.URL
-			e := runEmulated(ctx, t, rie, bin, "verify", vars)
+			e := emulateVerify(ctx, t, rie, bin, dynamoDB, c.source, sm.URL, kms.URL)
 			out, err := e.Invoke(ctx, event)
 			if err != nil {
 				t.Fatal(err)
