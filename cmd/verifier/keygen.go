@@ -27,10 +27,12 @@ const keygenSynopsis = `  verifier keygen --out NAME.key.json [--version V] [--k
 --out writes the private key file (mode 0600, never overwrites) and NAME.pub beside it: the
 public key, base64, which 'verifier receipt verify --key NAME.pub' reads. Keep the key file out
 of version control (the repository ignores *.key.json).
-A key that never leaves KMS (VERIFIER_SIGNING_KEY=kms-sign:ARN, template.yaml's default) is not
-made here: the stack creates one, or create one with
+template.yaml's default key needs neither: the stack creates a secret whose value Secrets
+Manager generates. A key that never leaves KMS (VERIFIER_SIGNING_KEY=kms-sign:ARN, KeySource
+kms-sign, which shortens reports over 4096 bytes) is not made here: the stack creates one, or
   aws kms create-key --key-spec ECC_NIST_EDWARDS25519 --key-usage SIGN_VERIFY
-To rotate any key, deploy a new one (for KMS: its ARN as SigningKeyKmsKeyArn) under a new
+To rotate any key, deploy a new one (a secret: its ARN as SigningKeySecretArn; for KMS: its ARN
+as SigningKeyKmsKeyArn) under a new
 VERIFIER_KEY_VERSION, and add the old version and public key (the agent card lists it) to
 VERIFIER_PREVIOUS_KEYS, so receipts signed before stay verifiable (docs/deploying.md).`
 

@@ -24,6 +24,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/edge"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/service/engine"
 )
 
@@ -31,18 +32,35 @@ import (
 // KMS (internal/kmstest), the key inside it, with the embedded store in dir.
 func kmsSignServer(t *testing.T, dir string, kms *kmstest.Server, extra map[string]string) *httptest.Server {
 	t.Helper()
+	env := map[string]string{"VERIFIER_SIGNING_KEY": "kms-sign:alias/verifier-receipts", "VERIFIER_KEY_VERSION": "v-kms"}
+	for k, v := range extra {
+		env[k] = v
+	}
+	srv, svc := awsKeyServer(t, dir, map[string]string{"AWS_ENDPOINT_URL_KMS": kms.URL}, env)
+	if got := svc.Keys().Current.Public().Key; !got.Equal(kms.Public()) {
+		t.Fatal("the service's public key is not the KMS key's")
+	}
+	return srv
+}
+
+// awsKeyServer is the local server with its signing key from an AWS key source (env's
+// VERIFIER_SIGNING_KEY, read through app.NewAWS as the functions read it) served by the test
+// servers whose endpoint variables endpoints sets, with the embedded store in dir.
+func awsKeyServer(t *testing.T, dir string, endpoints, env map[string]string) (*httptest.Server, *service.Service) {
+	t.Helper()
 	t.Setenv("AWS_REGION", "us-east-1")
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDKMSSIGN")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	t.Setenv("AWS_SESSION_TOKEN", "")
 	t.Setenv("AWS_ENDPOINT_URL", "")
-	t.Setenv("AWS_ENDPOINT_URL_KMS", kms.URL)
-	env := map[string]string{"VERIFIER_DATA_DIR": filepath.Join(dir, "data"), "VERIFIER_SIGNING_KEY": "kms-sign:alias/verifier-receipts",
-		"VERIFIER_KEY_VERSION": "v-kms"}
-	for k, v := range extra {
-		env[k] = v
+	for _, k := range []string{"AWS_ENDPOINT_URL_KMS", "AWS_ENDPOINT_URL_SECRETS_MANAGER"} {
+		t.Setenv(k, endpoints[k])
 	}
-	cfg, err := config.Load(func(k string) string { return env[k] })
+	all := map[string]string{"VERIFIER_DATA_DIR": filepath.Join(dir, "data")}
+	for k, v := range env {
+		all[k] = v
+	}
+	cfg, err := config.Load(func(k string) string { return all[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,12 +77,9 @@ func kmsSignServer(t *testing.T, dir string, kms *kmstest.Server, extra map[stri
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeStore() })
-	if got := svc.Keys().Current.Public().Key; !got.Equal(kms.Public()) {
-		t.Fatal("the service's public key is not the KMS key's")
-	}
 	srv := httptest.NewServer(httpapi.Handler(svc, func(rt *edge.Router) { discovery.MountWellKnown(rt, svc) }))
 	t.Cleanup(srv.Close)
-	return srv
+	return srv, svc
 }
 
 // manyFailures is a request whose output fails its schema n times: a full report of four lists

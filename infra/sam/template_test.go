@@ -873,7 +873,7 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 		"dynamodb:BatchGetItem":         {"${Table.Arn}"},
 		"dynamodb:BatchWriteItem":       {"${Table.Arn}"},
 		"dynamodb:DeleteItem":           {"${Table.Arn}"},
-		"secretsmanager:GetSecretValue": {"${SigningKeySecretArn}", "${FacilitatorAuthSecretArn}", "${LogKeySecretArn}"},
+		"secretsmanager:GetSecretValue": {stackSecretPattern, "${SigningKeySecretArn}", "${FacilitatorAuthSecretArn}", "${LogKeySecretArn}"},
 		"kms:Decrypt":                   {"${SigningKeyKmsKeyArn}"},
 		"kms:Sign":                      {"${SigningKeyKmsKeyArn}"},
 		"kms:GetPublicKey":              {"${SigningKeyKmsKeyArn}"},
@@ -882,6 +882,7 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 	// guarded by the condition named here, whose definition says the parameter is given and, for
 	// the signing key, that KeySource uses it that way.
 	guards := map[string]string{
+		"secretsmanager:GetSecretValue " + stackSecretPattern:       "CreatesSigningKeySecret",
 		"secretsmanager:GetSecretValue ${SigningKeySecretArn}":      "ReadsSigningKeySecret",
 		"kms:Decrypt ${SigningKeyKmsKeyArn}":                        "DecryptsWithGivenKey",
 		"kms:Sign ${SigningKeyKmsKeyArn}":                           "SignsWithGivenKey",
@@ -890,15 +891,18 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 		"secretsmanager:GetSecretValue ${LogKeySecretArn}":          "ReadsLogKeySecret",
 	}
 	for name, want := range map[string]string{
-		"ReadsSigningKeySecret":    `and[${KeySource} == "secretsmanager" !(${SigningKeySecretArn} == "")]`,
-		"DecryptsWithGivenKey":     "and[!(KeySourceIsKmsSign) HasSigningKeyKmsKey]",
-		"SignsWithGivenKey":        "and[KeySourceIsKmsSign HasSigningKeyKmsKey]",
-		"CreatesSigningKey":        "and[KeySourceIsKmsSign !(HasSigningKeyKmsKey)]",
-		"KeySourceIsKmsSign":       `${KeySource} == "kms-sign"`,
-		"HasSigningKeyKmsKey":      `!(${SigningKeyKmsKeyArn} == "")`,
-		"HasFacilitatorAuthSecret": `!(${FacilitatorAuthSecretArn} == "")`,
-		"ReadsLogKeySecret":        `${LogKeySource} == "secretsmanager"`,
-		"CreatesLogKey":            `${LogKeySource} == "kms-sign"`,
+		"KeySourceIsSecretsManager": `${KeySource} == "secretsmanager"`,
+		"HasSigningKeySecret":       `!(${SigningKeySecretArn} == "")`,
+		"CreatesSigningKeySecret":   "and[KeySourceIsSecretsManager !(HasSigningKeySecret)]",
+		"ReadsSigningKeySecret":     "and[KeySourceIsSecretsManager HasSigningKeySecret]",
+		"DecryptsWithGivenKey":      "and[!(KeySourceIsKmsSign) HasSigningKeyKmsKey]",
+		"SignsWithGivenKey":         "and[KeySourceIsKmsSign HasSigningKeyKmsKey]",
+		"CreatesSigningKey":         "and[KeySourceIsKmsSign !(HasSigningKeyKmsKey)]",
+		"KeySourceIsKmsSign":        `${KeySource} == "kms-sign"`,
+		"HasSigningKeyKmsKey":       `!(${SigningKeyKmsKeyArn} == "")`,
+		"HasFacilitatorAuthSecret":  `!(${FacilitatorAuthSecretArn} == "")`,
+		"ReadsLogKeySecret":         `${LogKeySource} == "secretsmanager"`,
+		"CreatesLogKey":             `${LogKeySource} == "kms-sign"`,
 	} {
 		if got, _ := tmpl.Conditions[name].(string); got != want {
 			t.Errorf("condition %s = %q, want %q", name, got, want)
@@ -961,6 +965,11 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 			if len(res) != 1 || strings.Contains(res[0], "*") || res[0] == "" {
 				t.Errorf("%s: Resource %v, want exactly one resource and no wildcard", s.where, s.body["Resource"])
 				continue
+			}
+			// The one ? wildcard allowed: the six characters Secrets Manager appends to a
+			// secret's name in its ARN, which name exactly one secret.
+			if strings.Contains(res[0], "?") && (!strings.HasSuffix(res[0], "-??????") || strings.Count(res[0], "?") != 6) {
+				t.Errorf("%s: Resource %v: ? stands only for a secret ARN's last six characters", s.where, res[0])
 			}
 			actions := strs(s.body["Action"])
 			for _, a := range actions {
@@ -1040,8 +1049,9 @@ func TestEnvironment(t *testing.T) {
 				"VERIFIER_BASE_URL":            baseURL,
 				"VERIFIER_STORE":               "dynamodb",
 				"VERIFIER_TABLE":               "${Table}",
-				"VERIFIER_SIGNING_KEY": "${If CreatesSigningKey ? kms-sign:${SigningKmsKey.Arn} : ${If SignsWithGivenKey ? kms-sign:${SigningKeyKmsKeyArn} : " +
-					"${If KeySourceIsKms ? ${SigningKey} : secretsmanager:${SigningKeySecretArn}}}}",
+				"VERIFIER_SIGNING_KEY": "${If CreatesSigningKeySecret ? secretsmanager:${SigningKeySecret} : " +
+					"${If CreatesSigningKey ? kms-sign:${SigningKmsKey.Arn} : ${If SignsWithGivenKey ? kms-sign:${SigningKeyKmsKeyArn} : " +
+					"${If KeySourceIsKms ? ${SigningKey} : secretsmanager:${SigningKeySecretArn}}}}}",
 				"VERIFIER_KEY_VERSION":        "${KeyVersion}",
 				"VERIFIER_LOG_KEY":            "${If CreatesLogKey ? kms-sign:${LogKmsKey.Arn} : secretsmanager:${LogKeySecretArn}}",
 				"VERIFIER_LOG_KEY_VERSION":    "${LogKeyVersion}",
@@ -1068,7 +1078,7 @@ func TestEnvironment(t *testing.T) {
 				v := vars[k]
 				switch k {
 				case "VERIFIER_SIGNING_KEY":
-					v = "kms-sign:${SigningKmsKey.Arn}" // KeySource's default: the key the stack creates
+					v = "secretsmanager:${SigningKeySecret}" // KeySource's default: the secret the stack creates
 				case "VERIFIER_LOG_KEY":
 					v = "kms-sign:${LogKmsKey.Arn}" // LogKeySource's default: the key the stack creates
 				case "VERIFIER_BASE_URL":
@@ -1081,6 +1091,9 @@ func TestEnvironment(t *testing.T) {
 						return s
 					}
 					name := strings.TrimSuffix(strings.TrimPrefix(r, "${"), "}")
+					if name == "SigningKeySecret" { // Ref of a secret is its ARN
+						return stackSecretARN
+					}
 					if name == "SigningKmsKey.Arn" {
 						return "arn:aws:kms:us-east-1:123456789012:key/0f5e4d3c-2b1a-4f9e-8d7c-6b5a49382716"
 					}
@@ -1224,20 +1237,17 @@ func TestTemplateLints(t *testing.T) {
 	}
 }
 
-// TestSigningKmsKey checks the signing key the stack creates by default (KeySource kms-sign): an
-// Ed25519 signing key, kept when the stack stops using it, whose key policy lets only the four
+// TestSigningKmsKey checks the signing key the stack creates for KeySource kms-sign (the opt-in
+// whose 4096-byte limit shortens long reports; the default is TestSigningKeySecret's): an
+// Ed25519 signing key, kept when the stack stops using it, whose key policy lets only the
 // functions' roles sign (kms:Sign and kms:GetPublicKey, nothing else) and lets the account
 // administer the key without signing, decrypting or granting with it.
 func TestSigningKmsKey(t *testing.T) {
 	tmpl := load(t)
-	p := parameter(tmpl.raw, "KeySource")
-	if p["Default"] != "kms-sign" || fmt.Sprint(p["AllowedValues"]) != "[kms-sign secretsmanager kms]" {
-		t.Errorf("KeySource: default %v, values %v; want kms-sign of kms-sign, secretsmanager, kms", p["Default"], p["AllowedValues"])
-	}
 	keys := tmpl.GetAllKMSKeyResources()
 	key, ok := keys["SigningKmsKey"]
-	if got := sortedKeys(keys); !slices.Equal(got, []string{"LogKmsKey", "SigningKmsKey"}) || !ok {
-		t.Fatalf("KMS keys %v, want SigningKmsKey and LogKmsKey (TestLogKmsKey)", got)
+	if got := sortedKeys(keys); !slices.Equal(got, []string{"LogKmsKey", "SigningKeySecretKmsKey", "SigningKmsKey"}) || !ok {
+		t.Fatalf("KMS keys %v, want SigningKmsKey, SigningKeySecretKmsKey (TestSigningKeySecret) and LogKmsKey (TestLogKmsKey)", got)
 	}
 	res, _ := tmpl.raw["Resources"].(map[string]any)
 	raw, _ := res["SigningKmsKey"].(map[string]any)

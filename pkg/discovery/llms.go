@@ -219,7 +219,9 @@ func writeExamples(b *strings.Builder, svc *service.Service, ex *Examples) {
 			w("The answer passes: every schema check and the sum_equals rule hold. Attach it to the delivery as the receipt.\n\n")
 		case ex.Fail.ID:
 			w("The line items sum to 129.5, not 135.0: consistency:sum_equals blocks, the hints say what to repair, and next_actions tells " +
-				"the buyer to withhold payment. Schema checks passed; the enforced rule failed.\n\n")
+				"the buyer to withhold payment. Schema checks passed; the enforced rule failed. Each list shows at most 50 entries " +
+				"(<list>_total and <list>_omitted count them); a deployment whose signing key limits what it signs (a KMS-held key: 4096 bytes) " +
+				"may show fewer, and then says so inside the signature: shortened {reason: signing_key_limit, max_signed_bytes}.\n\n")
 		case ex.Invalid.ID:
 			w("Nothing was checked, charged or counted: fields[] names the offending fields and how to fix each.\n\n")
 		case ex.Score.ID:

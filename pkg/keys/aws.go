@@ -114,13 +114,23 @@ var (
 )
 
 // FromSecretsManager reads the signing key from a secret holding the base64 of the 32-byte seed
-// (or a whole key file as `verifier keygen` writes it). Errors name the secret, never its value.
+// (what `verifier keygen --secret` writes), a whole key file as `verifier keygen --out` writes
+// it, or a generated secret (the secret template.yaml creates, filled by Secrets Manager:
+// {"kdf":"HKDF-SHA256","secret":"..."}, the seed derived from it; see generatedKDF). Errors
+// name the secret, never its value.
 func FromSecretsManager(ctx context.Context, c SecretGetter, secretID, version string) (receipt.Key, error) {
 	value, err := c.GetSecretValue(ctx, secretID)
 	if err != nil {
 		return receipt.Key{}, fmt.Errorf("read secret %s: %w", secretID, err)
 	}
 	value = bytes.TrimSpace(value)
+	if bytes.HasPrefix(value, []byte("{")) && isGeneratedSecret(value) {
+		seed, err := seedFromGenerated(value)
+		if err != nil {
+			return receipt.Key{}, fmt.Errorf("secret %s: %w", secretID, err)
+		}
+		return FromSeed(version, seed)
+	}
 	if bytes.HasPrefix(value, []byte("{")) {
 		k, err := Parse(value)
 		if err != nil {

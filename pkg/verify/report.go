@@ -94,6 +94,7 @@ type Report struct {
 	Hints               []Hint        `json:"hints,omitzero"`
 	HintsTotal          *int          `json:"hints_total,omitzero"`
 	HintsOmitted        *int          `json:"hints_omitted,omitzero"`
+	Shortened           *Shortened    `json:"shortened,omitzero"`
 	SchemaCompliance    *Ratio        `json:"schema_compliance,omitzero"`
 	IntegrityChecks     *Ratio        `json:"integrity_checks,omitzero"`
 	Overall             *Ratio        `json:"overall,omitzero"`
@@ -110,6 +111,19 @@ type Report struct {
 	counts [4][2]int // total and omitted of errors, errors_detail, flags and hints
 	ratios [3]Ratio  // schema_compliance, integrity_checks and overall
 }
+
+// Shortened says a report's lists were shortened to fit its signing key (a kms-sign: key signs
+// at most 4096 bytes; see fitOrder), inside the signature like the rest, so that a reader knows
+// entries are missing beyond the ListCap cap and why: each list's <list>_omitted then counts the
+// entries left out for the limit as well as those past ListCap. Report.Shortened is nil when
+// nothing was cut for the key.
+type Shortened struct {
+	Reason         string `json:"reason"`           // always ShortenedForSigningKey
+	MaxSignedBytes int    `json:"max_signed_bytes"` // the key's limit on the signed message
+}
+
+// ShortenedForSigningKey is Shortened's one reason: the signing key's message limit.
+const ShortenedForSigningKey = "signing_key_limit"
 
 // OverallRatio is the share of all checks that passed, whatever the response shape.
 func (r *Report) OverallRatio() float64 { return r.overall.Ratio }

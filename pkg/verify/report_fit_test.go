@@ -86,6 +86,9 @@ func TestReportFitsTheSigningKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	full := shapeOf(t, out)
+	if got := shortenedOf(t, out); got != "" {
+		t.Errorf("a local key's report says it was shortened: %s", got)
+	}
 	for name, n := range full.shown {
 		if n != ListCap || full.total[name] != 200 || full.omitted[name] != 200-ListCap {
 			t.Fatalf("local key: %s shows %d of %d (%d omitted), want %d of 200", name, n, full.total[name], full.omitted[name], ListCap)
@@ -104,6 +107,9 @@ func TestReportFitsTheSigningKey(t *testing.T) {
 		t.Fatalf("%d signing calls, last message %d bytes; want one of at most %d", len(signer.messages), len(signer.messages[len(signer.messages)-1]), signer.max)
 	}
 	fit := shapeOf(t, out)
+	if got := shortenedOf(t, out); got != `{"max_signed_bytes":4096,"reason":"signing_key_limit"}` {
+		t.Errorf("the fitted report's shortened member is %s, want it to say the signing key's limit cut its lists", got)
+	}
 	for name, n := range fit.shown {
 		if fit.total[name] != 200 || n+fit.omitted[name] != 200 {
 			t.Errorf("%s shows %d, omits %d, of %d: the counts do not add up to 200", name, n, fit.omitted[name], fit.total[name])
@@ -123,6 +129,7 @@ func TestReportFitsTheSigningKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rep.Shortened = &Shortened{Reason: ShortenedForSigningKey, MaxSignedBytes: kmsRawLimit} // as the fitted report says
 	lists := rep.fitLists()
 	removed := 4*ListCap - (h + f + d + e)
 	rep.keepAllBut(lists, removed-1)
@@ -133,6 +140,60 @@ func TestReportFitsTheSigningKey(t *testing.T) {
 	overhead := len(signer.messages[0]) - len(mustCanonical(t, out))
 	if overhead+len(canon) <= signer.max {
 		t.Errorf("%d entries were left out, but %d would have fitted (%d bytes)", removed, removed-1, overhead+len(canon))
+	}
+}
+
+// shortenedOf is a signed report's shortened member as canonical JSON, or "" when it has none.
+func shortenedOf(t *testing.T, out []byte) string {
+	t.Helper()
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["shortened"] == nil {
+		return ""
+	}
+	c, err := receipt.Canonicalize(doc["shortened"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(c)
+}
+
+// A report that fits its key as it is says nothing of shortening, under a limited key too; one
+// that does not, however little it is over, says so, and shows every entry but the fewest left
+// out for the limit.
+func TestReportSaysWhenShortened(t *testing.T) {
+	eng := NewEngine(Limits{})
+	for _, n := range []int{1, 2, 5, 10, 30} {
+		body := manyFailures(n, "t-say")
+		local := receipt.Key{Version: "test-key", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{3}, 32))}
+		full, _, err := eng.Respond(body, testEnv, local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fullShape := shapeOf(t, full)
+		key, signer := limitedKey(kmsRawLimit)
+		out, _, err := eng.Respond(body, testEnv, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fit := shapeOf(t, out)
+		cut := false
+		for name := range fit.shown {
+			cut = cut || fit.shown[name] < fullShape.shown[name]
+		}
+		said := shortenedOf(t, out)
+		if cut != (said != "") || cut != (len(signer.messages[0]) > 0 && fit.shown["hints"] < fullShape.shown["hints"]) {
+			t.Errorf("%d failures: lists cut %v, hints %d of %d, shortened member %q: it must be there exactly when entries were left out for the key",
+				n, cut, fit.shown["hints"], fullShape.shown["hints"], said)
+		}
+		if n <= 2 && cut {
+			t.Errorf("%d failures were shortened: a report this small fits 4096 bytes", n)
+		}
+		if n >= 30 && !cut {
+			t.Errorf("%d failures were not shortened: such a report is over 4096 bytes", n)
+		}
 	}
 }
 

@@ -89,9 +89,10 @@ var (
 		"output_hash", "schema_hash", "rules_hash", "request_hash", "verified_at", "verifier_version",
 		"enforce_rules", "strict_content_check",
 		"errors", "errors_total", "errors_omitted", "errors_detail", "errors_detail_total", "errors_detail_omitted",
-		"flags", "flags_total", "flags_omitted", "hints", "hints_total", "hints_omitted",
+		"flags", "flags_total", "flags_omitted", "hints", "hints_total", "hints_omitted", "shortened",
 		"schema_compliance", "integrity_checks", "overall", "payment", "verify")
-	paymentMembers = newMembers("free_allowance", "scheme", "network", "asset", "amount", "pay_to", "payer",
+	shortenedMembers = newMembers("reason", "max_signed_bytes")
+	paymentMembers   = newMembers("free_allowance", "scheme", "network", "asset", "amount", "pay_to", "payer",
 		"requirements_hash", "authorization")
 )
 
@@ -189,17 +190,22 @@ func (c *jsonWriter) report(r *Report) {
 		case 25:
 			c.countMember(n, r.HintsOmitted)
 		case 26:
-			c.ratioMember(n, r.SchemaCompliance)
+			if r.Shortened != nil {
+				c.name(n)
+				c.shortened(r.Shortened)
+			}
 		case 27:
-			c.ratioMember(n, r.IntegrityChecks)
+			c.ratioMember(n, r.SchemaCompliance)
 		case 28:
-			c.ratioMember(n, r.Overall)
+			c.ratioMember(n, r.IntegrityChecks)
 		case 29:
+			c.ratioMember(n, r.Overall)
+		case 30:
 			if r.Payment != nil {
 				c.name(n)
 				c.payment(r.Payment)
 			}
-		case 30:
+		case 31:
 			c.name(n)
 			c.verifyBlock(&r.Verify)
 		}
@@ -442,6 +448,21 @@ func (c *jsonWriter) payment(p *Payment) {
 	c.close('}')
 }
 
+func (c *jsonWriter) shortened(sh *Shortened) {
+	m := shortenedMembers
+	c.open('{')
+	for _, i := range c.order(m) {
+		switch i {
+		case 0:
+			c.strMember(m.names[i], sh.Reason)
+		case 1:
+			c.name(m.names[i])
+			c.b = strconv.AppendInt(c.b, int64(sh.MaxSignedBytes), 10)
+		}
+	}
+	c.close('}')
+}
+
 // ratioMember writes a ratio object, or nothing when r is nil.
 func (c *jsonWriter) ratioMember(n string, r *Ratio) {
 	if r == nil {
@@ -609,7 +630,9 @@ func (r *Report) attest(a Attester, wirep, canonp *[]byte, canon []byte) ([]byte
 	if err != nil {
 		return nil, fmt.Errorf("encode report: %w", err)
 	}
+	// The shortened report says so (its member counts in the sizes measured below).
 	overhead := tooLarge.Size - full
+	r.Shortened = &Shortened{Reason: ShortenedForSigningKey, MaxSignedBytes: tooLarge.Max}
 	lists := r.fitLists()
 	fits := func(n int) (bool, error) {
 		r.keepAllBut(lists, n)

@@ -149,6 +149,11 @@ func TestReportCanonicalEncoder(t *testing.T) {
 			}
 			assertCanonicalReport(t, rep)
 			checked++
+			// The same report as a limited key's fitting leaves it, saying it was shortened.
+			if checked%7 == 0 {
+				rep.Shortened = &Shortened{Reason: ShortenedForSigningKey, MaxSignedBytes: 4096}
+				assertCanonicalReport(t, rep)
+			}
 		}
 	}
 	if checked < 900 {

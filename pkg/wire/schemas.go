@@ -146,6 +146,11 @@ const responseSchemaJSON = `{
         "path": {"type": "string"}, "expected": {"type": "string"}, "found": {"type": "string"}}}
     },
     "hints_total": {"type": "integer"}, "hints_omitted": {"type": "integer"},
+    "shortened": {
+      "type": "object", "required": ["reason", "max_signed_bytes"],
+      "description": "Present only when the lists were cut to fit the signing key's limit on a signed message (a KMS-held key signs at most 4096 bytes): each <list>_omitted then also counts the entries left out for it. Repair what the hints show and verify again.",
+      "properties": {"reason": {"enum": ["signing_key_limit"]}, "max_signed_bytes": {"type": "integer"}}
+    },
     "schema_compliance": {"type": "object", "required": ["ratio", "passed", "total"], "properties": {
       "ratio": {"type": "number", "minimum": 0, "maximum": 1}, "passed": {"type": "integer"}, "total": {"type": "integer"}}},
     "integrity_checks": {"type": "object", "required": ["ratio", "passed", "total"], "properties": {
