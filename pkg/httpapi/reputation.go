@@ -41,10 +41,7 @@ func agentIDFromPath(r *http.Request, prefix string) (string, error) {
 	if err != nil {
 		return "", apperr.Field("agent_id", "is not a valid percent-encoded path segment", "Percent-encode the agent_id (RFC 3986) in the path.")
 	}
-	if err := service.CheckAgentID(id); err != nil {
-		return "", err
-	}
-	return id, nil
+	return service.AgentID(id)
 }
 
 // reputationQuery reads ?limit and ?cursor, refusing anything the route cannot honour with a 422

@@ -256,10 +256,12 @@ func (blockingReader) Read([]byte) (int, error) {
 	panic("the body of a request refused by its declared length was read")
 }
 
-// Both tools judge agent_id as the REST routes do: a control character is the 422 on agent_id.
+// Both tools judge agent_id as the REST routes do: a control character, a bidi control, another
+// format character or white space alone is the 422 on agent_id.
 func TestAgentIDInTools(t *testing.T) {
 	e := newEnv(t)
-	for id, ok := range map[string]bool{"seller-1": true, "Émile 🙂": true, "a\x00b": false, "a\nb": false, "\x1b[0m": false, "x\u0085": false, "del\x7f": false} {
+	for id, ok := range map[string]bool{"seller-1": true, "Émile 🙂": true, "a\x00b": false, "a\nb": false, "\x1b[0m": false, "x\u0085": false, "del\x7f": false,
+		"\u202erelles": false, "a\u2066b": false, "a\u200fb": false, "sel\u200bler": false, "\ufeffa": false, " ": false, "\u3000": false, "selle\u0301r": true} {
 		idJSON, _ := json.Marshal(id)
 		for tool, args := range map[string]string{
 			ToolVerify: fmt.Sprintf(`{"task_id":"t","agent_id":%s,"expected_schema":{},"submitted_output":1}`, idJSON),

@@ -296,8 +296,5 @@ func decodeRecordArgs(args json.RawMessage) (string, error) {
 		return "", apperr.Field("agent_id", "is required", "Name the agent whose record you want.")
 	}
 	// The same refusals, in the same words, as GET /score/{agent_id}.
-	if err := service.CheckAgentID(*in.AgentID); err != nil {
-		return "", err
-	}
-	return *in.AgentID, nil
+	return service.AgentID(*in.AgentID)
 }

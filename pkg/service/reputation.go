@@ -27,14 +27,16 @@ const (
 // (SPEC §4.1), so lookups of it always answer no_data without touching the store.
 func isTestAgent(id string) bool { return strings.HasPrefix(id, "test-") }
 
-// CheckAgentID refuses an agent id no verification could have recorded, with the 422 that names
-// the field: wire.CheckAgentID, the check the verify request makes of agent_id, so that every
-// route and tool takes exactly the ids a verification can record.
-func CheckAgentID(id string) error {
-	if problem, fix := wire.CheckAgentID(id); problem != "" {
-		return apperr.Field("agent_id", problem, fix)
+// AgentID reads an agent id as a verification records it (wire.AgentID: its NFC form, the check
+// the verify request makes of agent_id), so that every route and tool takes exactly the ids a
+// verification can record and finds them under any spelling of one name; an id none could have
+// recorded is the 422 that names the field.
+func AgentID(id string) (string, error) {
+	norm, problem, fix := wire.AgentID(id)
+	if problem != "" {
+		return "", apperr.Field("agent_id", problem, fix)
 	}
-	return nil
+	return norm, nil
 }
 
 // agentIDFromPath reads {agent_id}, the percent-decoded path segment after prefix. A path with
@@ -83,7 +85,8 @@ type ReputationDocument struct {
 // entries that fit: the page is read again with that many as its limit, so that its next_cursor
 // continues right after the last entry shown and the pages still cover the whole history.
 func (s *Service) ReputationPage(ctx context.Context, agentID string, limit int, cursor string) ([]byte, error) {
-	if err := CheckAgentID(agentID); err != nil {
+	agentID, err := AgentID(agentID)
+	if err != nil {
 		return nil, err
 	}
 	for {

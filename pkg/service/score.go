@@ -90,7 +90,8 @@ type agentRecord struct {
 // lookupAgent reads the agent's aggregate with one read (none for test- ids). A store failure is a
 // retryable 503 that charges nothing.
 func (s *Service) lookupAgent(ctx context.Context, agentID string) (agentRecord, error) {
-	if err := CheckAgentID(agentID); err != nil {
+	agentID, err := AgentID(agentID)
+	if err != nil {
 		return agentRecord{}, err
 	}
 	rec := agentRecord{agentID: agentID}

@@ -49,8 +49,8 @@ func NewVerifyInfo(baseURL, keyVersion string) VerifyInfo {
 // FormatTime is receipt.FormatTime.
 func FormatTime(t time.Time) string { return receipt.FormatTime(t) }
 
-// CheckAgentID is wire.CheckAgentID.
-func CheckAgentID(id string) (problem, fix string) { return wire.CheckAgentID(id) }
+// AgentID is wire.AgentID.
+func AgentID(id string) (normalized, problem, fix string) { return wire.AgentID(id) }
 
 // RequestHashVectors is wire.RequestHashVectors.
 func RequestHashVectors() ([]HashVector, error) { return wire.RequestHashVectors() }

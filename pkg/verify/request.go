@@ -239,11 +239,13 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias, []byte) *Sch
 	req.TaskID = strings.Clone(req.TaskID)
 	if v := ms.trees[fieldAgentID]; ms.seen[fieldAgentID] {
 		if id, ok := idField(&bad, "agent_id", v, true); ok && v != nil {
-			if problem, fix := CheckAgentID(id); problem != "" {
+			if norm, problem, fix := AgentID(id); problem != "" {
 				bad.Add("agent_id", problem, fix)
 			} else {
-				id = strings.Clone(id)
-				req.AgentID = &id
+				if norm == id {
+					norm = strings.Clone(id)
+				}
+				req.AgentID = &norm
 			}
 		}
 	}
