@@ -1,6 +1,7 @@
 package lambdatest_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -575,22 +576,24 @@ func strs(v any) []string {
 	return out
 }
 
-// An event the function cannot make an HTTP request of is answered by the real binary with the
-// 400 envelope, never a function error (API Gateway's bare 500), and the function's log does not
-// quote its path, method or body.
+// An event the function cannot make an HTTP request of, or that is not an HTTP API event at all
+// (not a JSON object, a repeated member, a member of the wrong type, a body that is not strict
+// padded base64), is answered by the real verify and mcp binaries with the 400 envelope, never a
+// function error (API Gateway's bare 500), and the function's log does not quote its path,
+// method or body.
 func TestUndecodableEventsUnderEmulator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a Lambda binary")
 	}
 	rie := emulatorOrSkip(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	tmp := t.TempDir()
 	keyFile := filepath.Join(tmp, "signing-key.json")
 	if _, err := lambdatest.WriteKey(keyFile, keyVersion); err != nil {
 		t.Fatal(err)
 	}
-	e := startFunction(ctx, t, rie, root(t), "verify", dynalitetest.Start(t), keyFile)
+	ddb := dynalitetest.Start(t)
 	const canary = "CANARY5521"
 	event := func(method, path, body string, b64 bool) []byte {
 		ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "$default", RawPath: path, Body: body, IsBase64Encoded: b64,
@@ -600,27 +603,46 @@ func TestUndecodableEventsUnderEmulator(t *testing.T) {
 		b, _ := json.Marshal(ev)
 		return b
 	}
-	for name, raw := range map[string][]byte{
-		"invalid base64 body": event("POST", "/verify/schema", "%%"+canary+"%%", true),
-		"path with %ZZ":       event("POST", "/verify/%ZZ"+canary, "{}", false),
-		"method with a space": event("PO ST"+canary, "/verify/schema", "{}", false),
-	} {
-		t.Run(name, func(t *testing.T) {
-			out, err := e.Invoke(ctx, raw)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a := fromLambda(t, out)
-			body := a.json(t)
-			if a.status != 400 || body["code"] != "invalid_request" || body["status"] != float64(400) {
-				t.Errorf("%d %s, want the 400 envelope", a.status, a.body)
-			}
-			if strings.Contains(string(a.body), canary) {
-				t.Errorf("the answer quotes the event: %s", a.body)
-			}
-		})
-	}
-	if logs := e.Logs(); strings.Contains(logs, canary) {
-		t.Errorf("the function's log quotes an event:\n%s", logs)
+	for fn, path := range map[string]string{"verify": "/verify/schema", "mcp": "/mcp"} {
+		e := startFunction(ctx, t, rie, root(t), fn, ddb, keyFile)
+		good := string(event("POST", path, `{"`+canary+`":1}`, false))
+		swap := func(old, new string) []byte { return []byte(strings.Replace(good, old, new, 1)) }
+		for name, raw := range map[string][]byte{
+			"invalid base64 body":     event("POST", path, "%%"+canary+"%%", true),
+			"URL-safe base64 body":    event("POST", path, "eyJ-Pz4_IjoxfQ==", true),
+			"unpadded base64 body":    event("POST", path, "eyJhIjoxfQ", true),
+			"path with %ZZ":           event("POST", "/verify/%ZZ"+canary, "{}", false),
+			"method with a space":     event("PO ST"+canary, path, "{}", false),
+			"not an object":           []byte(`["` + canary + `"]`),
+			"a string":                []byte(`"` + canary + `"`),
+			"null":                    []byte(`null`),
+			"numeric body":            swap(`"body":"{\"`+canary+`\":1}"`, `"body":42`),
+			"string isBase64Encoded":  swap(`"isBase64Encoded":false`, `"isBase64Encoded":"false"`),
+			"headers not strings":     swap(`"content-type":"application/json"`, `"content-type":["application/json"]`),
+			"requestContext a string": swap(`"requestContext":{`, `"requestContext":"`+canary+`","x":{`),
+			"method a number":         swap(`"method":"POST"`, `"method":5`),
+			"repeated method":         swap(`"method":"POST"`, `"method":"GET","method":"POST"`),
+		} {
+			t.Run(fn+"/"+name, func(t *testing.T) {
+				if bytes.Equal(raw, []byte(good)) {
+					t.Fatalf("the case changed nothing: %s", raw)
+				}
+				out, err := e.Invoke(ctx, raw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a := fromLambda(t, out)
+				body := a.json(t)
+				if a.status != 400 || body["code"] != "invalid_request" || body["status"] != float64(400) {
+					t.Errorf("%d %s, want the 400 envelope", a.status, a.body)
+				}
+				if strings.Contains(string(a.body), canary) {
+					t.Errorf("the answer quotes the event: %s", a.body)
+				}
+			})
+		}
+		if logs := e.Logs(); strings.Contains(logs, canary) {
+			t.Errorf("the %s function's log quotes an event:\n%s", fn, logs)
+		}
 	}
 }

@@ -48,7 +48,7 @@ func StartLambda(mount func(*service.Service) http.Handler, engine func(wire.Lim
 		rt.SetObserver(telemetry.NewObserver(svc.Log(), nil,
 			telemetry.NewEMF(os.Stdout, os.Getenv("VERIFIER_METRICS_NAMESPACE"), time.Now)))
 	}
-	lambda.Start(LambdaHandler(svc, h))
+	lambda.Start(EventHandler(svc, h))
 }
 
 // buildLambda reads a function's configuration and builds its service, or ends the process with

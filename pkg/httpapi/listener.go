@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 )
@@ -37,12 +38,28 @@ func (l *envelopeListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &envelopeConn{Conn: c, maxHeaderBytes: l.maxHeaderBytes}, nil
+	limit := l.maxHeaderBytes
+	if limit <= 0 {
+		limit = http.DefaultMaxHeaderBytes
+	}
+	// net/http reads up to 4096 bytes past its limit before it refuses a head.
+	return &envelopeConn{Conn: c, maxHeaderBytes: l.maxHeaderBytes, in: framingReader{limit: int(limit) + 4096}}, nil
 }
 
 type envelopeConn struct {
 	net.Conn
 	maxHeaderBytes int64
+	in             framingReader // read by one goroutine at a time (net/http locks its reads)
+	framing        atomic.Bool   // in refused a head: the server's 400 is that refusal
+}
+
+// Read hands net/http the connection's bytes once framingReader has checked them.
+func (c *envelopeConn) Read(p []byte) (int, error) {
+	n, err := c.in.read(c.Conn, p)
+	if c.in.refused {
+		c.framing.Store(true)
+	}
+	return n, err
 }
 
 // Write passes every write through but the server's own refusals, which it answers in the
@@ -52,7 +69,7 @@ func (c *envelopeConn) Write(p []byte) (int, error) {
 	if !ok {
 		return c.Conn.Write(p)
 	}
-	if _, err := c.Conn.Write(refusalResponse(status, c.maxHeaderBytes)); err != nil {
+	if _, err := c.Conn.Write(refusalResponse(status, c.maxHeaderBytes, c.framing.Load())); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -92,11 +109,15 @@ func serverRefusal(p []byte) (int, bool) {
 
 // refusalError is the envelope of one of the server's refusals, with fixed messages: the server's
 // texts never reach the caller.
-func refusalError(status int, maxHeaderBytes int64) *apperr.Error {
-	switch status {
-	case http.StatusRequestHeaderFieldsTooLarge:
+func refusalError(status int, maxHeaderBytes int64, framing bool) *apperr.Error {
+	switch {
+	case framing && status == http.StatusBadRequest:
+		e := apperr.New(apperr.InvalidRequest, "The request's framing is ambiguous (RFC 9112): it has both Content-Length and Transfer-Encoding, a folded header line (one beginning with a space or tab), or a line not ended by CRLF. The connection is closed. Nothing was charged.")
+		e.Status = status
+		return e
+	case status == http.StatusRequestHeaderFieldsTooLarge:
 		return apperr.HeadersTooLarge(maxHeaderBytes)
-	case http.StatusNotImplemented:
+	case status == http.StatusNotImplemented:
 		e := apperr.New(apperr.InvalidRequest, "The request's Transfer-Encoding is not supported: send the body with Content-Length or chunked. Nothing was charged.")
 		e.Status = status
 		return e
@@ -108,8 +129,8 @@ func refusalError(status int, maxHeaderBytes int64) *apperr.Error {
 
 // refusalResponse is the whole HTTP response for a refusal: the envelope, and the connection
 // closed, as the server closes it.
-func refusalResponse(status int, maxHeaderBytes int64) []byte {
-	body, _ := json.Marshal(refusalError(status, maxHeaderBytes))
+func refusalResponse(status int, maxHeaderBytes int64, framing bool) []byte {
+	body, _ := json.Marshal(refusalError(status, maxHeaderBytes, framing))
 	return fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nCache-Control: no-store\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
 		status, http.StatusText(status), len(body), body)
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agent-output-verifier/verifier/pkg/apperr"
 )
 
 // JSON-RPC 2.0 error codes the endpoint answers itself.
@@ -122,6 +124,28 @@ func readParams(dec *jsontext.Decoder, c *rpcCall) bool {
 	}
 	_, err := dec.ReadToken() // }
 	return err == nil
+}
+
+// framingError refuses, before anything runs, a message the SDK would read differently from a
+// strict reader: one that is not a single JSON value, or that repeats a member name in any object
+// at any depth (the SDK's encoding/json keeps the last of a repeated name, so
+// `"name":"verify_schema","name":"get_receipt"` would run get_receipt), and a batch without an
+// MCP-Protocol-Version header (the SDK takes a missing header for 2025-03-26, the last version
+// with batches, so leaving the header out would be all it takes to send one). Both are answered
+// as a message the transport cannot read is: 400 invalid_request in the error envelope. Invalid
+// UTF-8 and lone surrogates are left to the tools, whose answer names the argument, as REST's does.
+func framingError(body []byte, h http.Header) error {
+	var e *apperr.Error
+	switch {
+	case !jsontext.Value(body).IsValid(jsontext.AllowInvalidUTF8(true)):
+		e = apperr.New(apperr.InvalidRequest, "The MCP message is not well-formed JSON: send one JSON-RPC 2.0 message with no member name repeated in any object, at any depth. Nothing was charged.")
+	case bytes.TrimLeft(body, " \t\r\n")[0] == '[' && h.Get("MCP-Protocol-Version") == "":
+		e = apperr.New(apperr.InvalidRequest, "A JSON-RPC batch needs an MCP-Protocol-Version header naming a version that has batches (2025-03-26 or earlier); send one message per request. Nothing was charged.")
+	default:
+		return nil
+	}
+	e.Status = http.StatusBadRequest
+	return e
 }
 
 // callError is the JSON-RPC error this endpoint answers a call with, before the SDK sees it:

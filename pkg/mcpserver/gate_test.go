@@ -186,7 +186,7 @@ func TestJSONRPCErrors(t *testing.T) {
 		`{"jsonrpc":"1.0","id":1,"method":"` + canary + `"}`:  400,
 		`{"jsonrpc":"2.0","id":{},"method":"` + canary + `"}`: 400,
 		`garbage`: 400,
-		`[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`:                                 200,
+		`[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`:                                 400, // no MCP-Protocol-Version: see TestFramingRefused
 		`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"verify_schema"}}`: 200,
 	} {
 		resp, b := sendMCP(t, e.url+Path, []byte(body))

@@ -192,6 +192,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		edge.Fail(w, r, s.svc, err)
 		return
 	}
+	if err := framingError(body, r.Header); err != nil {
+		edge.Fail(w, r, s.svc, err)
+		return
+	}
 	jsonOK, sseOK := accepts(r.Header.Values("Accept"))
 	sse := sseOK && !jsonOK
 	if c, ok := readCall(body); ok {

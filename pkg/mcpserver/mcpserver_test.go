@@ -306,7 +306,6 @@ func TestVerifyMatchesREST(t *testing.T) {
 		"missing":        []byte(`{}`),
 		"wrong type":     []byte(`{"task_id":5,"expected_schema":{},"submitted_output":1}`),
 		"file ref":       []byte(`{"task_id":"t","expected_schema":{"$ref":"file:///etc/passwd"},"submitted_output":1}`),
-		"duplicate key":  []byte(`{"task_id":"t","task_id":"u","expected_schema":{},"submitted_output":1}`),
 		"lone surrogate": []byte(`{"task_id":"t","expected_schema":{},"submitted_output":"\ud800"}`),
 		"not an object":  []byte(`[1,2]`),
 	} {
