@@ -471,7 +471,7 @@ func InexactNumber(lit string) (inexact bool, becomes string) {
 	if adj := p.exp + p.digits() - 1; !p.huge && p.digits() <= 15 && adj >= -300 && adj <= 300 {
 		return false, ""
 	}
-	f, err := strconv.ParseFloat(lit, 64)
+	f, err := ParseFloat(lit)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return false, ""
 	}

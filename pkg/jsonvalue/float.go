@@ -1,0 +1,84 @@
+package jsonvalue
+
+import (
+	"math"
+	"math/big"
+	"strconv"
+)
+
+// ParseFloat is strconv.ParseFloat(lit, 64) for a JSON number literal, bit for bit and error for
+// error, in time that grows with the literal's length and not with its value. strconv takes its
+// exact slow path for every result below the normal range (5e-324, 1e-310: about a thousand
+// times the cost of a normal number), which made a body of subnormals cost seconds; ParseFloat
+// computes those results with one integer division instead, and leaves the rest to strconv,
+// whose fast path covers them.
+func ParseFloat(lit string) (float64, error) {
+	p, ok := splitNumber(lit)
+	// adj is the decimal exponent of the first digit: below -307 the value is under 1e-307 and
+	// may be subnormal; the smallest normal float64 is about 2.2e-308.
+	if !ok || p.isZero() || p.huge || p.digits() > strconvDigits || p.exp+p.digits()-1 > -308 {
+		return strconv.ParseFloat(lit, 64)
+	}
+	n, normal := subnormalBits(p)
+	if normal {
+		return strconv.ParseFloat(lit, 64)
+	}
+	f := math.Float64frombits(n)
+	if p.neg {
+		f = -f
+	}
+	return f, nil
+}
+
+// strconvDigits is how many significant digits strconv's exact path keeps: past them it answers
+// 0 for some subnormals that round to a nonzero float64 (a literal of 936 digits near 3.2e-319).
+// Hashes and messages must not change, so such literals stay with strconv: they cost one
+// slow parse per 800 bytes or more, a per-byte cost in line with the others.
+const strconvDigits = 800
+
+// minNormalBits is the bit pattern of the smallest normal float64, 2^-1022: a subnormal's
+// significand n counts units of 2^-1074, and n = 2^52 is exactly that number's bits.
+const minNormalBits = 1 << 52
+
+// subnormalBits rounds |p| (below 1e-307) to the nearest multiple of 2^-1074, ties to even, and
+// returns that multiple, which is also the float64's bit pattern while it is at most 2^52;
+// normal is true when it is more, and so the value is a normal number.
+func subnormalBits(p numParts) (bits uint64, normal bool) {
+	var c, r big.Int
+	c.SetString(p.hi+p.lo, 10)
+	c.Lsh(&c, 1074)
+	den := pow10(-p.exp) // p.exp < 0: the value is below 1e-307 with at most 1000 digits
+	c.QuoRem(&c, den, &r)
+	r.Lsh(&r, 1)
+	if cmp := r.Cmp(den); cmp > 0 || cmp == 0 && c.Bit(0) == 1 {
+		c.Add(&c, big.NewInt(1))
+	}
+	if !c.IsUint64() || c.Uint64() > minNormalBits {
+		return 0, true
+	}
+	return c.Uint64(), false
+}
+
+// Overflows tells whether lit, a JSON number, is beyond float64's range (strconv.ParseFloat
+// answers ErrRange), without parsing it where its magnitude already answers.
+func Overflows(lit string) bool {
+	p, ok := splitNumber(lit)
+	if !ok {
+		_, err := strconv.ParseFloat(lit, 64)
+		return err != nil
+	}
+	if p.isZero() {
+		return false
+	}
+	if p.huge {
+		return p.exp >= 0 // a huge negative exponent underflows to zero, which is no error
+	}
+	switch adj := p.exp + p.digits() - 1; {
+	case adj < 308:
+		return false
+	case adj > 308:
+		return true
+	}
+	_, err := strconv.ParseFloat(lit, 64) // 1e308 to 1e309: a normal number, strconv's fast path
+	return err != nil
+}
