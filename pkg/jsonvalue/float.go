@@ -19,6 +19,13 @@ func ParseFloat(lit string) (float64, error) {
 	if !ok || p.isZero() || p.huge || p.digits() > strconvDigits || p.exp+p.digits()-1 > -308 {
 		return strconv.ParseFloat(lit, 64)
 	}
+	if p.exp+p.digits()-1 < -324 {
+		// Below 1e-324, under half the smallest subnormal (4.9e-324): zero, of the literal's sign.
+		if p.neg {
+			return math.Copysign(0, -1), nil
+		}
+		return 0, nil
+	}
 	n, normal := subnormalBits(p)
 	if normal {
 		return strconv.ParseFloat(lit, 64)
@@ -47,7 +54,7 @@ func subnormalBits(p numParts) (bits uint64, normal bool) {
 	var c, r big.Int
 	c.SetString(p.hi+p.lo, 10)
 	c.Lsh(&c, 1074)
-	den := pow10(-p.exp) // p.exp < 0: the value is below 1e-307 with at most 1000 digits
+	den := subnormalPow10(-p.exp) // p.exp < 0: the value is below 1e-307
 	c.QuoRem(&c, den, &r)
 	r.Lsh(&r, 1)
 	if cmp := r.Cmp(den); cmp > 0 || cmp == 0 && c.Bit(0) == 1 {
@@ -81,4 +88,23 @@ func Overflows(lit string) bool {
 	}
 	_, err := strconv.ParseFloat(lit, 64) // 1e308 to 1e309: a normal number, strconv's fast path
 	return err != nil
+}
+
+// subnormalScales holds 10^k for the k a subnormal of up to 36 digits divides by, so that such
+// a number costs no power of ten of its own.
+var subnormalScales = func() (t [68]*big.Int) {
+	for i := range t {
+		t[i] = new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(subnormalScaleMin+i)), nil)
+	}
+	return t
+}()
+
+const subnormalScaleMin = 308
+
+// subnormalPow10 is 10^k, shared: the caller must not modify it.
+func subnormalPow10(k int) *big.Int {
+	if i := k - subnormalScaleMin; i >= 0 && i < len(subnormalScales) {
+		return subnormalScales[i]
+	}
+	return pow10(k)
 }
