@@ -115,3 +115,37 @@ func BenchmarkStrconvShapes(b *testing.B) {
 		})
 	}
 }
+
+// Calc.Cmp agrees with big.Rat on random decimals of every magnitude, near and far apart.
+func TestCmpMatchesRat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	lit := func() string {
+		digits := 1 + rng.IntN(30)
+		var b strings.Builder
+		if rng.IntN(2) == 0 {
+			b.WriteByte('-')
+		}
+		b.WriteByte(byte('1' + rng.IntN(9)))
+		for range digits - 1 {
+			b.WriteByte(byte('0' + rng.IntN(10)))
+		}
+		fmt.Fprintf(&b, "e%d", rng.IntN(800)-400)
+		return b.String()
+	}
+	var c Calc
+	for range 20000 {
+		a, b := lit(), lit()
+		if rng.IntN(4) == 0 {
+			b = a[:len(a)-1] + "1" // the same magnitude, often
+		}
+		var x, y Decimal
+		if ParseDecimal(a, &x) != nil || ParseDecimal(b, &y) != nil {
+			continue
+		}
+		ra, _ := new(big.Rat).SetString(a)
+		rb, _ := new(big.Rat).SetString(b)
+		if got, want := c.Cmp(&x, &y), ra.Cmp(rb); got != want {
+			t.Fatalf("Cmp(%s, %s) = %d, big.Rat: %d", a, b, got, want)
+		}
+	}
+}
