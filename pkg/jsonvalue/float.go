@@ -52,9 +52,23 @@ const minNormalBits = 1 << 52
 // normal is true when it is more, and so the value is a normal number.
 func subnormalBits(p numParts) (bits uint64, normal bool) {
 	var c, r big.Int
-	c.SetString(p.hi+p.lo, 10)
-	c.Lsh(&c, 1074)
-	den := subnormalPow10(-p.exp) // p.exp < 0: the value is below 1e-307
+	if p.digits() <= 19 {
+		var m uint64
+		for i := range p.digits() {
+			m = m*10 + uint64(p.digit(i)-'0')
+		}
+		c.SetUint64(m)
+	} else {
+		c.SetString(p.hi+p.lo, 10)
+	}
+	// n = c × 2^1074 / 10^k = c × 2^(1074-k) / 5^k: the smaller divisor costs less.
+	k := -p.exp // p.exp < 0: the value is below 1e-307
+	den := subnormalPow5(k)
+	if k <= 1074 {
+		c.Lsh(&c, uint(1074-k))
+	} else {
+		den = new(big.Int).Lsh(den, uint(k-1074))
+	}
 	c.QuoRem(&c, den, &r)
 	r.Lsh(&r, 1)
 	if cmp := r.Cmp(den); cmp > 0 || cmp == 0 && c.Bit(0) == 1 {
@@ -90,21 +104,21 @@ func Overflows(lit string) bool {
 	return err != nil
 }
 
-// subnormalScales holds 10^k for the k a subnormal of up to 36 digits divides by, so that such
-// a number costs no power of ten of its own.
+// subnormalScales holds 5^k for the k a subnormal of up to 36 digits divides by, so that such
+// a number costs no power of its own.
 var subnormalScales = func() (t [68]*big.Int) {
 	for i := range t {
-		t[i] = new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(subnormalScaleMin+i)), nil)
+		t[i] = new(big.Int).Exp(big.NewInt(5), big.NewInt(int64(subnormalScaleMin+i)), nil)
 	}
 	return t
 }()
 
 const subnormalScaleMin = 308
 
-// subnormalPow10 is 10^k, shared: the caller must not modify it.
-func subnormalPow10(k int) *big.Int {
+// subnormalPow5 is 5^k, shared: the caller must not modify it.
+func subnormalPow5(k int) *big.Int {
 	if i := k - subnormalScaleMin; i >= 0 && i < len(subnormalScales) {
 		return subnormalScales[i]
 	}
-	return pow10(k)
+	return new(big.Int).Exp(big.NewInt(5), big.NewInt(int64(k)), nil)
 }
