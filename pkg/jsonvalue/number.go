@@ -263,6 +263,11 @@ func (c *Calc) Cmp(x, y *Decimal) int {
 		return x.coef.Cmp(&y.coef)
 	case x.coef.Sign() != y.coef.Sign():
 		return cmp.Compare(x.coef.Sign(), y.coef.Sign())
+	}
+	if c, ok := cmpMagnitude(x, y); ok {
+		return c * x.coef.Sign()
+	}
+	switch {
 	case x.exp > y.exp:
 		c.tmp.Mul(&x.coef, pow10(x.exp-y.exp))
 		return c.tmp.Cmp(&y.coef)
@@ -270,6 +275,21 @@ func (c *Calc) Cmp(x, y *Decimal) int {
 		c.tmp.Mul(&y.coef, pow10(y.exp-x.exp))
 		return x.coef.Cmp(&c.tmp)
 	}
+}
+
+// cmpMagnitude compares |x| and |y|, both nonzero, by their orders of magnitude alone when those
+// are more than one decade apart (5e-324 against 1), so that such a comparison costs no power of
+// ten: each |v| lies in [2^(bits-1), 2^bits) × 10^exp, and the margin covers the float rounding.
+func cmpMagnitude(x, y *Decimal) (int, bool) {
+	lo := func(d *Decimal) float64 { return float64(d.coef.BitLen()-1)*math.Log10(2) + float64(d.exp) }
+	hi := func(d *Decimal) float64 { return float64(d.coef.BitLen())*math.Log10(2) + float64(d.exp) }
+	switch {
+	case hi(x)+1 < lo(y):
+		return -1, true
+	case hi(y)+1 < lo(x):
+		return 1, true
+	}
+	return 0, false
 }
 
 // aligned64 is the fast path of Calc for ordinary amounts: x and y brought to their common
@@ -471,7 +491,7 @@ func InexactNumber(lit string) (inexact bool, becomes string) {
 	if adj := p.exp + p.digits() - 1; !p.huge && p.digits() <= 15 && adj >= -300 && adj <= 300 {
 		return false, ""
 	}
-	f, err := strconv.ParseFloat(lit, 64)
+	f, err := ParseFloat(lit)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return false, ""
 	}

@@ -6,13 +6,18 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
 // Path addresses values inside submitted_output (SPEC §4.3): `a.b.c`, `a[].b` (every element),
 // `a[2].b` (one element), `a[].b[].c` (flattened in document order) and `['key.with.dots']` (RFC
 // 9535's quoting, which reports use) or `["key.with.dots"]` (a JSON string) for keys that are not
-// plain names. A leading `[]` or `[N]` addresses a root array.
+// plain names. A leading `[]` or `[N]` addresses a root array. Every form a report prints reads
+// back as the place it names: `$` is the root and `$.a`, `$['a b']`, `$[0]` are `a`, `['a b']`,
+// `[0]`. Any other spelling is refused (docs/rules.md has the grammar): a bare name with `$`, `*`,
+// a quote, a control character or white space at an end would name a key nobody writes, and a
+// check under if_present on it would be skipped instead of failing.
 //
 // One meaning serves bounds and every rule, on the checked field and on every operand path alike.
 // A path selects places: one without `[]`, and one per element for each `[]`. A place holds a
@@ -76,6 +81,20 @@ func ParsePath(s string) (Path, error) {
 	p := Path{Raw: s, Steps: make([]Step, 0, 1+strings.Count(s, ".")+strings.Count(s, "["))}
 	i := 0
 	needKey := true // at the start or after '.', a key (or a leading bracket) comes next
+	if s[0] == '$' {
+		// The report's root-anchored form: "$" alone is the root, and what follows is a step.
+		if len(s) > 1 && s[1] != '.' && s[1] != '[' {
+			return Path{}, errors.New("has '$' not followed by '.', '[' or the end")
+		}
+		if len(s) > 1 && s[1] == '.' && (len(s) == 2 || s[2] == '.') {
+			return Path{}, errors.New("needs a name after the root's dot")
+		}
+		i = 1
+		needKey = len(s) > 1 && s[1] == '.'
+		if needKey {
+			i = 2
+		}
+	}
 	for i < len(s) {
 		switch c := s[i]; {
 		case c == '.':
@@ -98,7 +117,7 @@ func ParsePath(s string) (Path, error) {
 				needKey = false
 				continue
 			}
-			if needKey && len(p.Steps) > 0 {
+			if needKey && i > 0 {
 				return Path{}, errors.New("has '[' where a name should follow '.'")
 			}
 			end := strings.IndexByte(s[i:], ']')
@@ -127,6 +146,9 @@ func ParsePath(s string) (Path, error) {
 			for j < len(s) && s[j] != '.' && s[j] != '[' && s[j] != ']' {
 				j++
 			}
+			if err := bareName(s[i:j]); err != nil {
+				return Path{}, err
+			}
 			p.Steps = append(p.Steps, Step{Kind: StepKey, Key: s[i:j]})
 			i = j
 			needKey = false
@@ -137,6 +159,34 @@ func ParsePath(s string) (Path, error) {
 	}
 	p.shown = p.render()
 	return p, nil
+}
+
+// bareName refuses a key written without brackets that the grammar does not define (docs/rules.md):
+// one with '$' (the root comes only first), '*' (no wildcard but `[]`), a quote (a quoted key
+// goes in brackets), a control character, or white space at either end, which a reader does
+// not see. Each would otherwise name a key nobody has and so skip its check under if_present.
+func bareName(k string) error {
+	for i := 0; i < len(k); i++ {
+		switch c := k[i]; {
+		case c == '$':
+			return errors.New("has '$' other than at its start")
+		case c == '*':
+			return errors.New("has '*': every element is written '[]'")
+		case c == '\'' || c == '"':
+			return errors.New("has a quote in a bare name: write a quoted key in brackets, ['...']")
+		case c < 0x20 || c == 0x7f:
+			return errors.New("has a control character in a bare name")
+		}
+	}
+	first, _ := utf8.DecodeRuneInString(k)
+	last, _ := utf8.DecodeLastRuneInString(k)
+	if unicode.IsSpace(first) || unicode.IsSpace(last) {
+		return errors.New("has white space at the start or end of a name: write such a key as ['...']")
+	}
+	if k == "" {
+		return errors.New("has an empty segment")
+	}
+	return nil
 }
 
 // Resolve returns the values p selects in root that are there, in document order, and how many

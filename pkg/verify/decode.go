@@ -9,7 +9,6 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 	"io"
 	"math/bits"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -318,7 +317,7 @@ func (b *treeBuilder) number() (any, error) {
 	if wire.SmallInteger(lit) {
 		return json.Number(lit), nil
 	}
-	if _, err := strconv.ParseFloat(lit, 64); err != nil {
+	if jsonvalue.Overflows(lit) {
 		return nil, errNumberRange
 	}
 	// Literals such as 1e-1999999 parse as 0 but cost exact arithmetic dearly: refuse them.

@@ -39,7 +39,14 @@ func TestPathParseValid(t *testing.T) {
 		{`["a\"b"]`, []Step{pathKey(`a"b`)}},
 		{"line total.unit price", []Step{pathKey("line total"), pathKey("unit price")}},
 		{"é.ü-ß_1", []Step{pathKey("é"), pathKey("ü-ß_1")}},
-		{`a."b"`, []Step{pathKey("a"), pathKey(`"b"`)}},
+		{"$", []Step{}},
+		{"$.total", []Step{pathKey("total")}},
+		{"$['a b']", []Step{pathKey("a b")}},
+		{"$.items[0].price", []Step{pathKey("items"), pathIndex(0), pathKey("price")}},
+		{"$[]", []Step{pathAll}},
+		{"$[0]['$ref']", []Step{pathIndex(0), pathKey("$ref")}},
+		{`$["a"].b`, []Step{pathKey("a"), pathKey("b")}},
+		{`$.['a']`, []Step{pathKey("a")}},
 		{"a[9223372036854775807]", []Step{pathKey("a"), pathIndex(9223372036854775807)}},
 	} {
 		p, err := ParsePath(c.in)
@@ -47,13 +54,18 @@ func TestPathParseValid(t *testing.T) {
 			t.Errorf("ParsePath(%q): %v", c.in, err)
 			continue
 		}
-		if p.Raw != c.in || !reflect.DeepEqual(p.Steps, c.want) {
+		if p.Raw != c.in || len(p.Steps) != len(c.want) || len(c.want) > 0 && !reflect.DeepEqual(p.Steps, c.want) {
 			t.Errorf("ParsePath(%q) = %+v, want %+v", c.in, p.Steps, c.want)
 		}
-		// What formatSteps writes parses to the same steps.
-		q, err := ParsePath(jsonvalue.Field(p.Steps, nil))
-		if err != nil || !reflect.DeepEqual(q.Steps, p.Steps) {
-			t.Errorf("jsonvalue.Field(%q) = %q does not round-trip: %v", c.in, jsonvalue.Field(p.Steps, nil), err)
+		// What a report writes, with its "$" and without, parses to the same steps.
+		for _, out := range []string{jsonvalue.Render(p.Steps, nil), jsonvalue.Field(p.Steps, nil)} {
+			if out == "" {
+				continue // the root has no bare form
+			}
+			q, err := ParsePath(out)
+			if err != nil || len(q.Steps) != len(p.Steps) || len(p.Steps) > 0 && !reflect.DeepEqual(q.Steps, p.Steps) {
+				t.Errorf("the report's %q for %q does not round-trip: %v", out, c.in, err)
+			}
 		}
 	}
 }
@@ -62,7 +74,7 @@ func TestPathParseInvalid(t *testing.T) {
 	for _, in := range []string{
 		"", ".", "a..b", "a.", ".a", "a[", "a[1", "a[x]", "a[-1]", "a[01]", "a[+1]", "a[ 1]", "a[1.5]",
 		"a[99999999999999999999]", `["a`, `["a"`, `["a"]b`, `["a\q"]`, `["a\`, "a]", "]", "a.[0]", "a.[]",
-		"a[]b", "a[0]b", "a[]]", "\xff", "a.\xfe",
+		"a[]b", "a[0]b", "a[]]", "\xff", "a.\xfe", `a."b"`, " zz", "zz ", "a.*", "$a", "a$", "$.", "$..a", "$.[0]",
 	} {
 		if p, err := ParsePath(in); err == nil {
 			t.Errorf("ParsePath(%q) = %+v, want an error", in, p.Steps)
@@ -210,7 +222,8 @@ func TestPathElementwisePrefix(t *testing.T) {
 // with the same steps, and resolves without panicking.
 func FuzzParsePath(f *testing.F) {
 	for _, s := range []string{"a", "a.b", "a[]", "a[2].b", "a[].b[].c", `["key.with.dots"]`, `[""]`, "[0][1]",
-		"a..b", "a[", `["a\"]`, `["\u00e9"]`, "a[01]", "a[-1]", `a.["b"]`, "\xff", "[]]", `["\x00"]`} {
+		"a..b", "a[", `["a\"]`, `["\u00e9"]`, "a[01]", "a[-1]", `a.["b"]`, "\xff", "[]]", `["\x00"]`,
+		"$", "$.a", "$['a b']", "$.items[0].price", "$[]", " a", "a.*", "a.$b", `a."b"`} {
 		f.Add(s)
 	}
 	var doc any
@@ -220,8 +233,17 @@ func FuzzParsePath(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if p.Raw != s || len(p.Steps) == 0 {
+		if p.Raw != s || len(p.Steps) == 0 && s != "$" {
 			t.Fatalf("ParsePath(%q) = %+v", s, p)
+		}
+		// A bare name the report would bracket is one the grammar defines: no '$', '*', quote,
+		// control character or white space at its ends (docs/rules.md).
+		for _, st := range p.Steps {
+			if st.Kind == jsonvalue.StepKey && strings.Contains(s, st.Key) && st.Key != "" && !strings.Contains(s, "[") {
+				if strings.ContainsAny(st.Key, "$*'\"") || strings.TrimSpace(st.Key) != st.Key {
+					t.Fatalf("ParsePath(%q) reads the bare name %q", s, st.Key)
+				}
+			}
 		}
 		// A report shows at most jsonvalue.ShownChars of a path's keys (the rest ends in …) and
 		// invalid UTF-8 as U+FFFD: only a path within both reads back to its own steps.
@@ -232,9 +254,13 @@ func FuzzParsePath(f *testing.F) {
 				valid = valid && utf8.ValidString(st.Key)
 			}
 		}
-		out := jsonvalue.Field(p.Steps, nil)
-		if q, err := ParsePath(out); valid && shown <= jsonvalue.ShownChars && (err != nil || !reflect.DeepEqual(q.Steps, p.Steps)) {
-			t.Fatalf("ParsePath(%q): the report's form %q parses to %+v (%v)", s, out, q.Steps, err)
+		for _, out := range []string{jsonvalue.Render(p.Steps, nil), jsonvalue.Field(p.Steps, nil)} {
+			if out == "" {
+				continue
+			}
+			if q, err := ParsePath(out); valid && shown <= jsonvalue.ShownChars && (err != nil || len(q.Steps) != len(p.Steps) || len(p.Steps) > 0 && !reflect.DeepEqual(q.Steps, p.Steps)) {
+				t.Fatalf("ParsePath(%q): the report's form %q parses to %+v (%v)", s, out, q.Steps, err)
+			}
 		}
 		vals, missing := p.Resolve(doc)
 		tv, at, tmissing := jsonvalue.Places(p.Steps, doc, true)
@@ -243,6 +269,9 @@ func FuzzParsePath(f *testing.F) {
 		}
 		for i := range tv {
 			w := jsonvalue.CountAll(p.Steps)
+			if len(p.Steps) == 0 {
+				break // the root's place has no bare form
+			}
 			if _, err := ParsePath(where{steps: p.Steps, at: at[i*w : (i+1)*w]}.raw()); err != nil {
 				t.Fatalf("place %d of %q does not parse: %v", i, s, err)
 			}

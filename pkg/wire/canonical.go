@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 )
 
 // errNotTree means a value is not of the types a decoded tree holds.
@@ -33,7 +35,7 @@ func AppendCanonicalTree(dst []byte, v any) ([]byte, error) {
 		if SmallInteger(string(v)) {
 			return append(dst, v...), nil
 		}
-		f, err := strconv.ParseFloat(string(v), 64)
+		f, err := jsonvalue.ParseFloat(string(v))
 		if err != nil {
 			return dst, err
 		}

@@ -1,0 +1,151 @@
+package jsonvalue
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// floatCases are literals of every shape around and below the normal range, and random ones.
+func floatCases(rng *rand.Rand) []string {
+	cases := []string{"5e-324", "-5e-324", "1e-310", "2e-324", "3e-324", "2.4703282292062327e-324",
+		"2.4703282292062328e-324", "4.9406564584124654e-324", "2.2250738585072009e-308",
+		"2.2250738585072011e-308", "2.2250738585072014e-308", "2.225073858507201e-308", "1e-400", "-1e-400",
+		"0.0000000000000000000000000000001e-300", "1e-307", "9.99e-308", "1e308", "1.7976931348623157e308",
+		"1.7976931348623158e308", "1.7976931348623159e308", "1e309", "-1e309", "0e999999999999", "1e-999999999999",
+		"1e999999999999", "-0", "0", "0.0e-5", "123456789012345678901234567890e-340",
+		"0." + strings.Repeat("0", 500) + "1", "1" + strings.Repeat("0", 400), "1" + strings.Repeat("0", 300) + "e-620"}
+	// Exact halfway points between neighbouring subnormals, and one digit either side: ties go to even.
+	for _, k := range []int64{0, 1, 2, 3, 1 << 20, 1<<52 - 1, 1 << 52} {
+		half := new(big.Rat).SetFrac(big.NewInt(2*k+1), new(big.Int).Lsh(big.NewInt(1), 1075))
+		s := half.FloatString(1100)
+		s = strings.TrimRight(s, "0")
+		cases = append(cases, s, s+"1", s[:len(s)-1])
+	}
+	for range 3000 {
+		digits := 1 + rng.IntN(40)
+		if rng.IntN(10) == 0 {
+			digits = 1 + rng.IntN(1000)
+		}
+		var b strings.Builder
+		if rng.IntN(2) == 0 {
+			b.WriteByte('-')
+		}
+		b.WriteByte(byte('1' + rng.IntN(9)))
+		for range digits - 1 {
+			b.WriteByte(byte('0' + rng.IntN(10)))
+		}
+		fmt.Fprintf(&b, "e%d", -280-rng.IntN(80)-digits)
+		cases = append(cases, b.String())
+		f := math.Float64frombits(rng.Uint64N(1 << 53)) // subnormals and small normals, shortest form
+		cases = append(cases, strconv.FormatFloat(f, 'e', -1, 64), strconv.FormatFloat(f, 'e', 25, 64))
+	}
+	return cases
+}
+
+// ParseFloat agrees with strconv.ParseFloat bit for bit and error for error.
+func TestParseFloatMatchesStrconv(t *testing.T) {
+	for _, lit := range floatCases(rand.New(rand.NewPCG(1, 2))) {
+		got, gerr := ParseFloat(lit)
+		want, werr := strconv.ParseFloat(lit, 64)
+		if math.Float64bits(got) != math.Float64bits(want) || (gerr == nil) != (werr == nil) ||
+			gerr != nil && !errors.Is(gerr, strconv.ErrRange) {
+			t.Errorf("ParseFloat(%.60s) = %v, %v; strconv: %v, %v", lit, got, gerr, want, werr)
+		}
+		// An independent oracle where strconv is exact (see strconvDigits): big.Float's rounding.
+		if q, ok := splitNumber(lit); ok && !q.huge && q.digits() <= strconvDigits && gerr == nil {
+			bf, _, err := big.ParseFloat(lit, 10, 4000, big.ToNearestEven)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o, _ := bf.Float64(); math.Float64bits(o) != math.Float64bits(got) {
+				t.Errorf("ParseFloat(%.60s) = %v, big.Float: %v", lit, got, o)
+			}
+		}
+		_, werrRange := strconv.ParseFloat(lit, 64)
+		if Overflows(lit) != (werrRange != nil) {
+			t.Errorf("Overflows(%.60s) = %v, strconv says %v", lit, Overflows(lit), werrRange)
+		}
+	}
+}
+
+// numberShapes are bodies of one shape of number each, for the benchmarks: ns per byte must not
+// depend on the shape.
+var numberShapes = []struct{ name, lit string }{
+	{"normal", "123.456"},
+	{"normal_exp", "6.02214076e23"},
+	{"subnormal_min", "5e-324"},
+	{"subnormal", "1e-310"},
+	{"subnormal_long", "2.4703282292062328e-324"},
+	{"mantissa_1000", "1." + strings.Repeat("7", 999)},
+	{"mantissa_1000_subnormal", "1." + strings.Repeat("3", 999) + "e-315"},
+	{"exp_huge_pos", "1e999999999999"},
+	{"exp_huge_neg", "1e-999999999999"},
+	{"exp_400", "1e400"},
+	{"exp_-400", "1e-400"},
+	{"zeros_before_point", "1" + strings.Repeat("0", 1000)},
+	{"zeros_after_point", "0." + strings.Repeat("0", 1000) + "1"},
+}
+
+// BenchmarkParseFloatShapes reports ns/byte for each shape (ReportMetric), against strconv for
+// the same literal.
+func BenchmarkParseFloatShapes(b *testing.B) {
+	for _, s := range numberShapes {
+		b.Run(s.name, func(b *testing.B) {
+			for b.Loop() {
+				ParseFloat(s.lit)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(s.lit)), "ns/byte")
+		})
+	}
+}
+
+func BenchmarkStrconvShapes(b *testing.B) {
+	for _, s := range numberShapes {
+		b.Run(s.name, func(b *testing.B) {
+			for b.Loop() {
+				strconv.ParseFloat(s.lit, 64)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(s.lit)), "ns/byte")
+		})
+	}
+}
+
+// Calc.Cmp agrees with big.Rat on random decimals of every magnitude, near and far apart.
+func TestCmpMatchesRat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	lit := func() string {
+		digits := 1 + rng.IntN(30)
+		var b strings.Builder
+		if rng.IntN(2) == 0 {
+			b.WriteByte('-')
+		}
+		b.WriteByte(byte('1' + rng.IntN(9)))
+		for range digits - 1 {
+			b.WriteByte(byte('0' + rng.IntN(10)))
+		}
+		fmt.Fprintf(&b, "e%d", rng.IntN(800)-400)
+		return b.String()
+	}
+	var c Calc
+	for range 20000 {
+		a, b := lit(), lit()
+		if rng.IntN(4) == 0 {
+			b = a[:len(a)-1] + "1" // the same magnitude, often
+		}
+		var x, y Decimal
+		if ParseDecimal(a, &x) != nil || ParseDecimal(b, &y) != nil {
+			continue
+		}
+		ra, _ := new(big.Rat).SetString(a)
+		rb, _ := new(big.Rat).SetString(b)
+		if got, want := c.Cmp(&x, &y), ra.Cmp(rb); got != want {
+			t.Fatalf("Cmp(%s, %s) = %d, big.Rat: %d", a, b, got, want)
+		}
+	}
+}

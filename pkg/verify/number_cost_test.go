@@ -1,0 +1,42 @@
+package verify
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// numberBody is a request whose output is an array of one number literal repeated to size bytes,
+// checked against a schema of numbers with strict content checks and a bound over every element.
+func numberBody(lit string, size int) []byte {
+	n := size / (len(lit) + 1)
+	items := strings.TrimSuffix(strings.Repeat(lit+",", n), ",")
+	return fmt.Appendf(nil, `{"task_id":"n","enforce_rules":true,"strict_content_check":true,`+
+		`"expected_schema":{"type":"array","items":{"type":"number"}},"submitted_output":[%s],`+
+		`"bounds":{"[]":{"min":-1,"max":1}}}`, items)
+}
+
+// BenchmarkRespondNumberShapes is the engine's whole cost (decode, schema, content checks,
+// bounds, hashes, report) for a 64 KiB and a 1 MiB body of one number shape: ns/byte should not
+// depend on the shape.
+func BenchmarkRespondNumberShapes(b *testing.B) {
+	for _, size := range []int{64<<10 - 400, 1<<20 - 400} {
+		for _, s := range []struct{ name, lit string }{
+			{"normal", "0.123456"},
+			{"subnormal_min", "5e-324"},
+			{"subnormal", "1e-310"},
+			{"subnormal_long", "2.4703282292062328e-324"},
+		} {
+			body := numberBody(s.lit, size)
+			b.Run(fmt.Sprintf("%s/%dKiB", s.name, (size+400)>>10), func(b *testing.B) {
+				eng := NewEngine(Limits{})
+				for b.Loop() {
+					if _, _, err := eng.Respond(body, testEnv, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(body)), "ns/byte")
+			})
+		}
+	}
+}
