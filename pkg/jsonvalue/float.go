@@ -3,6 +3,7 @@ package jsonvalue
 import (
 	"math"
 	"math/big"
+	"math/bits"
 	"strconv"
 )
 
@@ -16,7 +17,7 @@ func ParseFloat(lit string) (float64, error) {
 	p, ok := splitNumber(lit)
 	// adj is the decimal exponent of the first digit: below -307 the value is under 1e-307 and
 	// may be subnormal; the smallest normal float64 is about 2.2e-308.
-	if !ok || p.isZero() || p.huge || p.digits() > strconvDigits || p.exp+p.digits()-1 > -308 {
+	if !ok || p.isZero() || p.huge || len(lit) > strconvDigits || p.exp+p.digits()-1 > -308 {
 		return strconv.ParseFloat(lit, 64)
 	}
 	if p.exp+p.digits()-1 < -324 {
@@ -37,10 +38,12 @@ func ParseFloat(lit string) (float64, error) {
 	return f, nil
 }
 
-// strconvDigits is how many significant digits strconv's exact path keeps: past them it answers
-// 0 for some subnormals that round to a nonzero float64 (a literal of 936 digits near 3.2e-319).
-// Hashes and messages must not change, so such literals stay with strconv: they cost one
-// slow parse per 800 bytes or more, a per-byte cost in line with the others.
+// strconvDigits is how many digits strconv's exact path keeps. Past them it misreads some
+// subnormals: the decimal point of a literal whose digits run past the 800th (trailing zeros
+// count) is placed as if they stopped there, so "1" + 900 zeros + "e-1210" reads as 0, and a
+// literal of 936 digits near 3.2e-319 as well. Hashes must match what any Go verifier computes,
+// so literals longer than this stay with strconv: they cost one slow parse per 800 bytes or
+// more, a per-byte cost in line with the others (see BenchmarkRespondNumberShapes).
 const strconvDigits = 800
 
 // minNormalBits is the bit pattern of the smallest normal float64, 2^-1022: a subnormal's
@@ -56,6 +59,9 @@ func subnormalBits(p numParts) (bits uint64, normal bool) {
 		var m uint64
 		for i := range p.digits() {
 			m = m*10 + uint64(p.digit(i)-'0')
+		}
+		if n, ok := subnormalBitsFast(m, -p.exp); ok {
+			return n, n > minNormalBits
 		}
 		c.SetUint64(m)
 	} else {
@@ -121,4 +127,85 @@ func subnormalPow5(k int) *big.Int {
 		return subnormalScales[i]
 	}
 	return new(big.Int).Exp(big.NewInt(5), big.NewInt(int64(k)), nil)
+}
+
+// subnormalScale is 2^1074 / 10^k as a 128-bit mantissa and a shift: m × 10^-k is
+// m × mant / 2^shift units of 2^-1074, less than m units of 2^-shift too small, since mant is
+// rounded down.
+type subnormalScale struct {
+	hi, lo uint64
+	shift  uint
+}
+
+// subnormalFastMin and subnormalFastMax bound the k of a subnormal of up to 19 digits.
+const subnormalFastMin, subnormalFastMax = 308, 342
+
+var subnormalFast = func() (t [subnormalFastMax - subnormalFastMin + 1]subnormalScale) {
+	two1074 := new(big.Int).Lsh(big.NewInt(1), 1074)
+	for i := range t {
+		den := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(subnormalFastMin+i)), nil)
+		// The shift that gives the quotient exactly 128 bits.
+		shift := uint(128 - (new(big.Int).Quo(two1074, den).BitLen()))
+		mant := new(big.Int).Quo(new(big.Int).Lsh(two1074, shift), den)
+		for mant.BitLen() > 128 {
+			shift--
+			mant.Quo(new(big.Int).Lsh(two1074, shift), den)
+		}
+		for mant.BitLen() < 128 {
+			shift++
+			mant.Quo(new(big.Int).Lsh(two1074, shift), den)
+		}
+		lo := new(big.Int).And(mant, new(big.Int).SetUint64(math.MaxUint64))
+		t[i] = subnormalScale{hi: new(big.Int).Rsh(mant, 64).Uint64(), lo: lo.Uint64(), shift: shift}
+	}
+	return t
+}()
+
+// subnormalBitsFast rounds m × 10^-k to units of 2^-1074 with 192-bit integer arithmetic, the way
+// Eisel and Lemire read normal numbers: the product is exact but for the truncated scale, and
+// ok is false only when that error could change the rounding (then the exact division decides).
+// No exact tie can occur: m × 2^1075 / 10^k is never an odd integer, as 5^k does not divide m.
+func subnormalBitsFast(m uint64, k int) (n uint64, ok bool) {
+	if k < subnormalFastMin || k > subnormalFastMax {
+		return 0, false
+	}
+	s := subnormalFast[k-subnormalFastMin]
+	a1, a0 := bits.Mul64(m, s.lo)
+	b1, b0 := bits.Mul64(m, s.hi)
+	w1, carry := bits.Add64(a1, b0, 0)
+	w := [3]uint64{a0, w1, b1 + carry}
+	t := s.shift // 77 to 190 over the table: the quotient is under 2^64
+	// The true product lies in [P, P+m): the rounding is known unless the bits below the
+	// half-unit, plus m, can reach it. Bits 64 to t-2 all ones, and a carry out of the low word
+	// when m is added to it, is the only way.
+	if low := t - 1 - 64; allOnes(w[1], w[2], low) {
+		if _, c := bits.Add64(w[0], m, 0); c != 0 {
+			return 0, false
+		}
+	}
+	n = shr192(w, t)
+	if shr192(w, t-1)&1 == 1 {
+		n++
+	}
+	return n, true
+}
+
+// shr192 is the low 64 bits of w >> s, w a 192-bit number in little-endian words, s < 192.
+func shr192(w [3]uint64, s uint) uint64 {
+	q, r := s/64, s%64
+	v := w[q] >> r
+	if r != 0 && q+1 < 3 {
+		v |= w[q+1] << (64 - r)
+	}
+	return v
+}
+
+// allOnes tells whether the low n bits of the 128-bit number hi:lo are all ones.
+func allOnes(lo, hi uint64, n uint) bool {
+	if n <= 64 {
+		mask := uint64(1)<<n - 1
+		return lo&mask == mask
+	}
+	mask := uint64(1)<<(n-64) - 1
+	return lo == math.MaxUint64 && hi&mask == mask
 }

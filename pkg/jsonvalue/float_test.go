@@ -19,7 +19,10 @@ func floatCases(rng *rand.Rand) []string {
 		"0.0000000000000000000000000000001e-300", "1e-307", "9.99e-308", "1e308", "1.7976931348623157e308",
 		"1.7976931348623158e308", "1.7976931348623159e308", "1e309", "-1e309", "0e999999999999", "1e-999999999999",
 		"1e999999999999", "-0", "0", "0.0e-5", "123456789012345678901234567890e-340",
-		"0." + strings.Repeat("0", 500) + "1", "1" + strings.Repeat("0", 400), "1" + strings.Repeat("0", 300) + "e-620"}
+		"0." + strings.Repeat("0", 500) + "1", "1" + strings.Repeat("0", 400), "1" + strings.Repeat("0", 300) + "e-620",
+		"1" + strings.Repeat("0", 900) + "e-1210", "1." + strings.Repeat("0", 900) + "e-310",
+		"12" + strings.Repeat("0", 798) + "e-1110", "12" + strings.Repeat("0", 799) + "e-1110",
+		"0." + strings.Repeat("0", 700) + "3" + strings.Repeat("0", 200) + "e-300"}
 	// Exact halfway points between neighbouring subnormals, and one digit either side: ties go to even.
 	for _, k := range []int64{0, 1, 2, 3, 1 << 20, 1<<52 - 1, 1 << 52} {
 		half := new(big.Rat).SetFrac(big.NewInt(2*k+1), new(big.Int).Lsh(big.NewInt(1), 1075))
@@ -58,7 +61,7 @@ func TestParseFloatMatchesStrconv(t *testing.T) {
 			t.Errorf("ParseFloat(%.60s) = %v, %v; strconv: %v, %v", lit, got, gerr, want, werr)
 		}
 		// An independent oracle where strconv is exact (see strconvDigits): big.Float's rounding.
-		if q, ok := splitNumber(lit); ok && !q.huge && q.digits() <= strconvDigits && gerr == nil {
+		if q, ok := splitNumber(lit); ok && !q.huge && len(lit) <= strconvDigits && gerr == nil {
 			bf, _, err := big.ParseFloat(lit, 10, 4000, big.ToNearestEven)
 			if err != nil {
 				t.Fatal(err)
@@ -148,4 +151,60 @@ func TestCmpMatchesRat(t *testing.T) {
 			t.Fatalf("Cmp(%s, %s) = %d, big.Rat: %d", a, b, got, want)
 		}
 	}
+}
+
+// The 192-bit path for subnormals of up to 19 digits agrees with the exact division on every k
+// it covers, on random mantissas and on 19-digit truncations of halfway points (the hardest
+// roundings), and leaves only a few of them to the exact division.
+func TestSubnormalBitsFast(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	exact := func(m uint64, k int) uint64 {
+		c := new(big.Int).Lsh(new(big.Int).SetUint64(m), 1075)
+		den := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(k)), nil)
+		c.Quo(c, den) // 2n or 2n+1: no exact tie is possible (5^k does not divide m)
+		n := new(big.Int).Rsh(c, 1)
+		if c.Bit(0) == 1 {
+			n.Add(n, big.NewInt(1))
+		}
+		return n.Uint64()
+	}
+	var tried, fell int
+	check := func(m uint64, k int) {
+		tried++
+		n, ok := subnormalBitsFast(m, k)
+		if !ok {
+			fell++
+			return
+		}
+		if want := exact(m, k); n != want {
+			t.Fatalf("subnormalBitsFast(%d, %d) = %d, exact %d", m, k, n, want)
+		}
+	}
+	for k := subnormalFastMin; k <= subnormalFastMax; k++ {
+		for range 2000 {
+			digits := 1 + rng.IntN(19)
+			m := rng.Uint64N(uint64(math.Pow10(digits-1))*9) + uint64(math.Pow10(digits-1))
+			if adj := digits - 1 - k; adj > -308 || adj < -324 {
+				continue
+			}
+			check(m, k)
+		}
+	}
+	for range 20000 {
+		j := rng.Int64N(1 << 52)
+		half := new(big.Rat).SetFrac(big.NewInt(2*j+1), new(big.Int).Lsh(big.NewInt(1), 1075))
+		s := half.FloatString(1100)
+		digits := strings.TrimLeft(strings.ReplaceAll(s, ".", ""), "0")
+		lead := len(s) - 2 - len(digits) // zeros after the point before the first digit
+		if len(digits) < 19 {
+			continue
+		}
+		m, _ := strconv.ParseUint(digits[:19], 10, 64)
+		check(m, lead+19)
+		check(m+1, lead+19)
+	}
+	if fell*1000 > tried {
+		t.Errorf("%d of %d subnormals fell back to the exact division", fell, tried)
+	}
+	t.Logf("%d of %d fell back", fell, tried)
 }
