@@ -17,8 +17,22 @@ func ParseFloat(lit string) (float64, error) {
 	p, ok := splitNumber(lit)
 	// adj is the decimal exponent of the first digit: below -307 the value is under 1e-307 and
 	// may be subnormal; the smallest normal float64 is about 2.2e-308.
-	if !ok || p.isZero() || p.huge || len(lit) > strconvDigits || p.exp+p.digits()-1 > -308 {
+	if !ok || p.isZero() || p.huge || p.exp+p.digits()-1 > -308 {
 		return strconv.ParseFloat(lit, 64)
+	}
+	if long := len(lit) > strconvDigits; p.digits() > 19 || long {
+		// Read as strconv reads it: its first 800 digits, and where it places the point. A long
+		// literal from 1e-308 up may be a normal number, which strconv reads right: it decides.
+		if n, ok := longSubnormalBits(lit); ok && (!long || p.exp+p.digits()-1 < -308) {
+			f := math.Float64frombits(n)
+			if p.neg {
+				f = -f
+			}
+			return f, nil
+		}
+		if len(lit) > strconvDigits {
+			return strconv.ParseFloat(lit, 64)
+		}
 	}
 	if p.exp+p.digits()-1 < -324 {
 		// Below 1e-324, under half the smallest subnormal (4.9e-324): zero, of the literal's sign.
@@ -208,4 +222,67 @@ func allOnes(lo, hi uint64, n uint) bool {
 	}
 	mask := uint64(1)<<(n-64) - 1
 	return lo == math.MaxUint64 && hi&mask == mask
+}
+
+// longSubnormalBits rounds a subnormal literal of more than 19 digits from its first 19 without
+// big arithmetic: the value lies between those digits and the same plus one unit in their last
+// place, and when both ends round alike, so does everything between. It reads the digits as
+// strconv's exact path does (see strconvDigits), so that the answer is strconv's even where
+// strconv misplaces the point. ok is false when the ends round apart, or the result is not a
+// subnormal; the caller then computes exactly.
+func longSubnormalBits(lit string) (n uint64, ok bool) {
+	var m uint64
+	nd, dp, prefix := 0, 0, 0 // digits strconv keeps, its decimal point, digits in m
+	sawDot, end := false, len(lit)
+	for i := 0; i < len(lit); i++ {
+		c := lit[i]
+		switch {
+		case c == '-':
+			continue
+		case c == '.':
+			sawDot, dp = true, nd
+			continue
+		case c == 'e' || c == 'E':
+			end = i
+		case c == '0' && nd == 0:
+			dp-- // a leading zero
+			continue
+		case nd < strconvDigits:
+			if prefix < 19 {
+				m = m*10 + uint64(c-'0')
+				prefix++
+			}
+			nd++
+			continue
+		default:
+			continue // past strconv's digits: only whether one is nonzero, which m+1 covers
+		}
+		break
+	}
+	if !sawDot {
+		dp = nd
+	}
+	if end < len(lit) {
+		e, err := strconv.Atoi(lit[end+1:])
+		if err != nil || e > 10000 || e < -10000 {
+			return 0, false
+		}
+		dp += e
+	}
+	// The value is m × 10^(dp-prefix), plus less than one unit when digits follow m.
+	k := prefix - dp
+	if dp-1 < -324 {
+		return 0, true // below 1e-324: zero, as strconv and the exact value agree
+	}
+	lo, ok := subnormalBitsFast(m, k)
+	if !ok || lo >= minNormalBits {
+		return 0, false
+	}
+	if nd > prefix {
+		hi, ok := subnormalBitsFast(m+1, k)
+		if !ok || hi != lo {
+			return 0, false
+		}
+	}
+	return lo, true
 }

@@ -29,6 +29,42 @@ func floatCases(rng *rand.Rand) []string {
 		s := half.FloatString(1100)
 		s = strings.TrimRight(s, "0")
 		cases = append(cases, s, s+"1", s[:len(s)-1])
+		// Past strconv's 800 digits, in every place the point can be: halfway points padded
+		// with zeros, then a one (just above), and their integer forms.
+		long := s + strings.Repeat("0", 100) + "1"
+		digits := strings.TrimLeft(strings.ReplaceAll(long, ".", ""), "0")
+		cases = append(cases, long, s+strings.Repeat("0", 100),
+			fmt.Sprintf("%se-%d", digits, len(long)-2))
+		if len(digits) > 850 {
+			cases = append(cases, fmt.Sprintf("%s.%se-%d", digits[:850], digits[850:], len(long)-2-len(digits)+850))
+		}
+	}
+	// Long literals with a point before, inside and past strconv's 800 digits, and leading zeros.
+	for i := range 400 {
+		lead, n := rng.IntN(3)*rng.IntN(300), 780+rng.IntN(220)
+		var b strings.Builder
+		b.WriteString("0." + strings.Repeat("0", lead))
+		for range n {
+			b.WriteByte(byte('0' + rng.IntN(10)))
+		}
+		frac := strings.TrimPrefix(b.String(), "0.")
+		adj := -305 - rng.IntN(22)
+		switch i % 3 {
+		case 0:
+			cases = append(cases, fmt.Sprintf("0.%se%d", frac, adj+lead+1))
+		case 1:
+			d := strings.TrimLeft(frac, "0")
+			if d == "" {
+				continue
+			}
+			cases = append(cases, fmt.Sprintf("%s.%se%d", d[:1], d[1:], adj))
+		case 2:
+			d := strings.TrimLeft(frac, "0")
+			if len(d) < 820 {
+				continue
+			}
+			cases = append(cases, fmt.Sprintf("%s.%se%d", d[:810], d[810:], adj-809))
+		}
 	}
 	for range 3000 {
 		digits := 1 + rng.IntN(40)
@@ -207,4 +243,24 @@ func TestSubnormalBitsFast(t *testing.T) {
 		t.Errorf("%d of %d subnormals fell back to the exact division", fell, tried)
 	}
 	t.Logf("%d of %d fell back", fell, tried)
+}
+
+// Long subnormals (more than 19 digits, or past strconv's 800) are read from their first 19
+// digits nearly always: only those within a unit in the 19th digit of a halfway point are not.
+func TestLongSubnormalsTakeTheShortPath(t *testing.T) {
+	var long, short int
+	for _, lit := range floatCases(rand.New(rand.NewPCG(1, 2))) {
+		p, ok := splitNumber(lit)
+		if adj := p.exp + p.digits() - 1; !ok || p.isZero() || p.huge || adj > -309 || adj < -324 ||
+			p.digits() <= 19 && len(lit) <= strconvDigits {
+			continue
+		}
+		long++
+		if _, ok := longSubnormalBits(lit); ok {
+			short++
+		}
+	}
+	if long < 500 || short*100 < long*90 {
+		t.Errorf("%d of %d long subnormals took the short path", short, long)
+	}
 }
