@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -214,6 +215,53 @@ func checkAllProvable(t *testing.T, base string, got *deliveries) {
 	}
 }
 
+// checkAllInHistory wants every delivered answer in agent's public history, once: on the local
+// server the history record is written with the receipt, before the answer (docs/RECORDING.md).
+func checkAllInHistory(t *testing.T, base, agent string, got *deliveries) {
+	t.Helper()
+	seen := map[string]int{}
+	var total int64
+	for cursor := ""; ; {
+		path := "/reputation/" + agent + "?limit=100"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		b, err := fetch(base, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page struct {
+			Totals struct {
+				Verifications int64 `json:"verifications"`
+			} `json:"totals"`
+			History []struct {
+				ID string `json:"verification_id"`
+			} `json:"history"`
+			NextCursor *string `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(b, &page); err != nil {
+			t.Fatal(err)
+		}
+		total = page.Totals.Verifications
+		for _, h := range page.History {
+			seen[h.ID]++
+		}
+		if page.NextCursor == nil {
+			break
+		}
+		cursor = *page.NextCursor
+	}
+	missing := 0
+	for id := range got.answers {
+		if seen[id] != 1 {
+			missing++
+		}
+	}
+	if missing > 0 || total < int64(len(got.answers)) {
+		t.Errorf("%d of %d delivered answers are not in the history once; totals count %d", missing, len(got.answers), total)
+	}
+}
+
 // refusedStart runs `verifier serve` with env and wants it to refuse to start with an error
 // naming the log it found.
 func refusedStart(t *testing.T, bin, data, why string, env ...string) {
@@ -270,6 +318,7 @@ func TestServeKilledUnderLoadKeepsReceipts(t *testing.T) {
 	srv := runServeProcess(t, bin, data, env...)
 	waitForTree(t, srv.url, len(got.answers))
 	checkAllProvable(t, srv.url, &got)
+	checkAllInHistory(t, srv.url, "seller-crash", &got)
 
 	testproc.KillProcessGroup(srv.pid, false)
 	<-srv.done

@@ -194,6 +194,13 @@ func (f *failingReceipts) RecordReceipt(ctx context.Context, r store.Receipt) er
 	return f.Store.RecordReceipt(ctx, r)
 }
 
+func (f *failingReceipts) RecordReceiptWithHistory(ctx context.Context, r store.Receipt, v store.Verification) error {
+	if f.fail.Load() {
+		return errors.New("disk full")
+	}
+	return f.Store.RecordReceiptWithHistory(ctx, r, v)
+}
+
 // An answer leaves only once its receipt is recorded: while the receipt log's store refuses the
 // write, a free call is a retryable 503 and a paid (settled) one a 503 saying it was charged,
 // neither carrying the answer nor recording the agent's history; once the store takes writes

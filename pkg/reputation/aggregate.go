@@ -61,6 +61,14 @@ func dayOf(t time.Time) int64 {
 }
 
 // Add counts one verification. The order in which verifications are added does not change the
+// Clone is a copy of a that shares no memory with it.
+func (a Aggregate) Clone() Aggregate {
+	a.Days = slices.Clone(a.Days)
+	a.Tasks = slices.Clone(a.Tasks)
+	a.Callers = slices.Clone(a.Callers)
+	return a
+}
+
 // result (beyond floating point rounding of the weighted sums).
 func (a *Aggregate) Add(o Observation) {
 	at := o.VerifiedAt.UTC()

@@ -49,20 +49,38 @@ type recordJob struct {
 // when they run, written now otherwise; its failure is logged and never fails the answer. client
 // is the caller's ClientIdentity, the same the free allowance counted; settlement is a paid
 // answer's.
+//
+// A store that writes both at once (store.ReceiptWithHistory: the local server's) gets the
+// history record in the receipt's own write, so that it is as durable as the receipt.
 func (s *Service) Record(ctx context.Context, v *Verification, client string, settlement *x402.SettleResponse) error {
-	if s.d.Receipts != nil {
-		if err := s.recordReceipt(ctx, v, settlement); err != nil {
-			return err
+	var history *store.Verification
+	if inPublicHistory(v) {
+		history = &store.Verification{
+			AgentID: *v.AgentID, VerificationID: v.VerificationID, TaskID: v.TaskID,
+			Result: v.Result, OverallRatio: v.OverallRatio, VerifiedAt: v.VerifiedAt,
+			Paid: settlement != nil, CallerID: s.CallerID(client),
 		}
 	}
-	if !inPublicHistory(v) {
+	if s.d.Receipts != nil {
+		together, ok := s.d.Receipts.(store.ReceiptWithHistory)
+		write := s.d.Receipts.RecordReceipt
+		if ok && history != nil {
+			write = func(ctx context.Context, r store.Receipt) error {
+				return together.RecordReceiptWithHistory(ctx, r, *history)
+			}
+		}
+		if err := s.recordReceipt(ctx, v, settlement, write); err != nil {
+			return err
+		}
+		if ok && history != nil {
+			s.foldLater(history.AgentID)
+			return nil
+		}
+	}
+	if history == nil {
 		return nil
 	}
-	job := recordJob{history: &store.Verification{
-		AgentID: *v.AgentID, VerificationID: v.VerificationID, TaskID: v.TaskID,
-		Result: v.Result, OverallRatio: v.OverallRatio, VerifiedAt: v.VerifiedAt,
-		Paid: settlement != nil, CallerID: s.CallerID(client),
-	}}
+	job := recordJob{history: history}
 	if s.queueRecord(job) {
 		return nil
 	}
@@ -70,10 +88,10 @@ func (s *Service) Record(ctx context.Context, v *Verification, client string, se
 	return nil
 }
 
-// recordReceipt writes v's receipt record and pending leaf, trying again after a failure for up
-// to the store timeout (Deps.StoreTimeout, as for the allowance and the payment's reservation),
-// and answers a failure as the error to deliver instead of the answer.
-func (s *Service) recordReceipt(ctx context.Context, v *Verification, settlement *x402.SettleResponse) error {
+// recordReceipt writes v's receipt record and pending leaf with write, trying again after a
+// failure for up to the store timeout (Deps.StoreTimeout, as for the allowance and the payment's
+// reservation), and answers a failure as the error to deliver instead of the answer.
+func (s *Service) recordReceipt(ctx context.Context, v *Verification, settlement *x402.SettleResponse, write func(context.Context, store.Receipt) error) error {
 	r, err := s.receiptOf(v, settlement)
 	if err != nil {
 		s.d.Log.Error("receipt record not made; the answer is not delivered", "verification_id", v.VerificationID, "err", err.Error())
@@ -83,7 +101,7 @@ func (s *Service) recordReceipt(ctx context.Context, v *Verification, settlement
 	defer cancel()
 	wait := receiptRetryWait
 	for {
-		err := s.d.Receipts.RecordReceipt(ctx, r)
+		err := write(ctx, r)
 		if err == nil {
 			return nil
 		}

@@ -191,3 +191,11 @@ type ReceiptLog interface {
 	// Receipt reads the record of a verification id; ok is false when there is none or it expired.
 	Receipt(ctx context.Context, verificationID string) (r Receipt, ok bool, err error)
 }
+
+// ReceiptWithHistory is a ReceiptLog that can write an answer's history record (RecordVerification)
+// in the same atomic write as its receipt, so that the history of a delivered answer survives a
+// crash as its receipt does, and one commit serves both. The local server's store has it; on
+// DynamoDB the history record follows the receipt in a write of its own.
+type ReceiptWithHistory interface {
+	RecordReceiptWithHistory(ctx context.Context, r Receipt, v Verification) error
+}

@@ -22,6 +22,7 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -68,6 +69,46 @@ type Store struct {
 	payments payments      // payment reservations decided but not yet on disk (ReservePayment)
 	linger   time.Duration // WithHistoryLinger
 	now      func() time.Time
+	decoded  decodedAggregates // the aggregates this process last wrote, decoded (addToAggregate)
+	journal  journal           // answers on disk whose records are not yet in their buckets
+}
+
+// decodedAggregates keeps, per agent, the aggregate this process last stored and the exact bytes
+// it stored, so that the next record of that agent reuses it instead of decoding its JSON again
+// (the largest cost of a history write). Bytes that differ (another process wrote, or the
+// transaction that stored them rolled back) are decoded as before.
+type decodedAggregates struct {
+	mu sync.Mutex
+	m  map[string]decodedAggregate
+}
+
+type decodedAggregate struct {
+	stored []byte
+	agg    reputation.Aggregate
+}
+
+// maxDecodedAggregates bounds decodedAggregates: past it, the map starts over.
+const maxDecodedAggregates = 4096
+
+// get returns a copy of the aggregate stored as raw, if it is the one last written.
+func (d *decodedAggregates) get(agent string, raw []byte) (reputation.Aggregate, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e, ok := d.m[agent]
+	if !ok || !bytes.Equal(e.stored, raw) {
+		return reputation.Aggregate{}, false
+	}
+	return e.agg.Clone(), true
+}
+
+// put remembers agg as stored in raw (which the caller must not modify).
+func (d *decodedAggregates) put(agent string, raw []byte, agg reputation.Aggregate) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.m == nil || len(d.m) >= maxDecodedAggregates {
+		d.m = make(map[string]decodedAggregate)
+	}
+	d.m[agent] = decodedAggregate{stored: raw, agg: agg.Clone()}
 }
 
 // payments are the reservations ReservePayment has granted whose write has not committed yet.
@@ -150,6 +191,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 	})
 	if err == nil && stale {
 		err = db.Update(func(tx *bbolt.Tx) error { return sweepExpired(tx, now) })
+	}
+	if err == nil {
+		err = replayJournal(s)
 	}
 	if err != nil {
 		_ = db.Close()
@@ -449,11 +493,24 @@ const initialMmapSize = 1 << 30
 // RecordVerification implements store.Store. With WithHistoryLinger its write may wait for others
 // to share the commit.
 func (s *Store) RecordVerification(ctx context.Context, v store.Verification) error {
+	write, err := s.verificationWrite(ctx, v)
+	if err != nil {
+		return err
+	}
+	if err := s.writes.updateDeferred(write); err != nil {
+		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
+	}
+	return nil
+}
+
+// verificationWrite is the write of v's history record and its aggregate's update, once: a retry
+// must not count twice.
+func (s *Store) verificationWrite(ctx context.Context, v store.Verification) (func(*bbolt.Tx) error, error) {
 	if err := storekey.CheckVerification(v); err != nil {
-		return fmt.Errorf("record verification: %w", err)
+		return nil, fmt.Errorf("record verification: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
+		return nil, fmt.Errorf("record verification %s: %w", v.VerificationID, err)
 	}
 	value, err := json.Marshal(record{
 		VerificationID: v.VerificationID,
@@ -465,10 +522,10 @@ func (s *Store) RecordVerification(ctx context.Context, v store.Verification) er
 		CallerID:       v.CallerID,
 	})
 	if err != nil {
-		return fmt.Errorf("record verification %s: encode: %w", v.VerificationID, err)
+		return nil, fmt.Errorf("record verification %s: encode: %w", v.VerificationID, err)
 	}
 	key := []byte(storekey.HistoryKey(v.VerifiedAt, v.VerificationID))
-	err = s.writes.updateDeferred(func(tx *bbolt.Tx) error {
+	return func(tx *bbolt.Tx) error {
 		history, err := tx.CreateBucketIfNotExists(bucketHistory)
 		if err != nil {
 			return err
@@ -487,12 +544,8 @@ func (s *Store) RecordVerification(ctx context.Context, v store.Verification) er
 		if err != nil {
 			return err
 		}
-		return addToAggregate(aggregates, v)
-	})
-	if err != nil {
-		return fmt.Errorf("record verification %s: %w", v.VerificationID, err)
-	}
-	return nil
+		return s.addToAggregate(aggregates, v)
+	}, nil
 }
 
 // An aggregate is stored as an 8-byte big-endian version followed by the aggregate's JSON. The
@@ -509,13 +562,19 @@ type legacyAggregate struct {
 }
 
 // addToAggregate adds v to its agent's aggregate inside the caller's write transaction.
-func addToAggregate(b *bbolt.Bucket, v store.Verification) error {
+func (s *Store) addToAggregate(b *bbolt.Bucket, v store.Verification) error {
 	var agg reputation.Aggregate
 	var version int64
 	if raw := b.Get([]byte(v.AgentID)); raw != nil {
 		var err error
-		if agg, version, err = decodeAggregate(raw); err != nil {
-			return err
+		var ok bool
+		if version, _, err = splitAggregate(raw); err != nil {
+			return fmt.Errorf("decode aggregate: %w", err)
+		}
+		if agg, ok = s.decoded.get(v.AgentID, raw); !ok {
+			if agg, version, err = decodeAggregate(raw); err != nil {
+				return err
+			}
 		}
 	}
 	agg.Add(v.Observation())
@@ -525,7 +584,12 @@ func addToAggregate(b *bbolt.Bucket, v store.Verification) error {
 	}
 	value := make([]byte, aggregateHeader, aggregateHeader+len(body))
 	binary.BigEndian.PutUint64(value, uint64(version+1))
-	return b.Put([]byte(v.AgentID), append(value, body...))
+	value = append(value, body...)
+	if err := b.Put([]byte(v.AgentID), value); err != nil {
+		return err
+	}
+	s.decoded.put(v.AgentID, value, agg)
+	return nil
 }
 
 func decodeAggregate(raw []byte) (reputation.Aggregate, int64, error) {
@@ -670,6 +734,7 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.writes.flush()
 	s.payments.writing.Wait()
+	s.journal.applying.Wait()
 	settleErr := s.settleCounters()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close bolt store: %w", err)

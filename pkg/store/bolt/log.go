@@ -41,31 +41,38 @@ var _ store.ReceiptLog = (*Store)(nil)
 
 func u64(n int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(n)) }
 
-// RecordReceipt implements store.ReceiptLog: the record and its pending leaf in one transaction,
-// on disk when it returns. The answer waits for it, so it never lingers for company as history
-// records do (WithHistoryLinger); it shares its commit with whatever other writes arrive while
-// the commit before it runs (groupCommit), which keeps one commit per many answers under load.
+// RecordReceipt implements store.ReceiptLog: the record and its pending leaf, on disk when it
+// returns, as one journal entry (journal.go) that many answers' share a synced commit with.
 func (s *Store) RecordReceipt(ctx context.Context, r store.Receipt) error {
-	return s.recordReceipt(ctx, r, s.writes.update)
+	return s.appendJournal(ctx, journalEntry{Receipt: r})
 }
 
-// recordReceipt is RecordReceipt with the write transaction run by write (BenchmarkReceiptDurability
-// compares it with a write that lingers, as the local server's used to, and with a commit of its
-// own).
-func (s *Store) recordReceipt(ctx context.Context, r store.Receipt, write func(func(*bbolt.Tx) error) error) error {
+var _ store.ReceiptWithHistory = (*Store)(nil)
+
+// RecordReceiptWithHistory implements store.ReceiptWithHistory: the receipt and v's history
+// record in one journal entry, on disk when it returns. The local server records every public
+// answer so: its history is as durable as its receipt.
+func (s *Store) RecordReceiptWithHistory(ctx context.Context, r store.Receipt, v store.Verification) error {
+	return s.appendJournal(ctx, journalEntry{Receipt: r, History: &v})
+}
+
+// receiptWrite is the write of r's record and pending leaf, once: a receipt recorded already, or
+// a leaf pending or sequenced already, is not written again.
+func receiptWrite(r store.Receipt) (func(*bbolt.Tx) error, error) {
 	if err := storekey.CheckID("verification id", r.VerificationID); err != nil {
-		return fmt.Errorf("record receipt: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return err
+		return nil, fmt.Errorf("record receipt: %w", err)
 	}
 	rec, err := json.Marshal(r)
 	if err != nil {
-		return fmt.Errorf("record receipt %s: %w", r.VerificationID, err)
+		return nil, fmt.Errorf("record receipt %s: %w", r.VerificationID, err)
 	}
-	value := append(encodeExpiry(r.Expires.Unix()), rec...)
+	return receiptWriteOf(r, append(encodeExpiry(r.Expires.Unix()), rec...)), nil
+}
+
+// receiptWriteOf is receiptWrite of r with its stored value (expiry and JSON) made already.
+func receiptWriteOf(r store.Receipt, value []byte) func(*bbolt.Tx) error {
 	id := []byte(r.VerificationID)
-	err = write(func(tx *bbolt.Tx) error {
+	return func(tx *bbolt.Tx) error {
 		if getIn(tx, bucketReceipts, id) != nil {
 			return nil // recorded already
 		}
@@ -87,17 +94,19 @@ func (s *Store) recordReceipt(ctx context.Context, r store.Receipt, write func(f
 			return err
 		}
 		return putIn(tx, bucketPendingIDs, id, u64(int64(seq)))
-	})
-	if err != nil {
-		return fmt.Errorf("record receipt %s: %w", r.VerificationID, err)
 	}
-	return nil
 }
 
 // Receipt implements store.ReceiptLog.
 func (s *Store) Receipt(ctx context.Context, id string) (store.Receipt, bool, error) {
 	if err := storekey.CheckID("verification id", id); err != nil {
 		return store.Receipt{}, false, fmt.Errorf("receipt: %w", err)
+	}
+	if r, ok := s.journaledReceipt(id); ok {
+		if storekey.Expired(r.Expires.Unix(), s.now()) {
+			return store.Receipt{}, false, nil
+		}
+		return r, true, nil
 	}
 	var r store.Receipt
 	var found bool
@@ -385,7 +394,7 @@ func (s *Store) PendingLeaves(ctx context.Context, limit int) ([]translog.Leaf, 
 	if err != nil {
 		return nil, fmt.Errorf("pending leaves: %w", err)
 	}
-	return out, nil
+	return s.journaledLeaves(out, limit), nil
 }
 
 // DeletePendingLeaves implements translog.Storage.
@@ -393,6 +402,7 @@ func (s *Store) DeletePendingLeaves(ctx context.Context, ids []string) error {
 	if err := s.writes.update(func(tx *bbolt.Tx) error { return deletePending(tx, ids) }); err != nil {
 		return fmt.Errorf("delete pending leaves: %w", err)
 	}
+	s.journalSequenced(ids)
 	return nil
 }
 
