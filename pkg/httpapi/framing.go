@@ -19,7 +19,8 @@ import (
 // on; a refused head is never handed on: net/http reads a malformed request line in its place,
 // answers it with its own 400, which envelopeConn rewrites into the envelope, and closes the
 // connection. To find where the next head starts it follows the body's framing (Content-Length
-// bytes, or chunked chunks and trailers). When it cannot follow (a head over the header limit, a
+// bytes, or chunked chunks and trailers); a trailer line framed either way ends the body there,
+// cut short, and the connection with it. When it cannot follow (a head over the header limit, a
 // transfer coding or length net/http refuses, a malformed chunk) net/http refuses the request and
 // closes the connection itself, and the reader passes the rest through unchecked.
 type framingReader struct {
@@ -166,9 +167,10 @@ func (f *framingReader) headByte(c byte) {
 	}
 	switch {
 	case bad && f.state == readingTrailers:
-		// The request's head has gone on already, and its handler may be reading the body:
-		// net/http reads the trailers as it does, and the rest of the connection goes unchecked.
-		f.out, f.head, f.state = append(f.out, f.head...), nil, passing
+		// The request's head has gone on already, and its handler may be reading the body: the
+		// body ends here, cut short, so that its read fails and the request is refused, and the
+		// connection ends with it: what follows is never read as a request.
+		f.refused, f.head = true, nil
 	case bad:
 		f.refuse()
 	case header && len(line) == 0 && f.state == readingTrailers:

@@ -103,6 +103,27 @@ func TestAmbiguousFramingRefused(t *testing.T) {
 			}
 		})
 	}
+	// A trailer line framed two ways ends the chunked body there: the request is refused as a body
+	// that could not be read, the connection is closed, and what follows is never served.
+	for name, trailer := range map[string]string{
+		"obs-fold trailer": "X-T: 1\r\n " + canary + "\r\n",
+		"bare LF trailer":  "X-T: " + canary + "\n",
+		"bare CR trailer":  "X-T: 1\rX-U: " + canary + "\r\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			raw := "POST /verify/schema HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n" + trailer + "\r\n" + health
+			resps, bodies, err := conversation(t, addr, raw, 1)
+			if resps[0].StatusCode != 422 || !strings.Contains(string(bodies[0]), "body could not be read") || !resps[0].Close {
+				t.Errorf("%d close=%v %s, want the request refused as an unreadable body", resps[0].StatusCode, resps[0].Close, bodies[0])
+			}
+			if strings.Contains(string(bodies[0]), canary) {
+				t.Errorf("the answer quotes the request: %s", bodies[0])
+			}
+			if !errors.Is(err, io.EOF) {
+				t.Errorf("after the refusal the connection gave %v, want EOF (closed, the GET never served)", err)
+			}
+		})
+	}
 	// Framed one way, whatever the body's framing: served, on a connection kept open.
 	for name, c := range map[string]struct {
 		raw  string
