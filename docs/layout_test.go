@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -24,6 +25,7 @@ const (
 	vocabularyLayer = "Vocabulary"
 	groundLayer     = "Ground"
 	transportLayer  = "Transports"
+	adapterLayer    = "Adapters"
 	modulesTable    = "Modules"
 )
 
@@ -179,12 +181,37 @@ func goPackages(t *testing.T) map[string]goPackage {
 	if testing.Short() {
 		t.Skip("lists the packages with the go tool")
 	}
+	listed.once.Do(func() { listed.pkgs, listed.err = listPackages() })
+	if listed.err != nil {
+		t.Fatal(listed.err)
+	}
+	return listed.pkgs
+}
+
+// listed is goPackages' one listing, shared by the tests of a run.
+var listed struct {
+	once sync.Once
+	pkgs map[string]goPackage
+	err  error
+}
+
+// listPackages runs the go tool for goPackages.
+func listPackages() (map[string]goPackage, error) {
+	var err error
 	list := func(args ...string) []string {
+		if err != nil {
+			return nil
+		}
 		cmd := exec.Command("go", append([]string{"list"}, args...)...)
 		cmd.Dir = ".."
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go list %v: %v", args, err)
+		out, e := cmd.Output()
+		if e != nil {
+			var msg []byte
+			if exit, ok := e.(*exec.ExitError); ok {
+				msg = exit.Stderr
+			}
+			err = fmt.Errorf("go list %v: %w\n%s", args, e, msg)
+			return nil
 		}
 		return strings.Split(strings.TrimSpace(string(out)), "\n")
 	}
@@ -202,7 +229,7 @@ func goPackages(t *testing.T) map[string]goPackage {
 		gp.project = true
 		pkgs[p] = gp
 	}
-	return pkgs
+	return pkgs, err
 }
 
 func relative(path string) string {
@@ -339,13 +366,35 @@ func TestVocabularyLinksNoEngineStoreTransportOrAWS(t *testing.T) {
 // transports are the rows under "### Transports" (REST and MCP today; an A2A binding joins them
 // with its row).
 func TestTransportsNeverLinkEachOther(t *testing.T) {
+	noneLinksAnother(t, transportLayer, 2, false)
+}
+
+// No adapter imports another (STYLE: adapters never import each other): a store, a key source,
+// the payments and the metrics exporter each stand alone behind the application's interfaces.
+// Only direct imports count: the application itself imports pkg/x402's payment types, so every
+// adapter that imports the application links pkg/x402.
+func TestAdaptersNeverImportEachOther(t *testing.T) {
+	noneLinksAnother(t, adapterLayer, 2, true)
+}
+
+// noneLinksAnother fails for every package of a layer's table that links another of that table
+// (imports it, when direct).
+func noneLinksAnother(t *testing.T, layer string, min int, direct bool) {
+	t.Helper()
 	pkgs := goPackages(t)
-	l := readLayout(t)
-	transports := l.layer(t, transportLayer, 2)
-	for _, a := range transports {
-		others := func(p string) bool { return p != a && slices.Contains(transports, p) }
+	members := readLayout(t).layer(t, layer, min)
+	for _, a := range members {
+		others := func(p string) bool { return p != a && slices.Contains(members, p) }
+		if direct {
+			for _, imp := range pkgs[a].imports {
+				if others(imp) {
+					t.Errorf("%s (### %s in docs/%s) imports %s, another package of its layer", a, layer, layoutDoc, imp)
+				}
+			}
+			continue
+		}
 		if chain := linkChain(pkgs, a, others); chain != "" {
-			t.Errorf("transport %s links another transport: %s", a, chain)
+			t.Errorf("%s (### %s in docs/%s) links another package of its layer: %s", a, layer, layoutDoc, chain)
 		}
 	}
 }
