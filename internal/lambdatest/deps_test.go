@@ -141,3 +141,46 @@ func importChain(t *testing.T, root, pkg, target string) string {
 	}
 	return ""
 }
+
+// linkedBaseline is how many packages each function's binary links today (`go list -deps` for
+// linux with lambdatest.BuildTags, standard library included): every package is size and
+// cold-start time, so a function may link fewer, never more. A change that must add packages
+// (or a Go release that splits the standard library further) updates the number here, and its
+// commit says why; one that removes some lowers it. To see the counts:
+//
+//	for f in functions/*; do echo $f $(GOOS=linux CGO_ENABLED=0 go list -deps -tags lambda.norpc,nethttpomithttp2 ./$f | wc -l); done
+var linkedBaseline = map[string]int{
+	"log":       307,
+	"mcp":       361,
+	"score":     308,
+	"verify":    331,
+	"wellknown": 310,
+}
+
+// No Lambda function links more packages than its baseline, and every function has one.
+func TestFunctionsLinkNoMoreThanTheirBaseline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("lists the functions' dependencies with the go tool")
+	}
+	deps, err := lambdatest.FunctionDeps(repoRoot(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for group, pkgs := range deps {
+		base, ok := linkedBaseline[group]
+		switch {
+		case !ok:
+			t.Errorf("functions/%s has no entry in linkedBaseline: add %q: %d", group, group, len(pkgs))
+		case len(pkgs) > base:
+			t.Errorf("functions/%s links %d packages, %d more than its baseline of %d: list them with `GOOS=linux CGO_ENABLED=0 go list -deps -tags %s ./functions/%s` and drop what its routes do not need",
+				group, len(pkgs), len(pkgs)-base, base, lambdatest.BuildTags, group)
+		case len(pkgs) < base:
+			t.Logf("functions/%s links %d packages, %d fewer than its baseline: lower linkedBaseline[%q] to %d", group, len(pkgs), base-len(pkgs), group, len(pkgs))
+		}
+	}
+	for group := range linkedBaseline {
+		if _, ok := deps[group]; !ok {
+			t.Errorf("linkedBaseline names functions/%s, which does not exist: remove its entry", group)
+		}
+	}
+}
