@@ -63,9 +63,9 @@ type Server struct {
 
 // New builds the MCP server over svc. It reads no request and touches no store, so it can run at
 // cold start. The SDK's part is built on a goroutine of its own, which the first request waits
-// for: registering the tools decodes their schemas (tens of KB of JSON) only to check them, about
-// 1.5 ms of a Lambda function's cold start that can overlap the runtime's fetching of the first
-// event instead of preceding it.
+// for: registering the tools decodes their JSON schemas only to check them, work of a Lambda
+// function's cold start that can overlap the runtime's fetching of the first event instead of
+// preceding it.
 func New(svc *service.Service) *Server {
 	s := &Server{svc: svc, ready: make(chan struct{})}
 	if u, err := url.Parse(svc.BaseURL()); err == nil {
