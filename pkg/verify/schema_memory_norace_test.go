@@ -11,7 +11,7 @@ import (
 
 // The heap tests compare the cache's accounting with the runtime's count of the plain build,
 // the one that runs: the race detector's allocator does not pack small objects together (enum
-// strings cost a third more), and it makes these tests take minutes.
+// strings cost more under it), and it makes these tests slow.
 
 // memKept compiles n copies of a schema and returns them with what each keeps on the heap, as
 // the runtime counts it (the documents they were compiled from dropped).

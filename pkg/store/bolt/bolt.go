@@ -330,8 +330,8 @@ const evmPaymentPrefix = "eip155:"
 // write does on DynamoDB.
 //
 // An EVM payment's reservation is then written with the next commit of the history
-// (WithHistoryLinger) rather than in a commit of its own that the paid request waits for: those
-// commits were a third of the server's commits and most of a paid request's time under load. A
+// (WithHistoryLinger) rather than in a commit of its own that the paid request waits for: under
+// load such commits, each with its syncs, would be where a paid request's time goes. A
 // crash can therefore lose the reservations of the last moments (at most the linger and one
 // commit). That costs no safety: a payment whose reservation was lost was either never settled,
 // and using it again is its first use, or settled, and then the token contract refuses its spent
