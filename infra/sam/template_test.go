@@ -242,7 +242,7 @@ func load(t *testing.T) parsed {
 	return loaded
 }
 
-// rawResource returns resource name's Properties from the raw document.
+// rawProperties returns resource name's Properties from the raw document.
 func (p parsed) rawProperties(name string) map[string]any {
 	res, _ := p.raw["Resources"].(map[string]any)
 	r, _ := res[name].(map[string]any)

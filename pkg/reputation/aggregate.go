@@ -82,6 +82,7 @@ func (a Aggregate) Clone() Aggregate {
 	return a
 }
 
+// Add counts one verification. The order in which verifications are added does not change the
 // result (beyond floating point rounding of the weighted sums).
 func (a *Aggregate) Add(o Observation) {
 	at := o.VerifiedAt.UTC()

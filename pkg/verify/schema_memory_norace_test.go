@@ -35,7 +35,7 @@ func memKept(t *testing.T, raw func(tag int) string, n int) ([]*Schema, int) {
 	return kept, (int(after.HeapAlloc) - int(before.HeapAlloc)) / n
 }
 
-// TestSchemaMemoryMeasured: what the cache charges for a compiled schema (heapBytes plus its
+// TestSchemaMemoryMeasured: what the cache charges for a compiled schema (HeapBytes plus its
 // margin) is at least what the runtime counts the schema keeping, and not far more, for schemas of
 // every shape at the request limits; and schemacheck.MemoryBound, the check made before compiling, is
 // at least the charge, so that a schema it admits cannot keep more than schemacheck.MaxSchemaMemory.

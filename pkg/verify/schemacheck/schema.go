@@ -836,7 +836,7 @@ type schNode struct {
 	boolean int8 // 1 for the schema true, -1 for false, 0 for an object schema
 	draft   int
 
-	types    uint8 // schT* bits; 0 when type is absent
+	types    uint8 // schTypeBit bits; 0 when type is absent
 	minI     schBound
 	maxI     schBound
 	exMinI   schBound
