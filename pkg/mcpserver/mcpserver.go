@@ -1,15 +1,6 @@
 // Package mcpserver serves the verifier as an MCP server (SPEC §10): Streamable HTTP at /mcp with
-// the official Go SDK, stateless and answering plain JSON, so that every request stands alone on
-// Lambda. Its tools, verify_schema and get_verification_record, call the same operations of
-// pkg/service as the REST routes (Verify and Score): the same admission, checks and signed
-// answers, the same free allowance per client IP, the same x402 payments (over the MCP transport
-// of §8.4) and the same history. The tools only translate a call to the service and render its
-// outcome as a tool result; the package imports no other transport (the router and error envelope
-// are pkg/edge's).
-//
-// The package is the only one that imports the MCP SDK; the local server mounts it through
-// httpapi.Handler's extra mounts and functions/mcp serves it alone, so the other Lambda binaries
-// never link the SDK.
+// the official Go SDK, stateless and answering plain JSON, its tools calling the same operations
+// of pkg/service as the REST routes.
 package mcpserver
 
 import (
@@ -42,6 +33,15 @@ const rpcOverhead = x402.MaxHeaderBytes + 16<<10
 
 // Server is the MCP endpoint over one Service. Build it once per process; it is safe for
 // concurrent use.
+//
+// It is stateless so that every request stands alone on Lambda. Its tools, verify_schema and
+// get_verification_record, call the service's Verify and Score as the REST routes do: the same
+// admission, checks and signed answers, the same free allowance per client IP, the same x402
+// payments (over the MCP transport of §8.4) and the same history. The tools only translate a call
+// to the service and render its outcome as a tool result; the package imports no other transport
+// (the router and error envelope are pkg/edge's). It is the only package that imports the MCP
+// SDK; the local server mounts it through httpapi.Handler's extra mounts and functions/mcp serves
+// it alone, so the other Lambda binaries never link the SDK.
 type Server struct {
 	svc *service.Service
 	// jsonHandler answers with application/json (every client that accepts it); sseHandler
