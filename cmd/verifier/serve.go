@@ -44,22 +44,25 @@ const maxHeaderBytes = x402.MaxHeaderBytes + 16<<10
 
 // historyWriters is how many history writes may be in flight at once. The embedded store lets
 // history writes wait up to 100 ms for company and commits them together, so a writer may wait that
-// long plus a commit for each record: 1,024 keep ahead of about 8,000 verifications/s. When
-// they still fall behind, the queue fills and requests record for themselves (backpressure).
+// long plus a commit for each record, and the writers in flight must outnumber the verifications
+// the server answers in that time. When they still fall behind, the queue fills and requests
+// record for themselves (backpressure).
 const historyWriters = 1024
 
 // gcPercent is the garbage collector's GOGC for the local server unless the operator sets GOGC.
-// The live heap is small (compiled schemas and connections, about 20 MB) while every verification
-// allocates, so Go's default of 100 collects several times a second under load and cost 12–14% of
-// the server's CPU in profiles; at 400 that falls to about 4%, for a heap of about 100 MB.
+// The live heap is small (compiled schemas and connections) while every verification allocates,
+// so Go's default of 100 collects several times a second under load and the collector takes a
+// large share of the server's CPU in profiles; 400 collects a quarter as often, for a heap up to
+// five times what is live.
 const gcPercent = 400
 
 // memoryLimit is the collector's soft memory limit for the local server unless the operator sets
 // GOMEMLIMIT. At gcPercent the heap may grow to five times what is live before a collection, and
 // what is live includes a schema cache of up to verify.SchemaCacheBytes: without a limit, a stream
-// of distinct large schemas took the server to 480 MB resident for a 64 MiB cache. With it the
-// collector runs as often as it must near the limit, which leaves room for the cache, a full
-// set of concurrent verifications and the collector's own slack (TestServeMemoryUnderLargeSchemas).
+// of distinct large schemas took the server's resident memory to several times the cache's bound.
+// With it the collector runs as often as it must near the limit, which leaves room for the cache, a
+// full set of concurrent verifications and the collector's own slack
+// (TestServeMemoryUnderLargeSchemas).
 const memoryLimit = 4 * verify.SchemaCacheBytes
 
 const serveSynopsis = `  verifier serve [--addr 127.0.0.1:8080] [--data DIR] [--metrics-addr ADDRESS]

@@ -70,8 +70,8 @@ func main() {
 	flag.StringVar(&c.benchtime, "benchtime", "", "go test -benchtime (default: go test's own)")
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "length of each loadgen phase")
 	conns := flag.String("conns", "32,128,256", "loadgen connection counts to try, comma-separated")
-	// 15, not 5: hello's median first invoke read 19.4, 22.9 and 27.4 ms in three runs of five on
-	// one afternoon, and the same tree's mcp ratio 2.39x and 1.89x minutes apart.
+	// 15, not 5: the median of five first invokes moved from run to run on the same tree, and so
+	// did a function's ratio to hello, minutes apart.
 	flag.IntVar(&c.runs, "runs", 15, "cold starts measured per Lambda binary")
 	flag.StringVar(&c.verifier, "bin", "bin/verifier", "the verifier binary loadgen serves (make verifier)")
 	flag.StringVar(&c.rie, "rie", "", "the aws-lambda-rie binary (default: bin/tools/aws-lambda-rie, from make tools)")

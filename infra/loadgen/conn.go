@@ -10,10 +10,10 @@ import (
 )
 
 // pool holds keep-alive HTTP/1.1 connections to the server, written and read directly. The load
-// generator shares the two cores with the server it measures, so it spends as little of them as
-// it can: net/http's client cost about 90 µs of CPU per request here, a third of what the server
-// spends answering it. The server is the project's own, so the client needs only what it sends:
-// POST with a Content-Length, and answers framed by Content-Length or chunked.
+// generator shares the two cores with the server it measures, so it spends as little of them as it
+// can: net/http's client spends a sizeable share of what the server spends answering a request, CPU
+// the server would not get. The server is the project's own, so the client needs only what it
+// sends: POST with a Content-Length, and answers framed by Content-Length or chunked.
 type pool struct {
 	addr string // host:port
 	idle chan *conn

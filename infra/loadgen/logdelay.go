@@ -146,9 +146,9 @@ func (p *logProbe) send() {
 	}
 }
 
-// finish stops sending, waits until the checkpoint holds every probed answer (at most
-// probeSettle after the last record is sequenced), and returns each probed answer's integration
-// delay, sorted; ok is false when the server keeps no log.
+// finish stops sending, waits until the checkpoint holds every probed answer (at most probeWait
+// after the load), and returns each probed answer's integration delay, sorted; ok is false when the
+// server keeps no log.
 func (p *logProbe) finish() (delays []time.Duration, ok bool, err error) {
 	p.stopSending()
 	defer func() { close(p.stop); p.wg.Wait() }()

@@ -242,7 +242,7 @@ func load(t *testing.T) parsed {
 	return loaded
 }
 
-// rawResource returns resource name's Properties from the raw document.
+// rawProperties returns resource name's Properties from the raw document.
 func (p parsed) rawProperties(name string) map[string]any {
 	res, _ := p.raw["Resources"].(map[string]any)
 	r, _ := res[name].(map[string]any)
@@ -1411,7 +1411,7 @@ func storeOperations(t *testing.T) map[string][]string {
 func TestRolesAllowTheStoreCalls(t *testing.T) {
 	tmpl := load(t)
 	ops := storeOperations(t)
-	// The derivation itself: the store's SDK calls are where the package comment says they are.
+	// The derivation itself: the store's SDK calls are where Fold's and getItem's code makes them.
 	if got := ops["getItem"]; !slices.Equal(got, []string{"GetItem"}) {
 		t.Fatalf("derived operations of getItem = %v, want [GetItem]: the derivation is broken", got)
 	}

@@ -1,21 +1,7 @@
 // Package kmstest is a KMS for tests: an HTTP server on 127.0.0.1 speaking the KMS API's JSON
-// protocol (application/x-amz-json-1.1, X-Amz-Target TrentService.<operation>) for the three
-// operations the service calls, with one Ed25519 signing key and one symmetric key inside it.
-// Its answers follow the shapes the KMS API reference documents:
-//
-//   - GetPublicKey: KeyId, KeySpec ECC_NIST_EDWARDS25519, KeyUsage SIGN_VERIFY, PublicKey (the
-//     base64 of the DER SubjectPublicKeyInfo), SigningAlgorithms [ED25519_SHA_512,
-//     ED25519_PH_SHA_512];
-//   - Sign: with SigningAlgorithm ED25519_SHA_512 and MessageType RAW, a Message of at most 4096
-//     bytes, the Ed25519 signature (RFC 8032) as Signature, with KeyId and SigningAlgorithm; any
-//     other algorithm or message type is InvalidKeyUsageException, a longer message
-//     ValidationException;
-//   - Decrypt: the plaintext of a ciphertext blob Encrypt made (here: the blob the test got from
-//     Ciphertext), as Plaintext with KeyId and EncryptionAlgorithm SYMMETRIC_DEFAULT.
-//
-// Errors are the protocol's: status 400 and {"__type": ..., "message": ...}. local-kms, the
-// usual local KMS, has no ECC_NIST_EDWARDS25519 key spec, which is why this package exists.
-// Every request must be SigV4-signed for the kms service, as the SDK's client signs it.
+// protocol for the three operations the service calls, with one Ed25519 signing key and one
+// symmetric key inside it. local-kms, the usual local KMS, has no ECC_NIST_EDWARDS25519 key spec,
+// which is why this package exists.
 package kmstest
 
 import (
@@ -95,6 +81,21 @@ func (s *Server) Ciphertext(plain []byte) []byte {
 	return blob
 }
 
+// serve answers one request of the protocol (application/x-amz-json-1.1, X-Amz-Target
+// TrentService.<operation>). Its answers follow the shapes the KMS API reference documents:
+//
+//   - GetPublicKey: KeyId, KeySpec ECC_NIST_EDWARDS25519, KeyUsage SIGN_VERIFY, PublicKey (the
+//     base64 of the DER SubjectPublicKeyInfo), SigningAlgorithms [ED25519_SHA_512,
+//     ED25519_PH_SHA_512];
+//   - Sign: with SigningAlgorithm ED25519_SHA_512 and MessageType RAW, a Message of at most 4096
+//     bytes, the Ed25519 signature (RFC 8032) as Signature, with KeyId and SigningAlgorithm; any
+//     other algorithm or message type is InvalidKeyUsageException, a longer message
+//     ValidationException;
+//   - Decrypt: the plaintext of a ciphertext blob Encrypt made (here: the blob the test got from
+//     Ciphertext), as Plaintext with KeyId and EncryptionAlgorithm SYMMETRIC_DEFAULT.
+//
+// Errors are the protocol's: status 400 and {"__type": ..., "message": ...}. Every request must
+// be SigV4-signed for the kms service, as the SDK's client signs it.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if auth := r.Header.Get("Authorization"); !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=") || !strings.Contains(auth, "/kms/aws4_request") {
 		fail(w, http.StatusBadRequest, "MissingAuthenticationTokenException", "Request is missing Authentication Token")

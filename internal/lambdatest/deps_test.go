@@ -12,8 +12,8 @@ import (
 
 const (
 	module = "github.com/agent-output-verifier/verifier/"
-	// jsonSchemaLibrary is the engine's JSON Schema library. Its package initialization was 5.6 to
-	// 6.0 ms of the 7 to 8 ms each function spent initializing packages at a cold start, and only
+	// jsonSchemaLibrary is the engine's JSON Schema library. Its package initialization is most of
+	// what a function spends initializing packages at a cold start (docs/PERFORMANCE.md), and only
 	// the functions that verify need it.
 	jsonSchemaLibrary = "github.com/santhosh-tekuri/jsonschema"
 	// embeddedStore is the local server's embedded store's database. A function's file system is

@@ -44,10 +44,10 @@ const (
 
 // BuildTags are the build tags of every Lambda binary, in the form `go build -tags` takes.
 // lambda.norpc leaves out aws-lambda-go's RPC mode, which only the retired go1.x runtime used;
-// nethttpomithttp2 leaves out net/http's bundled HTTP/2 (about 330 KB and its package
-// initialisation in every binary), since everything a function calls speaks HTTP/1.1: the Lambda
-// runtime API, the AWS JSON APIs, and any HTTPS facilitator. The Makefile's LAMBDA_TAGS must be
-// the same (infra/sam checks it), and the bench builds its hello baseline with them too.
+// nethttpomithttp2 leaves out net/http's bundled HTTP/2 (its code and its package initialisation in
+// every binary), since everything a function calls speaks HTTP/1.1: the Lambda runtime API, the AWS
+// JSON APIs, and any HTTPS facilitator. The Makefile's LAMBDA_TAGS must be the same (infra/sam
+// checks it), and the bench builds its hello baseline with them too.
 const BuildTags = "lambda.norpc,nethttpomithttp2"
 
 // RIEPath is where `make tools` installs the emulator.

@@ -1,23 +1,5 @@
 // Package client is a Go client of the Agent Output Verifier that trusts nothing it receives
 // unchecked and can pay for itself.
-//
-// Every signed answer (verify, deliverable, score, reputation) is checked before the caller sees
-// it: its Ed25519 attestation under the route's context, with the keys of the service's agent
-// card (fetched once, cached, fetched again when an answer names a key version the cache does not
-// know), and, for verifications, the output, schema, rules and request hashes recomputed from the
-// very bytes the client sent. The checks use pkg/receipt's verifier, whose canonicalizer
-// (gowebpki/jcs) is independent of the one the service signs with. A bad receipt is an error
-// (*ReceiptError), never a silent pass.
-//
-// With a Payer (NewEVMPayer), a 402 answer is paid on the spot: the client picks the cheapest
-// requirement the payer supports at a known USDC price, refuses it without signing anything when
-// the price is over the cap per call (WithMaxPrice) or over what is left of the client's budget
-// (WithBudget), and otherwise sends the request again with a signed PAYMENT-SIGNATURE.
-//
-// Errors are typed: *APIError carries the service's error envelope (code, status, fields,
-// retryable), *PaymentRequiredError the decoded PaymentRequired and the caller's free_trial
-// state, *SpendingCapError a payment refused by the caps. Calls are retried only when the
-// service says the error is retryable, after its retry_after.
 package client
 
 import (
@@ -97,6 +79,19 @@ const userAgent = "agent-output-verifier-go-client/1"
 
 // Client calls one Agent Output Verifier deployment. It is safe for concurrent use; its key cache
 // and budget are shared by all calls.
+//
+// Every signed answer (verify, deliverable, score, reputation) is checked before the caller sees
+// it: its Ed25519 attestation under the route's context, with the keys of the service's agent
+// card (fetched once, cached, fetched again when an answer names a key version the cache does not
+// know), and, for verifications, the output, schema, rules and request hashes recomputed from the
+// very bytes the client sent. The checks use pkg/receipt's verifier, whose canonicalizer
+// (gowebpki/jcs) is independent of the one the service signs with. A bad receipt is an error
+// (*ReceiptError), never a silent pass.
+//
+// Errors are typed: *APIError carries the service's error envelope (code, status, fields,
+// retryable), *PaymentRequiredError the decoded PaymentRequired and the caller's free_trial
+// state, *SpendingCapError a payment refused by the caps. Calls are retried only when the
+// service says the error is retryable, after its retry_after.
 type Client struct {
 	base      string
 	http      *http.Client

@@ -15,6 +15,11 @@ import (
 
 // Payer signs x402 payments. The client asks it only about requirements the service offered, and
 // only after the price passed the client's caps: a Payer signs whatever it is given.
+//
+// With a Payer (NewEVMPayer), a 402 answer is paid on the spot: the client picks the cheapest
+// requirement the payer supports at a known USDC price, refuses it without signing anything when
+// the price is over the cap per call (WithMaxPrice) or over what is left of the client's budget
+// (WithBudget), and otherwise sends the request again with a signed PAYMENT-SIGNATURE.
 type Payer interface {
 	// Supports tells whether the payer can pay r (its scheme, network, asset and extras).
 	Supports(r x402.Requirements) bool

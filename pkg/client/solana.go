@@ -13,12 +13,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/oasisprotocol/curve25519-voi/curve"
 
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
@@ -326,38 +327,12 @@ func associatedTokenAccount(owner, mint [32]byte) ([32]byte, error) {
 	return [32]byte{}, errors.New("solana payer: no token account address for this owner and mint")
 }
 
-// Ed25519's field prime 2^255 - 19 and curve constant d = -121665/121666.
-var (
-	ed25519P = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 255), big.NewInt(19))
-	ed25519D = func() *big.Int {
-		d := new(big.Int).ModInverse(big.NewInt(121666), ed25519P)
-		d.Mul(d, big.NewInt(-121665))
-		return d.Mod(d, ed25519P)
-	}()
-)
-
 // onEd25519Curve reports whether b decompresses to a point of the curve, as Solana decides it for
-// program addresses: with y the low 255 bits, x^2 = (y^2 - 1) / (d y^2 + 1) must have a root.
+// program addresses (curve25519-dalek's decompress, which curve25519-voi ports): y is the low 255
+// bits reduced modulo 2^255 - 19, and x^2 = (y^2 - 1) / (d y^2 + 1) must have a root.
 func onEd25519Curve(b [32]byte) bool {
-	le := b
-	le[31] &= 0x7f
-	for i, j := 0, 31; i < j; i, j = i+1, j-1 {
-		le[i], le[j] = le[j], le[i]
-	}
-	y := new(big.Int).SetBytes(le[:])
-	y.Mod(y, ed25519P)
-	y2 := new(big.Int).Mul(y, y)
-	u := new(big.Int).Sub(y2, big.NewInt(1))
-	v := y2.Mul(y2, ed25519D)
-	v.Add(v, big.NewInt(1))
-	x2 := u.Mul(u, v.ModInverse(v.Mod(v, ed25519P), ed25519P))
-	x2.Mod(x2, ed25519P)
-	if x2.Sign() == 0 {
-		return true
-	}
-	// Euler's criterion: x2 is a square exactly when x2^((p-1)/2) = 1.
-	e := new(big.Int).Rsh(new(big.Int).Sub(ed25519P, big.NewInt(1)), 1)
-	return new(big.Int).Exp(x2, e, ed25519P).Cmp(big.NewInt(1)) == 0
+	_, err := new(curve.EdwardsPoint).SetCompressedY((*curve.CompressedEdwardsY)(&b))
+	return err == nil
 }
 
 // latestBlockhash reads a recent blockhash with the cluster's getLatestBlockhash.

@@ -1,16 +1,7 @@
 // Package discovery serves the documents that let agents and people find, understand and trust
-// the service (SPEC §11): the OpenAPI 3.1 description, the interactive docs viewer, llms.txt and
-// llms-full.txt, and the RFC 9727 API catalog. Each is generated from the code's own sources (the
-// route table, the request and response schemas, the error codes, the live configuration) and the
-// worked examples are the engine's answers, generated ahead into examples.json and held to the
-// engine by a test (see examples.go), so no document can drift from the service and the function
-// that serves them does not link the engine.
-//
-// The package embeds the docs viewer's assets, so only the binaries that serve these routes import
-// it: functions/wellknown and the local server. The agent card, /health, the index and the x402
-// manifest are here too (MountWellKnown), so that every discovery document is in one place; the
-// package reads the service (pkg/service) and shares the HTTP edge (pkg/edge) with REST and MCP,
-// and imports neither transport.
+// the service (SPEC §11): the OpenAPI 3.1 description, the docs viewer, llms.txt, llms-full.txt,
+// the RFC 9727 API catalog, the agent card, /health, the index and the x402 manifest, each
+// generated from the code's own sources so that none can drift from the service.
 package discovery
 
 import (
@@ -39,6 +30,14 @@ const (
 // Documents builds and serves the discovery documents of one service. They depend only on the
 // code and the configuration, so each is built once, on first use (never at cold start: a Lambda
 // that answers /health should not pay for running the worked examples).
+//
+// Each is generated from the route table, the request and response schemas, the error codes and
+// the live configuration; the worked examples are the engine's answers, generated ahead into
+// examples.json and held to the engine by a test (see examples.go), so the function that serves
+// them does not link the engine. The package embeds the docs viewer's assets, so only the
+// binaries that serve these routes import it: functions/wellknown and the local server. It reads
+// the service (pkg/service) and shares the HTTP edge (pkg/edge) with REST and MCP, and imports
+// neither transport.
 type Documents struct {
 	svc *service.Service
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// The docs viewer is a small handwritten page (HTML, vanilla JavaScript and CSS, about 20 KB):
+// The docs viewer is a small handwritten page (HTML, vanilla JavaScript and CSS):
 // third-party OpenAPI viewers are megabytes, which every cold start of the wellknown function
 // would pay for. Its assets are embedded in the binary and inlined into one page, so /docs is a
 // single response that needs nothing from any other host.

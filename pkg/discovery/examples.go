@@ -21,7 +21,7 @@ import (
 // The engine does not run in the function that serves the documents: that would link the JSON
 // Schema library into it, whose package initialization was most of the function's. The answers
 // are generated ahead into examples.json (`go test ./pkg/discovery -run TestWorkedExamples
-// -update`), made at exampleBaseURL by a build of version generatedVersion; a test in `make test`
+// -update`), made at exampleBaseURL by a build of the version they record; a test in `make test`
 // regenerates them with the real engine and fails when the checked-in file differs. When the
 // documents are built, each signed answer gets the deployment's base URL in its verify block and
 // this build's version, and is signed again with the example key: what the engine decided (the

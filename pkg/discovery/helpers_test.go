@@ -51,7 +51,7 @@ func (fakePayer) Config() x402.Config {
 	return x402.Config{PayToEVM: payee, Networks: []string{x402.NetworkBase}}
 }
 
-// testKey is a deterministic key of the test deployment; previousKey one it signed with before.
+// testKey is a deterministic key of the test deployment, from its version and a seed byte.
 func testKey(version string, b byte) receipt.Key {
 	return receipt.Key{Version: version, Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{b}, ed25519.SeedSize))}
 }

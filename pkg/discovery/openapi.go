@@ -87,7 +87,7 @@ func tileOp(partial bool) operation {
 	}
 }
 
-// refs to components.
+// schemaRef, headerRef, paramRef and responseRef are $refs to the components of their kind.
 func schemaRef(name string) object   { return obj("$ref", "#/components/schemas/"+name) }
 func headerRef(name string) object   { return obj("$ref", "#/components/headers/"+name) }
 func paramRef(name string) object    { return obj("$ref", "#/components/parameters/"+name) }

@@ -54,10 +54,9 @@ func Routes() []RouteInfo {
 	}
 }
 
-// MountWellKnown adds the index, /health, the agent card, the x402 manifest and the DID document
-// to rt: what every
-// server that signs needs for its keys to be found. Documents.Mount mounts them with the larger
-// documents (OpenAPI, the docs viewer, llms.txt, the API catalog).
+// MountWellKnown adds the index, /health, the agent card, the x402 manifest and the DID document to
+// rt: what every server that signs needs for its keys to be found. Documents.Mount mounts them with
+// the larger documents (OpenAPI, the docs viewer, llms.txt, the API catalog).
 func MountWellKnown(rt *edge.Router, svc *service.Service) {
 	s := wellKnown{svc}
 	rt.Handle(http.MethodGet, "/", s.handleIndex)

@@ -76,6 +76,7 @@ func reputationQuery(r *http.Request) (limit int, cursor string, err error) {
 	return limit, cursor, nil
 }
 
+// handleReputation is GET /reputation/{agent_id}: free, paginated, signed with the reputation
 // context.
 func (a api) handleReputation(w http.ResponseWriter, r *http.Request) {
 	id, err := agentIDFromPath(r, reputationPrefix)

@@ -1,15 +1,6 @@
 // Package mcpserver serves the verifier as an MCP server (SPEC §10): Streamable HTTP at /mcp with
-// the official Go SDK, stateless and answering plain JSON, so that every request stands alone on
-// Lambda. Its tools, verify_schema and get_verification_record, call the same operations of
-// pkg/service as the REST routes (Verify and Score): the same admission, checks and signed
-// answers, the same free allowance per client IP, the same x402 payments (over the MCP transport
-// of §8.4) and the same history. The tools only translate a call to the service and render its
-// outcome as a tool result; the package imports no other transport (the router and error envelope
-// are pkg/edge's).
-//
-// The package is the only one that imports the MCP SDK; the local server mounts it through
-// httpapi.Handler's extra mounts and functions/mcp serves it alone, so the other Lambda binaries
-// never link the SDK.
+// the official Go SDK, stateless and answering plain JSON, its tools calling the same operations
+// of pkg/service as the REST routes.
 package mcpserver
 
 import (
@@ -42,6 +33,15 @@ const rpcOverhead = x402.MaxHeaderBytes + 16<<10
 
 // Server is the MCP endpoint over one Service. Build it once per process; it is safe for
 // concurrent use.
+//
+// It is stateless so that every request stands alone on Lambda. Its tools, verify_schema and
+// get_verification_record, call the service's Verify and Score as the REST routes do: the same
+// admission, checks and signed answers, the same free allowance per client IP, the same x402
+// payments (over the MCP transport of §8.4) and the same history. The tools only translate a call
+// to the service and render its outcome as a tool result; the package imports no other transport
+// (the router and error envelope are pkg/edge's). It is the only package that imports the MCP
+// SDK; the local server mounts it through httpapi.Handler's extra mounts and functions/mcp serves
+// it alone, so the other Lambda binaries never link the SDK.
 type Server struct {
 	svc *service.Service
 	// jsonHandler answers with application/json (every client that accepts it); sseHandler
@@ -63,9 +63,9 @@ type Server struct {
 
 // New builds the MCP server over svc. It reads no request and touches no store, so it can run at
 // cold start. The SDK's part is built on a goroutine of its own, which the first request waits
-// for: registering the tools decodes their schemas (tens of KB of JSON) only to check them, about
-// 1.5 ms of a Lambda function's cold start that can overlap the runtime's fetching of the first
-// event instead of preceding it.
+// for: registering the tools decodes their JSON schemas only to check them, work of a Lambda
+// function's cold start that can overlap the runtime's fetching of the first event instead of
+// preceding it.
 func New(svc *service.Service) *Server {
 	s := &Server{svc: svc, ready: make(chan struct{})}
 	if u, err := url.Parse(svc.BaseURL()); err == nil {

@@ -1,13 +1,6 @@
 // Package receipt makes and checks the service's receipts: the SHA-256 hashes of the exact data a
 // verification saw, and the Ed25519 attestation that binds a response to them (SPEC §5 and §6).
-//
-// Two canonicalizers live here on purpose. The signer (Canonicalize, AppendCanonical, Key.Attest)
-// uses jsontext, the Go team's JSON v2 tokenizer, because it is fast and allocates once. The
-// verifier (VerifyAttestation, VerifyReceipt, RequestHashes) uses encoding/json and
-// gowebpki/jcs, an unrelated implementation of RFC 8785, so that a bug in one canonicalizer cannot
-// make a bad receipt look good: tests and a fuzz target keep the two byte-equal.
-//
-// The package is pure: bytes in, bytes out, no I/O, no clock and no randomness of its own.
+// It is pure: bytes in, bytes out, no I/O, no clock and no randomness of its own.
 package receipt
 
 import (
@@ -42,6 +35,12 @@ var ErrNumberRange = errors.New("number outside the IEEE-754 double range")
 // for every hash and signature the service makes: it rejects duplicate object names, invalid UTF-8,
 // lone surrogates, trailing data and numbers beyond the float64 range, and allocates once for the
 // result. raw is never modified.
+//
+// Two canonicalizers live here on purpose. The signer (Canonicalize, AppendCanonical, Key.Attest)
+// uses jsontext, the Go team's JSON v2 tokenizer, because it is fast and allocates once. The
+// verifier (VerifyAttestation, VerifyReceipt, RequestHashes) uses encoding/json and
+// gowebpki/jcs, an unrelated implementation of RFC 8785, so that a bug in one canonicalizer cannot
+// make a bad receipt look good: tests and a fuzz target keep the two byte-equal.
 func Canonicalize(raw []byte) ([]byte, error) {
 	return AppendCanonical(nil, raw)
 }

@@ -2,8 +2,8 @@ package receipt
 
 import "crypto/ed25519"
 
-// The signer's Ed25519 on amd64 is curve25519-voi's: its AVX2 code makes a signature about a
-// third cheaper than crypto/ed25519's there, and signing is most of a verification's cost. On
+// The signer's Ed25519 on amd64 is curve25519-voi's: its AVX2 code makes a signature cheaper than
+// crypto/ed25519's there, and signing is most of a verification's cost. On
 // other processors (the arm64 Lambda functions), with the purego build tag, and in FIPS 140-3
 // mode (GODEBUG=fips140=on), the signer is crypto/ed25519: curve25519-voi's portable code is no
 // faster than it, and FIPS mode asks for Go's own module. Ed25519 signing is deterministic

@@ -21,6 +21,19 @@ type Observation struct {
 
 // Aggregate is an agent's record, maintained by Add in O(1) per verification. Its JSON form is
 // what the stores persist, so its field names are a storage format: add fields, never rename them.
+//
+// The weighted sums are kept decayed to a reference instant (the newest verified_at seen): adding
+// a newer verification first multiplies both sums by 0.5^(Δdays/30) and moves the reference, an
+// older one is added already decayed, and a lookup decays the sums once more to its own time. Since
+// decay is multiplicative, the result does not depend on the order of the writes (up to floating
+// point rounding), and each write and each lookup is O(1): no history scan, ever.
+//
+// The aggregate also keeps exact totals, first and last seen, the sum of overall ratios (for the
+// mean), per-UTC-day counts of the newest 30 days (for last_30_days) and two small sketches for
+// distinct_tasks and distinct_callers (exact up to 63 distinct values, HyperLogLog beyond). Every
+// part merges the same whatever the order of the writes, which is what lets the stores apply
+// writes concurrently under optimistic concurrency and lets the tests check the aggregate against
+// a replay of the history.
 type Aggregate struct {
 	Verifications int64 `json:"verifications"`
 	Passed        int64 `json:"passed"`
@@ -69,6 +82,7 @@ func (a Aggregate) Clone() Aggregate {
 	return a
 }
 
+// Add counts one verification. The order in which verifications are added does not change the
 // result (beyond floating point rounding of the weighted sums).
 func (a *Aggregate) Add(o Observation) {
 	at := o.VerifiedAt.UTC()
@@ -196,7 +210,7 @@ type Score struct {
 	Effective, WeightedPassRate float64
 }
 
-// ScoreAt applies the formula (see the package comment) to the aggregate as of now.
+// ScoreAt applies the formula (see Method) to the aggregate as of now.
 func (a *Aggregate) ScoreAt(now time.Time) Score {
 	if a.Verifications == 0 {
 		return Score{Reason: "no_data", Confidence: Confidence(0)}

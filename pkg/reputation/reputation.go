@@ -2,8 +2,16 @@
 // stores keep up to date on every recorded verification, and the formula that turns it into a
 // score. It is pure (no I/O, no clock it is not given), so the stores, the HTTP layer and the
 // tests all compute exactly the same thing.
-//
-// # The formula (Method)
+package reputation
+
+import (
+	"math"
+	"time"
+)
+
+// Method is the versioned name of the formula, published with every score so that a buyer can tell
+// which formula produced it. Any change to the weights, the half-life, the interval, the rounding or
+// the confidence thresholds must change this name.
 //
 // Each verification weighs
 //
@@ -28,33 +36,9 @@
 // (Σw)²/Σw²: Kish's measure ignores the scale of the weights, so a hundred free calls would count
 // as a hundred, which is exactly the cheap evidence the weights discount. confidence is "low"
 // below 10 effective verifications, "medium" below 100 and "high" from 100 on.
-//
-// # The aggregate
-//
-// The weighted sums are kept decayed to a reference instant (the newest verified_at seen): adding
-// a newer verification first multiplies both sums by 0.5^(Δdays/30) and moves the reference, an
-// older one is added already decayed, and a lookup decays the sums once more to its own time. Since
-// decay is multiplicative, the result does not depend on the order of the writes (up to floating
-// point rounding), and each write and each lookup is O(1): no history scan, ever.
-//
-// The aggregate also keeps exact totals, first and last seen, the sum of overall ratios (for the
-// mean), per-UTC-day counts of the newest 30 days (for last_30_days) and two small sketches for
-// distinct_tasks and distinct_callers (exact up to 63 distinct values, HyperLogLog beyond). Every part merges the same
-// whatever the order of the writes, which is what lets the stores apply writes concurrently under
-// optimistic concurrency and lets the tests check the aggregate against a replay of the history.
-package reputation
-
-import (
-	"math"
-	"time"
-)
-
-// Method is the versioned name of the formula, published with every score so that a buyer can tell
-// which formula produced it. Any change to the weights, the half-life, the interval, the rounding or
-// the confidence thresholds must change this name.
 const Method = "wilson-lower-95/half-life-30d/paid-1-free-0.5/v1"
 
-// The formula's constants (see the package comment).
+// The formula's constants (see Method).
 const (
 	// HalfLifeDays is how many days it takes a verification's weight to halve.
 	HalfLifeDays = 30.0

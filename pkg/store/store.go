@@ -1,12 +1,4 @@
 // Package store declares what the verifier persists and the errors its callers must tell apart.
-//
-// The service keeps four things (and, in a ReceiptLog, a fifth: the receipt log of SPEC §15): the per-client free allowance of each UTC day, the payments it has
-// already accepted (so one payment never buys two answers) and the claims of x402 payment
-// identifiers (so one identifier never buys two calls), each agent's verification history, and
-// each agent's aggregate (the running totals its trust score is computed from).
-// Two adapters implement Store: store/bolt (one local file, for the local server) and store/dynamo
-// (one DynamoDB table, on Lambda). Both pass the one contract suite in store/storetest, so handlers
-// never need to know which one they talk to.
 package store
 
 import (
@@ -19,7 +11,13 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/translog"
 )
 
-// Store is everything the service persists.
+// Store is everything the service persists: the per-client free allowance of each UTC day, the
+// payments it has already accepted (so one payment never buys two answers) and the claims of x402
+// payment identifiers (so one identifier never buys two calls), each agent's verification
+// history, and each agent's aggregate (the running totals its trust score is computed from); a
+// ReceiptLog keeps the receipt log as well. Two adapters implement it: store/bolt (one local
+// file, for the local server) and store/dynamo (one DynamoDB table, on Lambda). Both pass the one
+// contract suite in store/storetest, so handlers never need to know which one they talk to.
 type Store interface {
 	// ConsumeAllowance atomically takes one free call for client on day (UTC "2006-01-02") if fewer
 	// than limit were taken; it returns whether one was granted and how many remain after this call.

@@ -1,10 +1,7 @@
 // Package telemetry is what the service tells its operator (SPEC §17), written once, from the
 // service's outcomes: one structured log line per request, counters and a latency histogram by
 // route and outcome, the amount settled by network, and the allowance store's and facilitator's
-// errors. The HTTP edge (pkg/edge) fills one Event per request from the outcome a transport
-// rendered and hands it to an Observer, which writes the log line, adds to the Metrics the local
-// server exports (pkg/telemetry/prom, GET /metrics) and, on Lambda, writes a CloudWatch Embedded
-// Metric Format document. It links no metrics library: the Lambda functions stay lean.
+// errors. It links no metrics library, so the Lambda functions stay lean.
 package telemetry
 
 import (
@@ -132,6 +129,11 @@ func (e *Event) finish() {
 
 // Observer writes an Event everywhere it goes: the log line, the in-process Metrics and the
 // EMF document. One per process; safe for concurrent use.
+//
+// The HTTP edge (pkg/edge) fills one Event per request from the outcome a transport rendered and
+// hands it to the Observer, which writes the log line, adds to the Metrics the local server
+// exports (pkg/telemetry/prom, GET /metrics) and, on Lambda, writes a CloudWatch Embedded Metric
+// Format document.
 type Observer struct {
 	log     *slog.Logger
 	metrics *Metrics

@@ -26,7 +26,7 @@ const (
 
 // BatchCommitter is a Storage with transactions (bbolt): it commits a batch and everything derived
 // from it at once, so a step costs one commit instead of the five of the single-item protocol, and
-// a crash leaves all of it or none (the package comment's protocol is for stores without
+// a crash leaves all of it or none (Sequencer's single-item protocol is for stores without
 // transactions).
 type BatchCommitter interface {
 	// CommitLogBatch does in one transaction what a step and its finish do: if the stored head's
@@ -39,8 +39,43 @@ type BatchCommitter interface {
 // ErrCrashed is what a step returns when the Crash hook stopped it.
 var ErrCrashed = errors.New("translog: sequencer stopped by its crash hook")
 
-// Sequencer appends pending leaves to the tree (see the package comment). Any number may run
-// against one storage: the head's compare-and-swap decides.
+// Sequencer appends pending leaves to the tree: the service records each answer's leaf as pending
+// (keyed by its verification id), and a step appends them. Any number may run against one
+// storage: the head's compare-and-swap decides.
+//
+// Why no leaf gets two indices, none is skipped, and nothing published changes:
+//
+// The Sequencer works over a Storage of a few single-item operations, so that the same argument
+// holds for bbolt, memory and DynamoDB (which has no transaction large enough for a batch). The
+// tree head (size, root hash, signed checkpoint, and the batch of leaves the last commit added)
+// is one item, and SwapLogHead, a compare-and-swap on its size, is the only commit point. A step:
+//
+//  1. reads the head; if its batch is not marked finished, finishes it (below);
+//  2. reads up to MaxBatch pending leaves, drops (and deletes) those whose verification id
+//     already has an index, and computes in memory the stored hashes, the new root and the
+//     signed checkpoint of the tree with the rest appended after the head's size;
+//  3. commits: SwapLogHead(old size → new head holding the batch). Nothing was written before
+//     this point, so a sequencer that crashes or loses the race leaves no trace;
+//  4. finishes the batch: writes its stored hashes and its leaves (index → leaf, id → index),
+//     deletes its pending entries, and marks the head finished (another swap on the same size).
+//
+// Exactly one index per leaf: indices are assigned only by a successful swap from size n to
+// n+len(batch), and a swap succeeds only against the size it read, so two sequencers can never
+// both commit on one size: the loser's batch is dropped unwritten. No gap: a commit appends its
+// whole batch after the size it replaced. No leaf twice: a step finishes the last batch before it
+// reads pending leaves, so every leaf already committed has its id → index entry by then and is
+// dropped (a pending entry that outlived its commit, through a crash before its deletion or a
+// retried write of the service, is deleted then). A crash between 3 and 4 leaves a committed,
+// unfinished head: readers overlay its batch (View) and the next step finishes it. Finishing is
+// idempotent and deterministic: the stored hashes of a batch follow from its leaves and the hashes
+// of the tree before it, which were all finished before the batch was committed, so two
+// sequencers finishing one batch write the same bytes, and a published tile never changes.
+// Marking finished is a swap on the head's own size: it fails, harmlessly, once a newer commit
+// has replaced the head (sizes only grow, every commit adds at least one leaf).
+//
+// A store with transactions (bbolt) may implement BatchCommitter instead: steps 3 and 4 then are
+// one transaction, conditional on the head's size like the swap, and the argument is the same
+// with nothing ever left unfinished.
 type Sequencer struct {
 	Storage Storage
 	Key     LogKey
@@ -151,7 +186,7 @@ func (q *Sequencer) Step(ctx context.Context) (int, error) {
 }
 
 // finish writes a committed batch's stored hashes and leaves, deletes its pending entries and
-// marks the head finished. It is idempotent: see the package comment.
+// marks the head finished. It is idempotent: see Sequencer.
 func (q *Sequencer) finish(ctx context.Context, head Head) error {
 	start := head.Size - int64(len(head.Batch))
 	extra := map[int64]Hash{}

@@ -2,44 +2,7 @@
 // leaf per signed /verify/* answer, its tiles (C2SP tlog-tiles, height 8) and its checkpoints
 // (C2SP tlog-checkpoint signed notes). Hashing, tiles and proofs are golang.org/x/mod/sumdb/tlog's,
 // signed notes golang.org/x/mod/sumdb/note's: nothing here hashes a tree or checks a proof by hand.
-//
-// A leaf's data is the 32-byte SHA-256 of the RFC 8785 form of the whole signed response
-// (ReceiptHash), so the log holds no caller data. The service records each answer's leaf as pending
-// (keyed by its verification id); the Sequencer appends pending leaves to the tree.
-//
-// # Why no leaf gets two indices, none is skipped, and nothing published changes
-//
-// The Sequencer works over a Storage of a few single-item operations, so that the same argument
-// holds for bbolt, memory and DynamoDB (which has no transaction large enough for a batch). The
-// tree head (size, root hash, signed checkpoint, and the batch of leaves the last commit added)
-// is one item, and SwapLogHead, a compare-and-swap on its size, is the only commit point. A step:
-//
-//  1. reads the head; if its batch is not marked finished, finishes it (below);
-//  2. reads up to MaxBatch pending leaves, drops (and deletes) those whose verification id
-//     already has an index, and computes in memory the stored hashes, the new root and the
-//     signed checkpoint of the tree with the rest appended after the head's size;
-//  3. commits: SwapLogHead(old size → new head holding the batch). Nothing was written before
-//     this point, so a sequencer that crashes or loses the race leaves no trace;
-//  4. finishes the batch: writes its stored hashes and its leaves (index → leaf, id → index),
-//     deletes its pending entries, and marks the head finished (another swap on the same size).
-//
-// Exactly one index per leaf: indices are assigned only by a successful swap from size n to
-// n+len(batch), and a swap succeeds only against the size it read, so two sequencers can never
-// both commit on one size: the loser's batch is dropped unwritten. No gap: a commit appends its
-// whole batch after the size it replaced. No leaf twice: a step finishes the last batch before it
-// reads pending leaves, so every leaf already committed has its id → index entry by then and is
-// dropped (a pending entry that outlived its commit, through a crash before its deletion or a
-// retried write of the service, is deleted then). A crash between 3 and 4 leaves a committed,
-// unfinished head: readers overlay its batch (View) and the next step finishes it. Finishing is
-// idempotent and deterministic: the stored hashes of a batch follow from its leaves and the hashes
-// of the tree before it, which were all finished before the batch was committed, so two
-// sequencers finishing one batch write the same bytes, and a published tile never changes.
-// Marking finished is a swap on the head's own size: it fails, harmlessly, once a newer commit
-// has replaced the head (sizes only grow, every commit adds at least one leaf).
-//
-// A store with transactions (bbolt) may implement BatchCommitter instead: steps 3 and 4 then are
-// one transaction, conditional on the head's size like the swap, and the argument is the same
-// with nothing ever left unfinished.
+// A leaf is the hash of a signed answer (ReceiptHash), so the log holds no caller data.
 package translog
 
 import (
@@ -88,8 +51,8 @@ var ErrHeadMoved = errors.New("translog: the tree head moved")
 // ErrNotFound is a read's answer for something the log does not hold (yet).
 var ErrNotFound = errors.New("translog: not found")
 
-// Storage is what the log keeps, as single-item operations; see the package comment for how the
-// Sequencer uses them. Every store implementation runs the same contract tests (store/storetest).
+// Storage is what the log keeps, as single-item operations; Sequencer's comment says how it uses
+// them. Every store implementation runs the same contract tests (store/storetest).
 type Storage interface {
 	// LogHead returns the committed head; the zero Head when nothing was ever committed.
 	LogHead(ctx context.Context) (Head, error)

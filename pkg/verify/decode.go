@@ -68,8 +68,8 @@ func isTreeLimit(err error) bool {
 // tree (nil, bool, string, json.Number, []any, map[string]any), enforcing the depth limit, the
 // float64 range of numbers and unique member names. It checks the syntax as it reads: on bytes
 // that are not JSON it stops with errSyntax, and readObject then reads the body with the decoder,
-// whose account of what is wrong the answer gives. One pass over the bytes costs about a third
-// of what checking them with the decoder and then building the tree did.
+// whose account of what is wrong the answer gives. One pass over the bytes costs less than
+// checking them with the decoder and then building the tree.
 type treeBuilder struct {
 	in       []byte // the value
 	i        int    // the next byte of in to read

@@ -42,8 +42,8 @@ func (r *Report) canonicalJSON(dst []byte) ([]byte, error) {
 
 // bothJSON appends the wire form to wire and the canonical form to canon, as wireJSON and
 // canonicalJSON do. Both forms hold the same strings, so when writing the first found every one
-// of them plain (see wire.PlainASCII), the second writes them without looking at them again: that
-// look was a third of writing the second form. canonErr is canonicalJSON's error.
+// of them plain (see wire.PlainASCII), the second writes them without looking at them again, a
+// look that would cost as much as a pass over every string. canonErr is canonicalJSON's error.
 func (r *Report) bothJSON(wire, canon []byte) (w, c []byte, err, canonErr error) {
 	cw := jsonWriter{b: wire}
 	cw.report(r)
@@ -57,8 +57,7 @@ func (r *Report) bothJSON(wire, canon []byte) (w, c []byte, err, canonErr error)
 //
 // Each type's writer below loops over one of the orders and switches on the index, with the
 // member's value written in the case for its index; so both forms come from one piece of code per
-// type, without the indirect calls per member that a table of functions costs (those were about
-// half of writing a report).
+// type, without the indirect calls per member that a table of functions costs.
 type members struct {
 	names           []string
 	wire, canonical []uint8

@@ -640,7 +640,7 @@ func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule,
 		case !ok:
 			bad.Add(at+".tolerance", "must be a number", "Send a non-negative number such as 0.01.")
 		case jsonvalue.ParseDecimal(string(n), &d) != nil || d.Sign() < 0:
-			// parseDecimal bounds the exponent, so the big.Rat below stays small.
+			// jsonvalue.ParseDecimal bounds the exponent, so d.Rat() below stays small.
 			bad.Add(at+".tolerance", "must be a finite non-negative number (exponent within ±400)", "Send a non-negative number such as 0.01.")
 		default:
 			r.Tolerance, r.ToleranceLiteral = d.Rat(), n

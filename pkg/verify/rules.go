@@ -285,7 +285,7 @@ func (ev *evaluator) sumEquals(r *Rule, t *Tally) {
 
 // compare: gte and lte, one check per place of field. The operand is value, a single number at
 // other_field, or, when field and other_field share their `[]` prefix, the operand of the same
-// element (see elementwisePrefix).
+// element (see jsonvalue.ElementwisePrefix).
 func (ev *evaluator) compare(r *Rule, t *Tally) {
 	if r.OtherField != nil {
 		if n := jsonvalue.ElementwisePrefix(r.Field, *r.OtherField); n > 0 {
@@ -650,7 +650,7 @@ func locate(steps []Step, root any, i int) where {
 }
 
 // notNumberDetail says why the value at loc cannot be used as a number: it is not one, or it is
-// one too large to compute with (err from parseDecimal).
+// one too large to compute with (err from jsonvalue.ParseDecimal).
 func notNumberDetail(loc string, v any, err error) string {
 	if _, ok := v.(json.Number); ok && err != nil {
 		return jsonvalue.Shorten(loc) + " is " + jsonvalue.Describe(v) + ", which " + err.Error()

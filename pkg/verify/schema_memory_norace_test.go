@@ -11,7 +11,7 @@ import (
 
 // The heap tests compare the cache's accounting with the runtime's count of the plain build,
 // the one that runs: the race detector's allocator does not pack small objects together (enum
-// strings cost a third more), and it makes these tests take minutes.
+// strings cost more under it), and it makes these tests slow.
 
 // memKept compiles n copies of a schema and returns them with what each keeps on the heap, as
 // the runtime counts it (the documents they were compiled from dropped).
@@ -35,7 +35,7 @@ func memKept(t *testing.T, raw func(tag int) string, n int) ([]*Schema, int) {
 	return kept, (int(after.HeapAlloc) - int(before.HeapAlloc)) / n
 }
 
-// TestSchemaMemoryMeasured: what the cache charges for a compiled schema (heapBytes plus its
+// TestSchemaMemoryMeasured: what the cache charges for a compiled schema (HeapBytes plus its
 // margin) is at least what the runtime counts the schema keeping, and not far more, for schemas of
 // every shape at the request limits; and schemacheck.MemoryBound, the check made before compiling, is
 // at least the charge, so that a schema it admits cannot keep more than schemacheck.MaxSchemaMemory.

@@ -124,7 +124,7 @@ func TestSchemaMemoryBoundRefuses(t *testing.T) {
 		t.Fatalf("got %v, want a 422 on expected_schema naming the %d MiB limit", err, schemacheck.MaxSchemaMemory>>20)
 	}
 	// Parsing the patterns (twice: for the pattern caps and for the bound) takes a fraction of
-	// the bound below; compiling them allocates ten times more.
+	// the bound below; compiling them allocates far more.
 	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
 		t.Errorf("refusing it allocated %d bytes: it was compiled", got)
 	}

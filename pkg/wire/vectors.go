@@ -30,7 +30,8 @@ type HashVector struct {
 }
 
 // RequestHashVectors returns the test vectors of SPEC §5 as this build computes them. They are
-// computed once per process; each caller gets a copy.
+// computed once per process; each caller gets a copy. The engine (pkg/verify) hashes requests with
+// the same code, so the vectors the agent card publishes are what the engine computes.
 func RequestHashVectors() ([]HashVector, error) {
 	vs, err := hashVectors()
 	if err != nil {

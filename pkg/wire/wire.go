@@ -2,11 +2,8 @@
 // body's JSON Schema and a passing example, the answer's JSON Schema, the request limits, the one
 // check of an agent_id, the RFC 8785 form of decoded JSON trees, the request's canonical form
 // behind request_hash, and the request-hash test vectors (SPEC §5) computed with that code.
-//
 // It imports no JSON Schema library, so the functions that describe or sign without verifying
-// anything (the trust score, the discovery documents) link this package and not the engine. The
-// engine (pkg/verify) builds on it: it hashes requests with the same code that computes the
-// vectors the agent card publishes.
+// anything link it and not the engine.
 package wire
 
 // Version is the build's version, reported as verifier_version and by /health. Release builds set

@@ -251,6 +251,10 @@ func (p *Payments) cachedFeePayers() (map[string]string, bool) {
 // checksumming only changes case; Solana's base58 is case-sensitive). The server's copy is
 // returned and is what must go to the facilitator, never the client's, whose other fields (extra,
 // timeout) are the client's to invent. No match is an *apperr.Error with code PaymentMismatch.
+//
+// Everything a client sends is untrusted: headers are bounded and validated before use, the
+// client's copy of the requirements is only ever used to find the server's own copy, here, and the
+// facilitator always receives the server's copy.
 func Match(p PaymentPayload, reqs []Requirements) (Requirements, error) {
 	a := p.Accepted
 	for _, r := range reqs {

@@ -1,10 +1,7 @@
 // Package x402 is the payment adapter: the x402 v2 wire types and their header codecs, the
 // facilitator client, the payment configuration and the one price table from which both the 402
-// answers and /.well-known/x402 are built (SPEC §8).
-//
-// Everything a client sends is untrusted: headers are bounded and validated before use, the
-// client's copy of the requirements is only ever used to find the server's own copy (Match), and
-// the facilitator always receives the server's copy. The package imports no other adapter.
+// answers and /.well-known/x402 are built (SPEC §8). It trusts nothing a client sends and imports
+// no other adapter.
 package x402
 
 import "time"

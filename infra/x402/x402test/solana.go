@@ -46,10 +46,12 @@ type Solana struct {
 	*harness
 }
 
-// StartSolana runs svm-node.mjs and the facilitator on free 127.0.0.1 ports and waits until both
-// answer; both are stopped by their process groups in t.Cleanup. Without `npm ci --prefix
-// infra/x402`, or off linux/amd64 (the platform of the pinned LiteSVM build CI installs), the test
-// is skipped, or failed when Required.
+// StartSolana is Start's world on Solana: LiteSVM behind a local JSON-RPC (svm-node.mjs), a mint at
+// Solana USDC's address, the facilitator with @x402/svm's exact scheme, and the same client. It
+// runs svm-node.mjs and the facilitator on free 127.0.0.1 ports and waits until both answer; both
+// are stopped by their process groups in t.Cleanup. Without `npm ci --prefix infra/x402`, or off
+// linux/amd64 (the platform of the pinned LiteSVM build CI installs), the test is skipped, or
+// failed when Required.
 func StartSolana(t testing.TB) *Solana {
 	t.Helper()
 	h := newHarness(t, filepath.Join("node_modules", "litesvm", "package.json"), filepath.Join("node_modules", "@x402", "svm", "package.json"))

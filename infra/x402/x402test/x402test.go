@@ -12,8 +12,7 @@
 //	res := chain.Pay(t, srv.URL+"/verify/schema", "POST", body)
 //	// res.Status == 200, chain.Balance(t, chain.Payee) rose by the price
 //
-// StartSolana is the same world on Solana (see Solana): LiteSVM behind a local JSON-RPC, a mint
-// at Solana USDC's address, the facilitator with @x402/svm's exact scheme, and the same client.
+// StartSolana is the same world on Solana.
 package x402test
 
 import (

@@ -26,12 +26,10 @@ import (
 // many each time, up to maxLease, and reserves the next batch in the background once half of the
 // current one is used, so that its calls do not queue behind the commit. Under load most free
 // calls then answer without waiting for the disk, which is where their time went. maxLease is
-// large for that reason: the next reservation starts with half of the current one left, and at
-// 128 a client calling 2,800 times a second had 23 ms of calls left, less than a commit can take
-// when the machine is busy, so that every free call of that client stalled behind the disk
-// (half of all the time the local server's goroutines spent blocked under load). At 4,096 it has
-// 0.7 s; a lease never holds more than an eighth of the daily limit (leaseShare), which is 1,000
-// calls by default.
+// large for that reason: the next reservation starts with half of the current one left, and that
+// half must last a busy client longer than a commit takes on a busy machine, or every free call
+// of that client stalls behind the disk. A lease never holds more than an eighth of the daily
+// limit (leaseShare), so only a deployment with a large limit reaches maxLease.
 //
 // Safety: the counter on disk is never below the calls granted, so no restart, crash included,
 // gives a client more than the allowance. A graceful Close writes the exact counts back. A crash

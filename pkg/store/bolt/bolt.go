@@ -1,24 +1,5 @@
 // Package bolt is the store.Store of the local server: one bbolt file under the data directory, so
 // allowances, spent payments and agent histories survive a restart without any database server.
-//
-// Layout: bucket "allowance" maps client NUL day to the day's counter (the calls reserved, at
-// least those granted; see allowance.go) and its expiry; bucket
-// "payments" maps a payment id to its expiry; bucket "history" holds one nested bucket per agent,
-// mapping the shared history sort key to the record as JSON; bucket "aggregates" maps an agent id
-// to its reputation.Aggregate (JSON, with a version counted up on each change); bucket "answers"
-// maps a payment identifier to its expiry then the paid answer kept under it (JSON); the receipt
-// log's buckets are described in log.go. Expired counters, reservations, answers and receipt
-// records are ignored on read, deleted lazily when met, and swept when the file is opened.
-//
-// A bucket is created by the first write that needs it, and a read takes a missing bucket as
-// empty: opening a file, fresh or reopened, then commits nothing unless the sweep has something
-// to delete. Each commit syncs the file at least twice; creating the buckets in Open was a third
-// of its time on a fresh file, which every cold start of a function on the embedded store (under
-// the Lambda emulator) opens.
-//
-// A verification's history record and its aggregate update are written in one transaction, so the
-// two always agree; bbolt runs one write transaction at a time, which gives the aggregate the
-// guarantee that optimistic concurrency gives it in DynamoDB.
 package bolt
 
 import (
@@ -51,6 +32,14 @@ const FileName = "verifier.db"
 // should fail start-up with an error instead of hanging.
 const openTimeout = 2 * time.Second
 
+// The buckets: bucket "allowance" maps client NUL day to the day's counter (the calls reserved, at
+// least those granted; see allowance.go) and its expiry; bucket "payments" maps a payment id to its
+// expiry; bucket "history" holds one nested bucket per agent, mapping the shared history sort key
+// to the record as JSON; bucket "aggregates" maps an agent id to its reputation.Aggregate (JSON,
+// with a version counted up on each change); bucket "answers" maps a payment identifier to its
+// expiry then the paid answer kept under it (JSON); the receipt log's buckets are described in
+// log.go. Expired counters, reservations, answers and receipt records are ignored on read, deleted
+// lazily when met, and swept when the file is opened.
 var (
 	bucketAllowance = []byte("allowance")
 	bucketPayments  = []byte("payments")
@@ -251,7 +240,10 @@ func getIn(tx *bbolt.Tx, bucket, key []byte) []byte {
 	return nil
 }
 
-// putIn stores key's value in bucket, which it creates on the first write.
+// putIn stores key's value in bucket, which it creates on the first write. A read takes a missing
+// bucket as empty, so opening a file, fresh or reopened, commits nothing unless the sweep has
+// something to delete: each commit syncs the file at least twice, and every cold start of a
+// function on the embedded store (under the Lambda emulator) opens the file.
 func putIn(tx *bbolt.Tx, bucket, key, value []byte) error {
 	b, err := tx.CreateBucketIfNotExists(bucket)
 	if err != nil {
@@ -338,8 +330,8 @@ const evmPaymentPrefix = "eip155:"
 // write does on DynamoDB.
 //
 // An EVM payment's reservation is then written with the next commit of the history
-// (WithHistoryLinger) rather than in a commit of its own that the paid request waits for: those
-// commits were a third of the server's commits and most of a paid request's time under load. A
+// (WithHistoryLinger) rather than in a commit of its own that the paid request waits for: under
+// load such commits, each with its syncs, would be where a paid request's time goes. A
 // crash can therefore lose the reservations of the last moments (at most the linger and one
 // commit). That costs no safety: a payment whose reservation was lost was either never settled,
 // and using it again is its first use, or settled, and then the token contract refuses its spent
@@ -491,7 +483,9 @@ type record struct {
 const initialMmapSize = 1 << 30
 
 // RecordVerification implements store.Store. With WithHistoryLinger its write may wait for others
-// to share the commit.
+// to share the commit. The history record and the aggregate update are written in one
+// transaction, so the two always agree; bbolt runs one write transaction at a time, which gives the
+// aggregate the guarantee that optimistic concurrency gives it in DynamoDB.
 func (s *Store) RecordVerification(ctx context.Context, v store.Verification) error {
 	write, err := s.verificationWrite(ctx, v)
 	if err != nil {

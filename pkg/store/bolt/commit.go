@@ -8,12 +8,11 @@ import (
 	bbolt "go.etcd.io/bbolt"
 )
 
-// groupCommit runs concurrent write functions together in one bbolt transaction, so that they
-// share one commit (bbolt syncs the file twice per commit, about 0.4 ms here) instead of queueing
-// for one each. Unlike bbolt's own DB.Batch, it never makes a write on the request path wait for
-// company: such a write that finds no commit under way starts one at once, and the writes that
-// arrive while a commit runs form the next one. Batches therefore grow with the load and add no
-// latency when it is light.
+// groupCommit runs concurrent write functions together in one bbolt transaction, so that they share
+// one commit (bbolt syncs the file twice per commit) instead of queueing for one each. Unlike
+// bbolt's own DB.Batch, it never makes a write on the request path wait for company: such a write
+// that finds no commit under way starts one at once, and the writes that arrive while a commit runs
+// form the next one. Batches therefore grow with the load and add no latency when it is light.
 //
 // With a linger, deferrable writes (history records, which no answer waits for) are queued apart
 // and wait up to linger for others to share their commit: under load the history alone otherwise

@@ -15,10 +15,10 @@ import (
 )
 
 // BenchmarkHistoryLinger is what the local server's history costs per record at two lingers:
-// records arrive at a steady 2,800 a second (half the server's throughput) for 50 agents and are
-// written by 1,024 writers, as `verifier serve` writes them. ns/op is the arrival interval, not a
-// cost; the costs are the process's CPU per record (the feeder's share included, the same at
-// both lingers) and the page bytes the commits wrote per record.
+// records arrive at a steady 2,800 a second for 50 agents and are written by 1,024 writers, as
+// `verifier serve` writes them. ns/op is the arrival interval, not a cost; the costs are the
+// process's CPU per record (the feeder's share included, the same at both lingers) and the page
+// bytes the commits wrote per record.
 //
 //	go test ./pkg/store/bolt -run '^$' -bench HistoryLinger -benchtime 14000x
 func BenchmarkHistoryLinger(b *testing.B) {

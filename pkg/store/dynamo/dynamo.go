@@ -1,69 +1,6 @@
 // Package dynamo is the store.Store (and the store.ReceiptLog of log.go) of the Lambda
 // deployment: one DynamoDB table shared by every function, so the allowance, spent payments,
 // histories and the receipt log are the same whichever function answers.
-//
-// The table has string keys pk and sk and the TTL attribute expires_at (epoch seconds):
-//
-//	allowance    pk CLIENT#<client>   sk ALLOWANCE#<day>          n (count), expires_at
-//	payment      pk PAYMENT#<id>      sk PAYMENT                  expires_at
-//	inbox        pk AGENT#<agent id>  sk IN#<verification>        the record's fields
-//	verification pk AGENT#<agent id>  sk V#<time>#<verification>  the record's fields
-//	aggregate    pk AGENT#<agent id>  sk AGGREGATE                version, aggregate (JSON), batch
-//
-// Every write is one single-item PutItem, UpdateItem or DeleteItem, conditional where a condition
-// decides anything, and never a transaction, so the design runs on any DynamoDB-compatible server
-// and each write is atomic on its own. DynamoDB deletes expired items late (within days), so every
-// read ignores an item whose expires_at has passed.
-//
-// # Recording
-//
-// Recording a verification is one conditional PutItem of its record into the agent's inbox, keyed
-// by the verification id: no read, no version, nothing another writer can make fail, so any
-// number of writers record for one agent at once and each answers after one write. Recording the
-// same verification again finds it waiting (the condition refuses the put) or, once it has been
-// counted, puts it in the inbox again, where the next fold recognises it (step 2).
-//
-// The records are counted into the agent's aggregate, and moved to its history, by Fold, which
-// every read of the aggregate or the history runs first, and which the service runs after
-// recording, off the answer path. A fold repeats these steps until the inbox is empty:
-//
-//  1. Read the aggregate (with its version and batch: the records the previous step counted) and
-//     the first foldBatch records of the inbox, at once, strongly consistent.
-//  2. Finish the batch read (step 4 of the previous step, whose folder may have died). Of the
-//     inbox's records, keep those not in the batch whose history record does not exist (one
-//     BatchGetItem): a history record is written only after its verification is counted, so one
-//     that exists was counted before and is in the inbox again because it was recorded again; its
-//     inbox item is deleted. Add the rest to the aggregate (reputation.Aggregate.Add) and PutItem
-//     it with its version one up and the rest as its batch, on condition that the version is still
-//     the one read (or that no aggregate exists). A lost race means another folder counted first:
-//     read again (step 1).
-//  3. Finish the batch: PutItem each history record unless it exists, then DeleteItem its inbox
-//     item.
-//  4. Remove the batch from the aggregate, on condition that the version is unchanged.
-//
-// A verification is counted at most once: it is counted only by a put that replaces the version
-// read, and the version read either counts it already (then it is in that version's batch or its
-// history record exists, since a batch is finished before the put that replaces it and before it
-// is removed) or does not (then a put of the same version by another folder that counts it makes
-// this folder's put fail). A folder may stop after any write, by error, timeout or crash: what it
-// left is a record in the inbox (counted by the next fold) or a batch not finished (finished by
-// the next fold before anything else). So a timeout never loses a record once its one PutItem
-// into the inbox has succeeded: the inbox is the durable retry.
-//
-// Folds contend with each other on the aggregate's version, as writers did when every record
-// updated the aggregate; but a fold counts up to foldBatch records with one aggregate write, a
-// lost race only means another fold made progress, and no answer waits for a fold: only reads
-// do, and only for what waits in the inbox, which is empty when the folds after recording keep up.
-// Each verification costs O(1) work and a lookup two reads sent at once (the aggregate and the
-// inbox's first page), plus the fold of whatever waits.
-//
-// An aggregate written by an earlier version of this package holds an outbox of counted records
-// and recent_ids; the next fold finishes the outbox's records as a batch and removes both.
-//
-// The store calls DynamoDB through the SDK's client (service/dynamodb), which signs, retries
-// throttling and server errors, and resolves endpoints and credentials; records are encoded with
-// feature/dynamodb/attributevalue. Conditions and updates are fixed expression strings with named
-// placeholders, written once here rather than rebuilt by the expression builder on every call.
 package dynamo
 
 import (
@@ -88,7 +25,14 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/store/internal/storekey"
 )
 
-// Attribute names and key prefixes of the single-table layout (see the package comment).
+// Attribute names and key prefixes of the single-table layout. The table has string keys pk and
+// sk and the TTL attribute expires_at (epoch seconds):
+//
+//	allowance    pk CLIENT#<client>   sk ALLOWANCE#<day>          n (count), expires_at
+//	payment      pk PAYMENT#<id>      sk PAYMENT                  expires_at
+//	inbox        pk AGENT#<agent id>  sk IN#<verification>        the record's fields
+//	verification pk AGENT#<agent id>  sk V#<time>#<verification>  the record's fields
+//	aggregate    pk AGENT#<agent id>  sk AGGREGATE                version, aggregate (JSON), batch
 const (
 	attrPK         = "pk"
 	attrSK         = "sk"
@@ -121,6 +65,11 @@ const (
 
 // Store is the DynamoDB-backed store.Store. It is safe for concurrent use; it holds no state but
 // the client, the table name and the clock.
+//
+// Every write is one single-item PutItem, UpdateItem or DeleteItem, conditional where a condition
+// decides anything, and never a transaction, so the design runs on any DynamoDB-compatible server
+// and each write is atomic on its own. DynamoDB deletes expired items late (within days), so every
+// read ignores an item whose expires_at has passed.
 type Store struct {
 	client Client
 	table  string
@@ -128,8 +77,11 @@ type Store struct {
 }
 
 // Client is the part of the SDK's DynamoDB client (*dynamodb.Client) the store calls. The SDK
-// retries throttling, server errors and network failures a bounded number of times (its standard
-// retryer), and nothing else; a refused condition is a *types.ConditionalCheckFailedException.
+// signs, resolves endpoints and credentials, and retries throttling, server errors and network
+// failures a bounded number of times (its standard retryer), and nothing else; a refused
+// condition is a *types.ConditionalCheckFailedException. Records are encoded with
+// feature/dynamodb/attributevalue; conditions and updates are fixed expression strings with named
+// placeholders, written once here rather than rebuilt by the expression builder on every call.
 type Client interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
@@ -444,10 +396,12 @@ const (
 )
 
 // RecordVerification implements store.Store with one conditional PutItem of the record into the
-// agent's inbox (see the package comment): no item is read, and no other writer's put can make it
-// fail, however many record for the same agent at once. A record already waiting in the inbox is
-// not written again. The record is counted, and moved to the history, by the next Fold, which
-// every read of the aggregate or the history runs first.
+// agent's inbox, keyed by the verification id: no item is read, no version, and no other writer's
+// put can make it fail, so any number of writers record for one agent at once and each answers
+// after one write. Recording the same verification again finds it waiting (the condition refuses
+// the put) or, once it has been counted, puts it in the inbox again, where the next fold
+// recognises it (step 2 of Fold). The record is counted, and moved to the history, by the next
+// Fold, which every read of the aggregate or the history runs first.
 func (s *Store) RecordVerification(ctx context.Context, v store.Verification) error {
 	if err := storekey.CheckVerification(v); err != nil {
 		return fmt.Errorf("record verification: %w", err)
@@ -469,10 +423,46 @@ func (s *Store) RecordVerification(ctx context.Context, v store.Verification) er
 }
 
 // Fold counts the records waiting in agentID's inbox into its aggregate and moves them to its
-// history, in the steps of the package comment, until the inbox is empty. It returns the aggregate
-// as it stands then; ok is false when nothing was ever recorded for the agent. Folds of the same
-// agent may run at once, in any number of processes: each counts a record at most once, and one
-// that is cut off (an error, a timeout, a crash) leaves the rest to the next.
+// history, until the inbox is empty. It returns the aggregate as it stands then; ok is false when
+// nothing was ever recorded for the agent. Folds of the same agent may run at once, in any number
+// of processes: each counts a record at most once, and one that is cut off (an error, a timeout,
+// a crash) leaves the rest to the next.
+//
+// Every read of the aggregate or the history runs a fold first, and the service runs one after
+// recording, off the answer path. A fold repeats these steps until the inbox is empty:
+//
+//  1. Read the aggregate (with its version and batch: the records the previous step counted) and
+//     the first foldBatch records of the inbox, at once, strongly consistent.
+//  2. Finish the batch read (step 4 of the previous step, whose folder may have died). Of the
+//     inbox's records, keep those not in the batch whose history record does not exist (one
+//     BatchGetItem): a history record is written only after its verification is counted, so one
+//     that exists was counted before and is in the inbox again because it was recorded again; its
+//     inbox item is deleted. Add the rest to the aggregate (reputation.Aggregate.Add) and PutItem
+//     it with its version one up and the rest as its batch, on condition that the version is still
+//     the one read (or that no aggregate exists). A lost race means another folder counted first:
+//     read again (step 1).
+//  3. Finish the batch: PutItem each history record unless it exists, then DeleteItem its inbox
+//     item.
+//  4. Remove the batch from the aggregate, on condition that the version is unchanged.
+//
+// A verification is counted at most once: it is counted only by a put that replaces the version
+// read, and the version read either counts it already (then it is in that version's batch or its
+// history record exists, since a batch is finished before the put that replaces it and before it
+// is removed) or does not (then a put of the same version by another folder that counts it makes
+// this folder's put fail). A folder may stop after any write, by error, timeout or crash: what it
+// left is a record in the inbox (counted by the next fold) or a batch not finished (finished by
+// the next fold before anything else). So a timeout never loses a record once its one PutItem
+// into the inbox has succeeded: the inbox is the durable retry.
+//
+// Folds contend with each other on the aggregate's version, as writers did when every record
+// updated the aggregate; but a fold counts up to foldBatch records with one aggregate write, a
+// lost race only means another fold made progress, and no answer waits for a fold: only reads
+// do, and only for what waits in the inbox, which is empty when the folds after recording keep up.
+// Each verification costs O(1) work and a lookup two reads sent at once (the aggregate and the
+// inbox's first page), plus the fold of whatever waits.
+//
+// An aggregate written by an earlier version of this package holds an outbox of counted records
+// and recent_ids; the next fold finishes the outbox's records as a batch and removes both.
 func (s *Store) Fold(ctx context.Context, agentID string) (agg reputation.Aggregate, ok bool, err error) {
 	if err := storekey.CheckAgentID(agentID); err != nil {
 		return reputation.Aggregate{}, false, fmt.Errorf("fold: %w", err)

@@ -55,7 +55,7 @@ func Compile(doc any, strict bool) (*Schema, error) {
 	return compileSchema(doc, strict, jsonschema.Draft2020)
 }
 
-// compileSchema is CompileSchema with the draft used when $schema is absent; the test suite runs
+// compileSchema is Compile with the draft used when $schema is absent; the test suite runs
 // its draft-7 files through it.
 func compileSchema(doc any, strict bool, defaultDraft *jsonschema.Draft) (s *Schema, err error) {
 	switch doc.(type) {
@@ -836,7 +836,7 @@ type schNode struct {
 	boolean int8 // 1 for the schema true, -1 for false, 0 for an object schema
 	draft   int
 
-	types    uint8 // schT* bits; 0 when type is absent
+	types    uint8 // schTypeBit bits; 0 when type is absent
 	minI     schBound
 	maxI     schBound
 	exMinI   schBound

@@ -82,7 +82,7 @@ func (s *Schema) walk(instance any, keep int, stop <-chan struct{}) schCheckResu
 // (allOf of two $refs to a schema that does the same, thirty levels deep, is a small schema and
 // 2^30 evaluations), and every evaluation of a keyword that reads a whole string or array
 // multiplies with them, so the walker charges one unit per subschema evaluation plus the work of
-// such keywords (see the schCost constants) and stops past EvalBase plus EvalPerValue for every
+// such keywords (see the sch*PerUnit constants) and stops past EvalBase plus EvalPerValue for every
 // unit of output size (jsonvalue.Size). Real schemas stay far below: the seed invoice spends 22
 // units, of a budget of 103,328 for its 13.
 const (
@@ -1458,8 +1458,8 @@ func (k *schKept) drop(keyword string, loc []schLoc, seq int) {
 	k.dropped = append(k.dropped, schDropped{keyword, schFailureAt{nil, slices.Clone(loc), seq}})
 }
 
-// schKept is a heap (container/heap) of the kept failures with the last, in document order, on
-// top.
+// Len, Less, Swap, Push and Pop make schKept a heap (container/heap) of the kept failures with the
+// last, in document order, on top.
 func (k *schKept) Len() int           { return len(k.heap) }
 func (k *schKept) Less(i, j int) bool { return k.heap[i].compare(k.heap[j].loc, k.heap[j].seq) > 0 }
 func (k *schKept) Swap(i, j int)      { k.heap[i], k.heap[j] = k.heap[j], k.heap[i] }

@@ -8,15 +8,16 @@ import (
 )
 
 // What compiling a schema may keep, at most, by what its document holds (an upper bound of what
-// HeapBytes measures afterwards, held to it by TestSchemaMemoryBound over schemas of every shape
-// the reviewers named): an object or boolean may become a subschema (the library's schema object,
-// the walker's node, their location strings and the parent's map or slice entries) and a member
-// a map entry, a bound or a copy of a list; an array keeps its items' interface values; a string
-// or number its bytes, boxed, and, in an enum, a set entry. A location string grows with the
-// subschema's JSON pointer. A regular expression keeps its program: its instructions (and their
-// copy in the one-pass program of an anchored pattern), a character class 4 bytes per rune of its
-// ranges in each (\p{L} has 1,300), plus the pattern's own objects. The constants are set above
-// what each part keeps; TestSchemaMemoryMeasured holds the bound above the measured charge.
+// HeapBytes measures afterwards, held to it by pkg/verify's TestSchemaMemoryMeasured over schemas
+// of every shape the reviewers named): an object or boolean may become a subschema (the library's
+// schema object, the walker's node, their location strings and the parent's map or slice entries)
+// and a member a map entry, a bound or a copy of a list; an array keeps its items' interface
+// values; a string or number its bytes, boxed, and, in an enum, a set entry. A location string
+// grows with the subschema's JSON pointer. A regular expression keeps its program: its instructions
+// (and their copy in the one-pass program of an anchored pattern), a character class 4 bytes per
+// rune of its ranges in each (\p{L} has 1,300), plus the pattern's own objects. The constants are
+// set above what each part keeps; TestSchemaMemoryMeasured holds the bound above the measured
+// charge.
 const (
 	schemaBoundObject     = 1800
 	schemaBoundMember     = 192
