@@ -67,7 +67,8 @@ type Store struct {
 	Close func() error
 }
 
-// StoreOpener opens the store cfg names (VERIFIER_STORE), reading time from now.
+// StoreOpener opens the store cfg names (VERIFIER_STORE), reading time from now, and fills in
+// each capability of the Store it returns.
 type StoreOpener func(ctx context.Context, cfg config.Config, now func() time.Time) (Store, error)
 
 // noEmbeddedStore is the start-up error of a binary asked for the embedded store it does not link.

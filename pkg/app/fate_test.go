@@ -29,19 +29,12 @@ import (
 // (whatever its build tags), and every package is type-checked as well, so that a fatal
 // method of a logger or a flag set handed in from elsewhere is found too.
 func TestOnlyMainsDecideTheProcessFate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("lists the module's packages with the go tool")
-	}
-	root, err := testproc.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	exports, pkgs := listModule(t, root)
+	root, exports, pkgs := listModule(t)
 	fset := token.NewFileSet()
 	var found []string
 	read := 0
 	// Every file, as written.
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -101,14 +94,7 @@ func TestOnlyMainsDecideTheProcessFate(t *testing.T) {
 // alias or a dot import, as a call or as a value, of the package or of a value of its type; and
 // it passes what only looks alike (a test's Fatal, log's Printf, os's Getenv, a local Exit).
 func TestFateCheckFindsEachWay(t *testing.T) {
-	if testing.Short() {
-		t.Skip("lists the standard library's export data with the go tool")
-	}
-	root, err := testproc.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	exports, _ := listModule(t, root)
+	root, exports, _ := listModule(t)
 	for _, c := range []struct {
 		src  string
 		want int // findings of both passes together, each at its own place
@@ -274,9 +260,16 @@ type listedPackage struct {
 
 // listModule lists, with the go tool, the export data of every package the module's packages
 // import (and of the standard library's os, syscall, log and flag), by import path, and the
-// module's own packages.
-func listModule(t *testing.T, root string) (map[string]string, []listedPackage) {
+// module's own packages; root is the module's directory. It skips a short test.
+func listModule(t *testing.T) (root string, exports map[string]string, pkgs []listedPackage) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("lists the module's packages with the go tool")
+	}
+	root, err := testproc.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command("go", "list", "-export", "-deps", "-json=ImportPath,Name,Dir,Export,GoFiles,Standard,Module", "./...", "os", "syscall", "log", "flag")
 	cmd.Dir = root
 	out, err := cmd.Output()
@@ -287,8 +280,7 @@ func listModule(t *testing.T, root string) (map[string]string, []listedPackage) 
 		}
 		t.Fatalf("go list: %v", err)
 	}
-	exports := map[string]string{}
-	var pkgs []listedPackage
+	exports = map[string]string{}
 	dec := json.NewDecoder(strings.NewReader(string(out)))
 	for {
 		var p listedPackage
@@ -304,5 +296,5 @@ func listModule(t *testing.T, root string) (map[string]string, []listedPackage) 
 			pkgs = append(pkgs, p)
 		}
 	}
-	return exports, pkgs
+	return root, exports, pkgs
 }
