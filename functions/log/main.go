@@ -3,6 +3,17 @@
 // checkpoint. It serves no route.
 package main
 
-import "github.com/agent-output-verifier/verifier/pkg/app"
+import (
+	"fmt"
+	"os"
 
-func main() { app.StartLogSequencer() }
+	"github.com/agent-output-verifier/verifier/pkg/app"
+)
+
+func main() {
+	app.TuneGC()
+	if err := app.ServeLogSequencer(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

@@ -3,9 +3,18 @@
 package main
 
 import (
+	"fmt"
+	"os"
+
 	"github.com/agent-output-verifier/verifier/pkg/app"
 	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
 	"github.com/agent-output-verifier/verifier/pkg/service/engine"
 )
 
-func main() { app.StartLambda(mcpserver.Handler, engine.New) }
+func main() {
+	app.TuneGC()
+	if err := app.ServeLambda(mcpserver.Handler, engine.New); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

@@ -2,8 +2,17 @@
 package main
 
 import (
+	"fmt"
+	"os"
+
 	"github.com/agent-output-verifier/verifier/pkg/app"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 )
 
-func main() { app.StartLambda(httpapi.ScoreHandler, nil) }
+func main() {
+	app.TuneGC()
+	if err := app.ServeLambda(httpapi.ScoreHandler, nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

@@ -2,9 +2,18 @@
 package main
 
 import (
+	"fmt"
+	"os"
+
 	"github.com/agent-output-verifier/verifier/pkg/app"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/service/engine"
 )
 
-func main() { app.StartLambda(httpapi.VerifyHandler, engine.New) }
+func main() {
+	app.TuneGC()
+	if err := app.ServeLambda(httpapi.VerifyHandler, engine.New); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

@@ -3,8 +3,17 @@
 package main
 
 import (
+	"fmt"
+	"os"
+
 	"github.com/agent-output-verifier/verifier/pkg/app"
 	"github.com/agent-output-verifier/verifier/pkg/discovery"
 )
 
-func main() { app.StartLambda(discovery.Handler, nil) }
+func main() {
+	app.TuneGC()
+	if err := app.ServeLambda(discovery.Handler, nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

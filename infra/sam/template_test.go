@@ -32,6 +32,7 @@ import (
 	"github.com/agent-output-verifier/verifier/internal/lambdatest"
 	"github.com/agent-output-verifier/verifier/pkg/config"
 	"github.com/agent-output-verifier/verifier/pkg/discovery"
+	"github.com/agent-output-verifier/verifier/pkg/edge"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
 	"github.com/agent-output-verifier/verifier/pkg/telemetry"
@@ -42,7 +43,7 @@ const root = "../.."
 
 // handlers maps each function of the template to the handler its main mounts. A function added to
 // the template fails TestRoutes until it is listed here, so no route can be deployed unchecked.
-var handlers = map[string]func(*service.Service) http.Handler{
+var handlers = map[string]func(*service.Service) *edge.Router{
 	"VerifyFunction":    httpapi.VerifyHandler,
 	"WellKnownFunction": discovery.Handler,
 	"McpFunction":       mcpserver.Handler,

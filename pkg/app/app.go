@@ -54,13 +54,21 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Store is the store as the service uses it, and its Close.
-type Store interface {
-	service.Store
-	Close() error
+// Store is an opened store with each of its capabilities named: what the service keeps in it,
+// its receipt log where it keeps one, and its Close. The opener fills every field from the store
+// it opened, so what a store can do is declared where it is opened, not found by asking it.
+type Store struct {
+	// Data is the store as the service uses it: allowances, payments, histories.
+	Data service.Store
+	// Receipts is its receipt log (SPEC §15); nil for a store that keeps none, whose service
+	// then keeps none either and reads no log key.
+	Receipts service.ReceiptLog
+	// Close releases the store.
+	Close func() error
 }
 
-// StoreOpener opens the store cfg names (VERIFIER_STORE), reading time from now.
+// StoreOpener opens the store cfg names (VERIFIER_STORE), reading time from now, and fills in
+// each capability of the Store it returns.
 type StoreOpener func(ctx context.Context, cfg config.Config, now func() time.Time) (Store, error)
 
 // noEmbeddedStore is the start-up error of a binary asked for the embedded store it does not link.
@@ -129,6 +137,9 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*service.Servic
 	if err != nil {
 		return nil, nil, fmt.Errorf("open store: %w", err)
 	}
+	if st.Data == nil || st.Close == nil {
+		return nil, nil, errors.New("open store: the opener returned no store or no Close")
+	}
 	var payer service.Payer
 	if !cfg.X402.FreeOnly() {
 		p, err := x402.New(cfg.X402, x402.NewFacilitator(cfg.X402), log, x402.WithClock(now))
@@ -144,7 +155,7 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*service.Servic
 	// was named and cannot be read fails start-up.
 	var receipts service.ReceiptLog
 	var logKey translog.LogKey
-	if rl, ok := st.(service.ReceiptLog); ok {
+	if rl := st.Receipts; rl != nil {
 		k, err := loadLogKey(ctx, cfg, opt, now)
 		if errors.Is(err, fs.ErrNotExist) && cfg.DefaultLogKey && !opt.CreateDevKey {
 			log.Warn("receipt log off: no log key (set VERIFIER_LOG_KEY)")
@@ -169,7 +180,7 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*service.Servic
 		MaxBody: maxBody(cfg.MaxBody),
 		Keys:    ring,
 		BaseURL: cfg.BaseURL,
-		Store:   st,
+		Store:   st.Data,
 		Payer:   payer,
 		Pricing: service.Pricing{FreeCallsPerDay: cfg.FreeCallsPerDay, FreeMaxBody: cfg.FreeMaxBody,
 			PriceVerify: cfg.PriceVerify, PriceScore: cfg.PriceScore},

@@ -55,7 +55,7 @@ func TestKeySourceUnavailableAtStartup(t *testing.T) {
 		},
 		OpenStore: func(context.Context, config.Config, func() time.Time) (app.Store, error) {
 			opened = true
-			return nil, nil
+			return app.Store{}, nil
 		},
 	})
 	if err == nil || svc != nil || closeFn != nil || !strings.Contains(err.Error(), "load signing key") {
@@ -69,7 +69,7 @@ func TestKeySourceUnavailableAtStartup(t *testing.T) {
 	}
 }
 
-// A binary without the embedded store's opener (every Lambda function: app.StartLambda passes the
+// A binary without the embedded store's opener (every Lambda function: app.ServeLambda passes the
 // AWS opener alone) refuses VERIFIER_STORE=bolt with an error that says so, and creates nothing.
 func TestNoEmbeddedStoreWithoutItsOpener(t *testing.T) {
 	keyFile := filepath.Join(t.TempDir(), "key.json")

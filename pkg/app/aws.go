@@ -150,12 +150,13 @@ func (a *AWS) OpenStore(ctx context.Context, cfg config.Config, now func() time.
 	switch cfg.Store {
 	case "dynamodb":
 	case "bolt":
-		return nil, noEmbeddedStore()
+		return Store{}, noEmbeddedStore()
 	default:
-		return nil, fmt.Errorf("configuration: store %q is not available in this binary", cfg.Store)
+		return Store{}, fmt.Errorf("configuration: store %q is not available in this binary", cfg.Store)
 	}
 	if a.Config.Region == "" {
-		return nil, errNoRegion
+		return Store{}, errNoRegion
 	}
-	return dynamo.New(dynamodb.NewFromConfig(a.withEndpoint(envEndpointDynamoDB)), cfg.Table, dynamo.WithClock(now)), nil
+	st := dynamo.New(dynamodb.NewFromConfig(a.withEndpoint(envEndpointDynamoDB)), cfg.Table, dynamo.WithClock(now))
+	return Store{Data: st, Receipts: st, Close: st.Close}, nil
 }

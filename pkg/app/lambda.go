@@ -3,8 +3,8 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -35,54 +35,59 @@ const (
 	lambdaMemoryPercent = 80
 )
 
-// StartLambda is the whole of a function's main: read the configuration, build the service with
-// the AWS key sources and store, and serve the handler mount picks (HTTP API payload v2). A
-// function that verifies passes its engine (engine.New of pkg/service/engine); the others pass
-// nil, and link neither the engine nor its JSON Schema library.
-func StartLambda(mount func(*service.Service) http.Handler, engine func(wire.Limits) service.Engine) {
-	svc := buildLambda(engine)
-	h := mount(svc)
-	if rt, ok := h.(*edge.Router); ok {
-		// Telemetry on Lambda: the request line, and an EMF document CloudWatch turns into the
-		// metrics (SPEC §17), both to the function's log stream.
-		rt.SetObserver(telemetry.NewObserver(svc.Log(), nil,
-			telemetry.NewEMF(os.Stdout, os.Getenv("VERIFIER_METRICS_NAMESPACE"), time.Now)))
-	}
-	lambda.Start(EventHandler(svc, h))
-}
-
-// buildLambda reads a function's configuration and builds its service, or ends the process with
-// the reason on stderr.
-func buildLambda(engine func(wire.Limits) service.Engine) *service.Service {
+// TuneGC sets a function's garbage collector (lambdaGCPercent, lambdaMemoryPercent), each
+// setting unless the environment sets its own (GOGC, GOMEMLIMIT). It changes the whole process,
+// so a function's main calls it, first.
+func TuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(lambdaGCPercent)
 	}
 	if mb, err := strconv.ParseInt(os.Getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"), 10, 64); err == nil && mb > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(mb << 20 / 100 * lambdaMemoryPercent)
 	}
+}
+
+// ServeLambda serves a function's routes: it reads the configuration, builds the service with
+// the AWS key sources and store, and serves the router routes makes of it (HTTP API payload
+// v2). A function that verifies passes its engine (engine.New of pkg/service/engine); the
+// others pass nil, and link neither the engine nor its JSON Schema library. It returns only an
+// error of start-up, for main to report and exit on: once serving, the Lambda runtime owns the
+// process, and lambda.Start does not return.
+func ServeLambda(routes func(*service.Service) *edge.Router, engine func(wire.Limits) service.Engine) error {
+	svc, err := buildLambda(engine)
+	if err != nil {
+		return err
+	}
+	rt := routes(svc)
+	// Telemetry on Lambda: the request line, and an EMF document CloudWatch turns into the
+	// metrics (SPEC §17), both to the function's log stream.
+	rt.SetObserver(telemetry.NewObserver(svc.Log(), nil,
+		telemetry.NewEMF(os.Stdout, os.Getenv("VERIFIER_METRICS_NAMESPACE"), time.Now)))
+	lambda.Start(EventHandler(svc, rt))
+	return nil
+}
+
+// buildLambda reads a function's configuration and builds its service.
+func buildLambda(engine func(wire.Limits) service.Engine) (*service.Service, error) {
 	ctx := context.Background()
 	cfg, err := config.Load(os.Getenv)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return nil, err
 	}
 	if cfg.Store == "bolt" {
 		// Before the key is looked for: a function left on the default store would otherwise
 		// first fail on a key file it has no data directory for.
-		fmt.Fprintln(os.Stderr, noEmbeddedStore())
-		os.Exit(1)
+		return nil, noEmbeddedStore()
 	}
 	aws, err := NewAWS(ctx)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return nil, err
 	}
 	svc, _, err := Build(ctx, cfg, Options{KeySource: aws.KeySource, ReadSecret: aws.ReadSecret, OpenStore: aws.OpenStore, Engine: engine})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return nil, err
 	}
-	return svc
+	return svc, nil
 }
 
 // Timing of the log function's invocation (functions/log): a schedule invokes it every minute,
@@ -102,21 +107,24 @@ type SequencerResult struct {
 	TreeSize  int64 `json:"tree_size"`
 }
 
-// StartLogSequencer is the whole of functions/log's main: build the service (no engine, no
-// routes) and, on each scheduled invocation, run the receipt log's sequencer (SPEC §15).
-func StartLogSequencer() {
-	svc := buildLambda(nil)
+// ServeLogSequencer serves functions/log: it builds the service (no engine, no routes) and, on
+// each scheduled invocation, runs the receipt log's sequencer (SPEC §15). As ServeLambda, it
+// returns only an error of start-up.
+func ServeLogSequencer() error {
+	svc, err := buildLambda(nil)
+	if err != nil {
+		return err
+	}
 	if !svc.LogEnabled() {
-		fmt.Fprintln(os.Stderr, "configuration: the log function needs a store that keeps the receipt log and VERIFIER_LOG_KEY")
-		os.Exit(1)
+		return errors.New("configuration: the log function needs a store that keeps the receipt log and VERIFIER_LOG_KEY")
 	}
 	if err := svc.CheckLogIdentity(context.Background()); err != nil {
-		fmt.Fprintf(os.Stderr, "receipt log: %v\n", err)
-		os.Exit(1)
+		return fmt.Errorf("receipt log: %w", err)
 	}
 	lambda.Start(func(ctx context.Context, _ json.RawMessage) (SequencerResult, error) {
 		return Sequence(ctx, svc, sequencerBudget)
 	})
+	return nil
 }
 
 // Sequence runs svc's sequencer for up to budget (less when ctx ends sooner, less

@@ -71,7 +71,7 @@ func (d *Documents) Mount(rt *edge.Router) {
 }
 
 // Handler serves the wellknown function's routes: every route Mount adds.
-func Handler(svc *service.Service) http.Handler {
+func Handler(svc *service.Service) *edge.Router {
 	rt := edge.NewRouter(svc)
 	New(svc).Mount(rt)
 	return rt

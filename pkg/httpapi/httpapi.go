@@ -36,7 +36,7 @@ func Handler(svc *service.Service, extra ...func(*edge.Router)) http.Handler {
 }
 
 // VerifyHandler serves the verify function's routes.
-func VerifyHandler(svc *service.Service) http.Handler {
+func VerifyHandler(svc *service.Service) *edge.Router {
 	rt := edge.NewRouter(svc)
 	MountVerify(rt, svc)
 	MountReputation(rt, svc)
@@ -45,7 +45,7 @@ func VerifyHandler(svc *service.Service) http.Handler {
 }
 
 // ScoreHandler serves the score function's routes.
-func ScoreHandler(svc *service.Service) http.Handler {
+func ScoreHandler(svc *service.Service) *edge.Router {
 	rt := edge.NewRouter(svc)
 	MountScore(rt, svc)
 	return rt

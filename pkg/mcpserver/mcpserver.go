@@ -135,7 +135,7 @@ func (s *Server) Mount(rt *edge.Router) { rt.Handle(http.MethodPost, Path, s.Ser
 
 // Handler serves /mcp alone, in the router that answers every other path and method in the error
 // envelope: functions/mcp's handler.
-func Handler(svc *service.Service) http.Handler {
+func Handler(svc *service.Service) *edge.Router {
 	rt := edge.NewRouter(svc)
 	New(svc).Mount(rt)
 	return rt

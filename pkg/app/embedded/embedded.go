@@ -43,12 +43,12 @@ type Opener struct {
 func (o Opener) Open(ctx context.Context, cfg config.Config, now func() time.Time) (app.Store, error) {
 	if cfg.Store != "bolt" {
 		if o.Other == nil {
-			return nil, fmt.Errorf("store %q is not available in this binary", cfg.Store)
+			return app.Store{}, fmt.Errorf("store %q is not available in this binary", cfg.Store)
 		}
 		return o.Other(ctx, cfg, now)
 	}
 	if err := app.MakeDataDir(cfg.DataDir); err != nil {
-		return nil, err
+		return app.Store{}, err
 	}
 	opts := []bolt.Option{bolt.WithClock(now)}
 	if o.BackgroundHistory {
@@ -56,7 +56,7 @@ func (o Opener) Open(ctx context.Context, cfg config.Config, now func() time.Tim
 	}
 	st, err := bolt.Open(filepath.Join(cfg.DataDir, bolt.FileName), opts...)
 	if err != nil {
-		return nil, fmt.Errorf("open embedded store: %w", err)
+		return app.Store{}, fmt.Errorf("open embedded store: %w", err)
 	}
-	return st, nil
+	return app.Store{Data: st, Receipts: st, Close: st.Close}, nil
 }

@@ -95,7 +95,7 @@ func TestOtherStoresGoToTheOtherOpener(t *testing.T) {
 	var gotTable string
 	other := func(_ context.Context, c config.Config, _ func() time.Time) (app.Store, error) {
 		gotTable = c.Table
-		return nil, nil
+		return app.Store{}, nil
 	}
 	if _, err := (embedded.Opener{Other: other}).Open(context.Background(), cfg, clock.Now); err != nil || gotTable != "t1" {
 		t.Errorf("the other opener got table %q (%v), want t1", gotTable, err)
