@@ -26,8 +26,9 @@ const (
 // An error's HTTP status comes from the table when it is rendered (STYLE.md rule 18): no code of
 // the module outside pkg/apperr assigns the Status of an apperr.Error or sets it in a composite
 // literal, and nothing anywhere writes to a package-level apperr.Error, which every answer that
-// returns it shares. The module's non-test code is type-checked from source, its imports read
-// from the go tool's export data.
+// returns it shares, nor to the fields of an error that apperr.As or errors.As found, which was
+// built elsewhere and may be shared (a copy from WithKind may be changed). The module's non-test
+// code is type-checked from source, its imports read from the go tool's export data.
 func TestNoStatusAssignedNoSharedErrorWritten(t *testing.T) {
 	if testing.Short() {
 		t.Skip("type-checks the module with the go tool's export data")
@@ -61,7 +62,7 @@ func TestNoStatusAssignedNoSharedErrorWritten(t *testing.T) {
 }
 
 // The rule finds each kind of write it forbids, and leaves alone what it allows: a fresh error's
-// fields, Status read, and pkg/apperr's own code.
+// fields, Status read, a variable set again, and pkg/apperr's own code.
 func TestStatusRuleFindsEachWrite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("type-checks with the go tool's export data")
@@ -78,11 +79,12 @@ type Error struct {
 	NextAction []NextAction
 }
 func New(code string) *Error { return &Error{Code: code, Status: 422} }
+func (e *Error) Error() string { return e.Code }; func As(err error) (*Error, bool) { e, ok := err.(*Error); return e, ok }
 var shared = New("x")
 func touch() { shared.Retryable = true }
 `
 	const user = `package user
-import "` + apperrPath + `"
+import ("errors"; "` + apperrPath + `")
 var Shared = apperr.New("internal_error")
 var value apperr.Error
 func f() *apperr.Error {
@@ -103,6 +105,17 @@ func f() *apperr.Error {
 	Shared = nil
 	_, _ = g, h
 	return e
+}
+func g(err error) error {
+	if e, ok := apperr.As(err); ok {
+		e.Retryable = true
+		e = apperr.New("x")
+	}
+	var ae *apperr.Error
+	if errors.As(err, &ae) {
+		ae.NextAction = nil
+	}
+	return nil
 }
 `
 	fset := token.NewFileSet()
@@ -130,14 +143,14 @@ func f() *apperr.Error {
 	for _, v := range got {
 		lines = append(lines, v.line)
 	}
-	want := []int{7, 8, 9, 14, 15, 16, 17, 18, 19, 20}
+	want := []int{7, 8, 9, 14, 15, 16, 17, 18, 19, 20, 26, 31}
 	if !slices.Equal(lines, want) {
 		t.Errorf("found writes on lines %v, want %v:\n%v", lines, want, got)
 	}
 	// In pkg/apperr the table's own code may set Status; its package-level errors stay shared.
 	got = statusRule(t, fset, apperrPath, []*ast.File{af}, base)
-	if len(got) != 1 || got[0].line != 11 {
-		t.Errorf("in pkg/apperr found %v, want only the write to shared on line 11", got)
+	if len(got) != 1 || got[0].line != 12 {
+		t.Errorf("in pkg/apperr found %v, want only the write to shared on line 12", got)
 	}
 }
 
@@ -159,6 +172,7 @@ func statusRule(t *testing.T, fset *token.FileSet, path string, files []*ast.Fil
 	info := &types.Info{
 		Types:      map[ast.Expr]types.TypeAndValue{},
 		Uses:       map[*ast.Ident]types.Object{},
+		Defs:       map[*ast.Ident]types.Object{},
 		Selections: map[*ast.SelectorExpr]*types.Selection{},
 	}
 	conf := types.Config{Importer: imp}
@@ -172,13 +186,41 @@ func statusRule(t *testing.T, fset *token.FileSet, path string, files []*ast.Fil
 		p := fset.Position(n.Pos())
 		out = append(out, violation{pos: p, line: p.Line, what: what})
 	}
+	var borrowed map[*types.Var]bool
 	written := func(lhs ast.Expr, how string) {
 		if !inApperr && isStatusField(info, lhs) {
 			report(lhs, how+" the Status of an apperr.Error outside pkg/apperr")
 		}
-		if v := sharedError(info, lhs); v != nil {
+		switch v := rootVar(info, lhs); {
+		case v == nil:
+		case packageError(v):
 			report(lhs, how+" the package-level error "+v.Name()+", which every answer that returns it shares")
+		case borrowed[v] && !isIdent(lhs):
+			report(lhs, how+" a field of "+v.Name()+", an error found by apperr.As or errors.As that may be shared; change a copy (WithKind)")
 		}
+	}
+	// borrowed are the variables that apperr.As or errors.As set to an error built elsewhere.
+	borrowed = map[*types.Var]bool{}
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.AssignStmt:
+				if len(n.Rhs) == 1 && isFunc(info, n.Rhs[0], apperrPath, "As") && len(n.Lhs) > 0 {
+					if v := localVar(info, n.Lhs[0]); v != nil {
+						borrowed[v] = true
+					}
+				}
+			case *ast.CallExpr:
+				if isFunc(info, n, "errors", "As") && len(n.Args) == 2 {
+					if u, ok := ast.Unparen(n.Args[1]).(*ast.UnaryExpr); ok && u.Op == token.AND {
+						if v := localVar(info, u.X); v != nil && isErrorType(v.Type()) {
+							borrowed[v] = true
+						}
+					}
+				}
+			}
+			return true
+		})
 	}
 	for _, f := range files {
 		ast.Inspect(f, func(n ast.Node) bool {
@@ -235,9 +277,9 @@ func isStatusField(info *types.Info, x ast.Expr) bool {
 	return ok && s.Kind() == types.FieldVal && isErrorType(s.Recv())
 }
 
-// sharedError is the package-level apperr.Error variable (of any package) that writing to x
-// changes, or nil: x is the variable, or a field, element or pointee reached from it.
-func sharedError(info *types.Info, x ast.Expr) *types.Var {
+// rootVar is the variable that writing to x changes, or nil: x is the variable, or a field,
+// element or pointee reached from it.
+func rootVar(info *types.Info, x ast.Expr) *types.Var {
 	for {
 		switch e := ast.Unparen(x).(type) {
 		case *ast.SelectorExpr:
@@ -248,7 +290,8 @@ func sharedError(info *types.Info, x ast.Expr) *types.Var {
 				x = e.X
 				continue
 			}
-			return packageError(info.Uses[e.Sel]) // pkg.Var
+			v, _ := info.Uses[e.Sel].(*types.Var) // pkg.Var
+			return v
 		case *ast.IndexExpr:
 			if _, ok := info.Types[e.X].Type.Underlying().(*types.Map); ok {
 				return nil
@@ -257,19 +300,54 @@ func sharedError(info *types.Info, x ast.Expr) *types.Var {
 		case *ast.StarExpr:
 			x = e.X
 		case *ast.Ident:
-			return packageError(info.Uses[e])
+			v, _ := info.Uses[e].(*types.Var)
+			return v
 		default:
 			return nil
 		}
 	}
 }
 
-func packageError(obj types.Object) *types.Var {
-	v, ok := obj.(*types.Var)
-	if !ok || v.IsField() || v.Pkg() == nil || v.Parent() != v.Pkg().Scope() || !isErrorType(v.Type()) {
+// packageError reports whether v is a package-level apperr.Error or *apperr.Error.
+func packageError(v *types.Var) bool {
+	return !v.IsField() && v.Pkg() != nil && v.Parent() == v.Pkg().Scope() && isErrorType(v.Type())
+}
+
+// localVar is the variable x names, defined or used.
+func localVar(info *types.Info, x ast.Expr) *types.Var {
+	id, ok := ast.Unparen(x).(*ast.Ident)
+	if !ok {
 		return nil
 	}
+	if v, ok := info.Defs[id].(*types.Var); ok {
+		return v
+	}
+	v, _ := info.Uses[id].(*types.Var)
 	return v
+}
+
+func isIdent(x ast.Expr) bool {
+	_, ok := ast.Unparen(x).(*ast.Ident)
+	return ok
+}
+
+// isFunc reports whether x is a call of the function name of package path.
+func isFunc(info *types.Info, x ast.Expr, path, name string) bool {
+	call, ok := ast.Unparen(x).(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	var id *ast.Ident
+	switch f := ast.Unparen(call.Fun).(type) {
+	case *ast.SelectorExpr:
+		id = f.Sel
+	case *ast.Ident:
+		id = f
+	default:
+		return false
+	}
+	fn, ok := info.Uses[id].(*types.Func)
+	return ok && fn.Pkg() != nil && fn.Pkg().Path() == path && fn.Name() == name
 }
 
 type listed struct {
