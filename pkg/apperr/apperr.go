@@ -163,17 +163,18 @@ type NextAction struct {
 // no HTTP status: Status computes it from the code and the error's kind whenever the error is
 // rendered, and its JSON form, the §7 envelope, says it. An error is built fresh for each answer
 // (New and the functions below); one shared by many answers, such as a package-level value, is
-// never changed, and WithKind copies.
+// never changed, and WithKind copies. Decoding an envelope into an Error reads all but its
+// status (KindOf reads that).
 type Error struct {
-	Code       Code
-	Message    string
+	Code       Code   `json:"code"`
+	Message    string `json:"message"`
 	kind       Kind
-	Retryable  bool
-	Charged    bool
-	RetryAfter int
-	Limit      int64
-	NextAction []NextAction
-	Fields     []FieldProblem
+	Retryable  bool           `json:"retryable"`
+	Charged    bool           `json:"charged"`
+	RetryAfter int            `json:"retry_after,omitempty"`
+	Limit      int64          `json:"limit,omitempty"`
+	NextAction []NextAction   `json:"next_actions"`
+	Fields     []FieldProblem `json:"fields,omitempty"`
 }
 
 // envelope is an Error's JSON form (SPEC §7), in the order of its members.

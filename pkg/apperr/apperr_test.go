@@ -145,6 +145,14 @@ func TestEnvelopeBytes(t *testing.T) {
 		if err != nil || !bytes.Equal(got, old) {
 			t.Errorf("envelope %s (%v), want %s", got, err, old)
 		}
+		var back Error
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatal(err)
+		}
+		back = *back.WithKind(KindOf(back.Code, e.Status()))
+		if again, _ := json.Marshal(back); !bytes.Equal(again, old) {
+			t.Errorf("decoded and encoded again %s, want %s", again, old)
+		}
 		if v, _ := json.Marshal(*e); !bytes.Equal(v, old) {
 			t.Errorf("the value's envelope %s, want %s", v, old)
 		}
