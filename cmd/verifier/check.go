@@ -226,7 +226,7 @@ func writeError(stdout io.Writer, err error) int {
 	}
 	b, _ := json.MarshalIndent(e, "", "  ")
 	stdout.Write(append(b, '\n'))
-	if e.Status == 422 || e.Status == 413 {
+	if e.Status() == 422 || e.Status() == 413 {
 		return exitInvalid
 	}
 	return exitError

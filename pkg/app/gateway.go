@@ -115,11 +115,11 @@ func LambdaHandler(svc *service.Service, h http.Handler) func(context.Context, e
 	}
 }
 
-// errorResponse is err in the envelope as an API Gateway response; a status of 400 for what the
-// table calls a 422, since no request was read.
+// errorResponse is err in the envelope as an API Gateway response; an invalid_request answers as
+// apperr.Unread (400 rather than 422), since no request was read.
 func errorResponse(svc *service.Service, ev events.APIGatewayV2HTTPRequest, err error) (events.APIGatewayV2HTTPResponse, error) {
 	if e, ok := apperr.As(err); ok && e.Code == apperr.InvalidRequest {
-		e.Status = http.StatusBadRequest
+		err = e.WithKind(apperr.Unread)
 	}
 	req, _ := http.NewRequest(http.MethodGet, "/", nil)
 	req.RemoteAddr = ev.RequestContext.HTTP.SourceIP

@@ -4,6 +4,7 @@
 package apperr
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -75,6 +76,58 @@ func Codes() []Code {
 		PaymentMismatch, PaymentVerifyFail, PaymentReplayed, PaymentSettleFail, FacilitatorDown, PaymentIDConflict}
 }
 
+// Kind says which of its code's answers an error is, where HTTP has a more precise status for
+// the same fix than the code's own: a request that could not be read at all is invalid_request
+// with 400 rather than 422, a header section over its limit is payload_too_large with 431. The
+// zero Kind, Plain, is the code's own answer; a kind that is not one of its code's (kindTable)
+// answers as Plain does.
+type Kind uint8
+
+// The kinds, each with its code and its HTTP status in kindTable.
+const (
+	Plain              Kind = iota // the code's own answer
+	Unread                         // invalid_request: no request was read (HTTP framing, an MCP transport's message, an API Gateway event)
+	UnsupportedMedia               // invalid_request: the MCP transport's refusal of a body not sent as application/json
+	UnknownCoding                  // invalid_request: a Transfer-Encoding the server does not implement
+	UnsupportedVersion             // invalid_request: an HTTP version the server does not speak
+	HeaderSection                  // payload_too_large: the request's header section, not its body, is over the limit
+	FreeOnly                       // free_trial_exhausted of a deployment that takes no payments (SPEC §8.6)
+)
+
+// kindTable maps each kind but Plain to the code it belongs to and the HTTP status it answers
+// with, next to codeTable.
+var kindTable = [...]struct {
+	code   Code
+	status int
+}{
+	Unread:             {InvalidRequest, 400},     // Bad Request
+	UnsupportedMedia:   {InvalidRequest, 415},     // Unsupported Media Type
+	UnknownCoding:      {InvalidRequest, 501},     // Not Implemented (RFC 9112 §6.1)
+	UnsupportedVersion: {InvalidRequest, 505},     // HTTP Version Not Supported
+	HeaderSection:      {PayloadTooLarge, 431},    // Request Header Fields Too Large
+	FreeOnly:           {FreeTrialExhausted, 429}, // Too Many Requests: retryable, not payable
+}
+
+// status is the HTTP status of an error of code c and kind k.
+func (c Code) status(k Kind) int {
+	if k != Plain && int(k) < len(kindTable) && kindTable[k].code == c {
+		return kindTable[k].status
+	}
+	return c.Status()
+}
+
+// KindOf is the kind of an error envelope received with code and HTTP status, as this service
+// renders them: the kind of code with that status, Plain when there is none (a client reads
+// back what the table wrote).
+func KindOf(code Code, status int) Kind {
+	for k := Unread; int(k) < len(kindTable); k++ {
+		if kindTable[k].code == code && kindTable[k].status == status {
+			return k
+		}
+	}
+	return Plain
+}
+
 // Status is the HTTP status of a code; unknown codes are internal errors.
 func (c Code) Status() int {
 	if e, ok := codeTable[c]; ok {
@@ -106,8 +159,26 @@ type NextAction struct {
 	Fields []string `json:"fields,omitempty"`
 }
 
-// Error is the service's error. Its JSON form is the §7 envelope.
+// Error is the service's error: a code, a message and the fields that go with them. It carries
+// no HTTP status: Status computes it from the code and the error's kind whenever the error is
+// rendered, and its JSON form, the §7 envelope, says it. An error is built fresh for each answer
+// (New and the functions below); one shared by many answers, such as a package-level value, is
+// never changed, and WithKind copies. Decoding an envelope into an Error reads all but its
+// status (KindOf reads that).
 type Error struct {
+	Code       Code   `json:"code"`
+	Message    string `json:"message"`
+	kind       Kind
+	Retryable  bool           `json:"retryable"`
+	Charged    bool           `json:"charged"`
+	RetryAfter int            `json:"retry_after,omitempty"`
+	Limit      int64          `json:"limit,omitempty"`
+	NextAction []NextAction   `json:"next_actions"`
+	Fields     []FieldProblem `json:"fields,omitempty"`
+}
+
+// envelope is an Error's JSON form (SPEC §7), in the order of its members.
+type envelope struct {
 	Code       Code           `json:"code"`
 	Message    string         `json:"message"`
 	Status     int            `json:"status"`
@@ -119,11 +190,30 @@ type Error struct {
 	Fields     []FieldProblem `json:"fields,omitempty"`
 }
 
+// MarshalJSON writes the §7 envelope, its status from the table.
+func (e Error) MarshalJSON() ([]byte, error) {
+	return json.Marshal(envelope{
+		Code: e.Code, Message: e.Message, Status: e.Status(), Retryable: e.Retryable, Charged: e.Charged,
+		RetryAfter: e.RetryAfter, Limit: e.Limit, NextAction: e.NextAction, Fields: e.Fields,
+	})
+}
+
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// Status is the HTTP status the error answers with (over MCP, the status its REST twin answers
+// with): its code's, or its kind's where the error has one of its code's kinds.
+func (e *Error) Status() int { return e.Code.status(e.kind) }
+
+// WithKind is a copy of e that answers as kind k of its code.
+func (e *Error) WithKind(k Kind) *Error {
+	c := *e
+	c.kind = k
+	return &c
+}
 
 // New builds an error of code with a safe message.
 func New(code Code, message string) *Error {
-	e := &Error{Code: code, Message: message, Status: code.Status(), Retryable: code.Retryable()}
+	e := &Error{Code: code, Message: message, Retryable: code.Retryable()}
 	e.NextAction = []NextAction{{Action: defaultAction(code)}}
 	return e
 }
@@ -165,7 +255,7 @@ func Invalid(problems ...FieldProblem) *Error {
 	}
 	b.WriteString(". Nothing was charged; fix the field(s) and send it again.")
 	return &Error{
-		Code: InvalidRequest, Message: b.String(), Status: 422,
+		Code: InvalidRequest, Message: b.String(),
 		NextAction: []NextAction{{Action: "fix_request_fields", Fields: names}},
 		Fields:     problems,
 	}
@@ -187,7 +277,7 @@ func TooLarge(limit int64) *Error {
 // same code as a body over its limit, since the fix is the same, with HTTP's own status for it.
 func HeadersTooLarge(limit int64) *Error {
 	e := New(PayloadTooLarge, fmt.Sprintf("The request's header section is larger than the limit of %d bytes. Nothing was charged.", limit))
-	e.Status, e.Limit = 431, limit
+	e.kind, e.Limit = HeaderSection, limit
 	return e
 }
 

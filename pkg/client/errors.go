@@ -53,10 +53,11 @@ func (e *APIError) Error() string {
 
 // Unwrap returns the envelope as the service's own error type.
 func (e *APIError) Unwrap() error {
-	return &apperr.Error{
-		Code: e.Code, Message: e.Message, Status: e.Status, Retryable: e.Retryable, Charged: e.Charged,
+	ae := &apperr.Error{
+		Code: e.Code, Message: e.Message, Retryable: e.Retryable, Charged: e.Charged,
 		RetryAfter: int(e.RetryAfter / time.Second), Limit: e.Limit, NextAction: e.NextActions, Fields: e.Fields,
 	}
+	return ae.WithKind(apperr.KindOf(e.Code, e.Status))
 }
 
 // PaymentRequiredError is a 402 answer the client did not get past: no payer is configured, none

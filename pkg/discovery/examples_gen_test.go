@@ -111,7 +111,7 @@ func buildExamples() (*Examples, error) {
 		return nil, fmt.Errorf("worked example invalid: %w", err)
 	}
 	out.Invalid = Example{ID: "invalid", Title: "An invalid request (422)", Method: http.MethodPost, Path: "/verify/schema",
-		Request: []byte(invalidRequestJSON), Status: e.Status, Response: body}
+		Request: []byte(invalidRequestJSON), Status: e.Status(), Response: body}
 
 	lookup, err := ex.LookupScore(ctx, ExampleAgentUnknown)
 	if err != nil {

@@ -31,7 +31,7 @@ func TestReadBody(t *testing.T) {
 				got, err := ReadBody(r, limit)
 				name := fmt.Sprintf("%d bytes, declared %v, one byte a read %v", n, declared, oneByte)
 				if n > limit {
-					if ae, ok := apperr.As(err); !ok || ae.Status != 413 {
+					if ae, ok := apperr.As(err); !ok || ae.Status() != 413 {
 						t.Errorf("%s: %v, want a 413", name, err)
 					}
 					continue

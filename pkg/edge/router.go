@@ -268,7 +268,7 @@ func WriteError(w http.ResponseWriter, e *apperr.Error) {
 		ev.NoteError(e)
 	}
 	b, _ := json.Marshal(e)
-	WriteJSON(w, e.Status, b)
+	WriteJSON(w, e.Status(), b)
 }
 
 // Fail writes err as WriteError does, made safe by svc.PublicError: an error that is not an

@@ -108,29 +108,30 @@ func serverRefusal(p []byte) (int, bool) {
 }
 
 // refusalError is the envelope of one of the server's refusals, with fixed messages: the server's
-// texts never reach the caller.
+// texts never reach the caller. Its kind gives the status net/http refused with: 431, 501, 505,
+// and 400 for the rest.
 func refusalError(status int, maxHeaderBytes int64, framing bool) *apperr.Error {
 	switch {
 	case framing && status == http.StatusBadRequest:
-		e := apperr.New(apperr.InvalidRequest, "The request's framing is ambiguous (RFC 9112): it has both Content-Length and Transfer-Encoding, a folded header line (one beginning with a space or tab), or a line not ended by CRLF. The connection is closed. Nothing was charged.")
-		e.Status = status
-		return e
+		return apperr.New(apperr.InvalidRequest, "The request's framing is ambiguous (RFC 9112): it has both Content-Length and Transfer-Encoding, a folded header line (one beginning with a space or tab), or a line not ended by CRLF. The connection is closed. Nothing was charged.").WithKind(apperr.Unread)
 	case status == http.StatusRequestHeaderFieldsTooLarge:
 		return apperr.HeadersTooLarge(maxHeaderBytes)
 	case status == http.StatusNotImplemented:
-		e := apperr.New(apperr.InvalidRequest, "The request's Transfer-Encoding is not supported: send the body with Content-Length or chunked. Nothing was charged.")
-		e.Status = status
-		return e
+		return apperr.New(apperr.InvalidRequest, "The request's Transfer-Encoding is not supported: send the body with Content-Length or chunked. Nothing was charged.").WithKind(apperr.UnknownCoding)
 	}
-	e := apperr.New(apperr.InvalidRequest, "The request could not be read as HTTP/1.1 (its request line, a header or its Host is malformed). Nothing was charged.")
-	e.Status = status
-	return e
+	kind := apperr.Unread
+	if status == http.StatusHTTPVersionNotSupported {
+		kind = apperr.UnsupportedVersion
+	}
+	return apperr.New(apperr.InvalidRequest, "The request could not be read as HTTP/1.1 (its request line, a header or its Host is malformed). Nothing was charged.").WithKind(kind)
 }
 
 // refusalResponse is the whole HTTP response for a refusal: the envelope, and the connection
 // closed, as the server closes it.
 func refusalResponse(status int, maxHeaderBytes int64, framing bool) []byte {
-	body, _ := json.Marshal(refusalError(status, maxHeaderBytes, framing))
+	e := refusalError(status, maxHeaderBytes, framing)
+	body, _ := json.Marshal(e)
+	status = e.Status()
 	return fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nCache-Control: no-store\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
 		status, http.StatusText(status), len(body), body)
 }

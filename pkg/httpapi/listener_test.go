@@ -77,6 +77,7 @@ func TestServerRefusalsInEnvelope(t *testing.T) {
 		{"missing Host", "GET / HTTP/1.1\r\nX: " + canary + "\r\n\r\n", 400, "invalid_request", 0},
 		{"two Content-Lengths", "POST /verify/schema HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n{}", 400, "invalid_request", 0},
 		{"unknown transfer coding", "POST /verify/schema HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + canary + "\r\n\r\n", 501, "invalid_request", 0},
+		{"HTTP version not spoken", "GET /" + canary + " HTTP/2.0\r\nHost: x\r\n\r\n", 505, "invalid_request", 0},
 		{"body declared over the limit, never sent", "POST /verify/schema HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2000000\r\n\r\n{\"task_id\":", 413, "payload_too_large", limit},
 		{"body declared one byte over the limit", "POST /verify/deliverable HTTP/1.1\r\nHost: x\r\nContent-Length: " + itoa(limit+1) + "\r\n\r\n", 413, "payload_too_large", limit},
 		{"body declared over the limit with Expect", "POST /verify/schema HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 99999999\r\n\r\n", 413, "payload_too_large", limit},

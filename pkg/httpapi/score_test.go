@@ -231,7 +231,7 @@ func TestScoreAPIForMCP(t *testing.T) {
 	for _, id := range []string{"", strings.Repeat("é", 201), "a\x00b", "\xff"} {
 		_, err := e.svc.LookupScore(ctx, id)
 		ae, ok := apperr.As(err)
-		if !ok || ae.Status != 422 || len(ae.Fields) != 1 || ae.Fields[0].Field != "agent_id" {
+		if !ok || ae.Status() != 422 || len(ae.Fields) != 1 || ae.Fields[0].Field != "agent_id" {
 			t.Errorf("agent id %q: %v, want a 422 naming agent_id", id, err)
 		}
 	}
@@ -242,7 +242,7 @@ func TestScoreAPIForMCP(t *testing.T) {
 	e.rebuild(t, func(d *service.Deps) { d.Store = failingReputation{e.st} })
 	if _, err := e.svc.LookupScore(ctx, "seller-m"); err == nil {
 		t.Error("store down: no error")
-	} else if ae, ok := apperr.As(err); !ok || ae.Status != 503 || !ae.Retryable {
+	} else if ae, ok := apperr.As(err); !ok || ae.Status() != 503 || !ae.Retryable {
 		t.Errorf("store down: %v, want a retryable 503", err)
 	}
 }

@@ -144,8 +144,7 @@ func framingError(body []byte, h http.Header) error {
 	default:
 		return nil
 	}
-	e.Status = http.StatusBadRequest
-	return e
+	return e.WithKind(apperr.Unread)
 }
 
 // callError is the JSON-RPC error this endpoint answers a call with, before the SDK sees it:

@@ -312,29 +312,27 @@ func (w *envelopeWriter) Write(b []byte) (int, error) {
 // Unwrap lets the SDK flush an event stream through the wrapper.
 func (w *envelopeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// transportError is the envelope for an HTTP status the SDK's transport answered with; limit is
-// the message limit a 413 names.
+// transportError is the envelope for an HTTP status the SDK's transport answered with (v1.8.0:
+// 400, 403, 404, 405, 413, 415 and 500); limit is the message limit a 413 names. The envelope's
+// code and kind give that status back; a status of 500 or more is internal_error's 500, any other
+// refusal invalid_request's apperr.Unread, 400.
 func transportError(status int, limit int64) *apperr.Error {
-	var e *apperr.Error
 	switch status {
 	case http.StatusRequestEntityTooLarge:
-		e = apperr.TooLarge(limit)
+		return apperr.TooLarge(limit)
 	case http.StatusUnsupportedMediaType:
-		e = apperr.New(apperr.InvalidRequest, "Send the JSON-RPC message with Content-Type: application/json. Nothing was charged.")
+		return apperr.New(apperr.InvalidRequest, "Send the JSON-RPC message with Content-Type: application/json. Nothing was charged.").WithKind(apperr.UnsupportedMedia)
 	case http.StatusForbidden:
-		e = apperr.New(apperr.Forbidden, "The MCP transport refused this request. Nothing was charged.")
+		return apperr.New(apperr.Forbidden, "The MCP transport refused this request. Nothing was charged.")
 	case http.StatusNotFound:
-		e = apperr.New(apperr.NotFound, "No MCP session matches this request: the endpoint is stateless, send no Mcp-Session-Id.")
+		return apperr.New(apperr.NotFound, "No MCP session matches this request: the endpoint is stateless, send no Mcp-Session-Id.")
 	case http.StatusMethodNotAllowed:
-		e = apperr.New(apperr.MethodNotAllowed, "The MCP endpoint accepts POST only; see the Allow header.")
-	default:
-		if status >= 500 {
-			e = apperr.New(apperr.Internal, "The MCP request could not be completed. Nothing was charged; try again.")
-			e.RetryAfter = 1
-		} else {
-			e = apperr.New(apperr.InvalidRequest, "The MCP request could not be read: POST one JSON-RPC 2.0 message with Content-Type: application/json and a supported MCP-Protocol-Version. Nothing was charged.")
-		}
+		return apperr.New(apperr.MethodNotAllowed, "The MCP endpoint accepts POST only; see the Allow header.")
 	}
-	e.Status = status
-	return e
+	if status >= 500 {
+		e := apperr.New(apperr.Internal, "The MCP request could not be completed. Nothing was charged; try again.")
+		e.RetryAfter = 1
+		return e
+	}
+	return apperr.New(apperr.InvalidRequest, "The MCP request could not be read: POST one JSON-RPC 2.0 message with Content-Type: application/json and a supported MCP-Protocol-Version. Nothing was charged.").WithKind(apperr.Unread)
 }

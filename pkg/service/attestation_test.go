@@ -133,7 +133,7 @@ func TestAttestationUnderKMSIsKeptAndRationed(t *testing.T) {
 	if !errors.Is(err, receipt.ErrSignerUnavailable) {
 		t.Fatalf("KMS down: %v, want ErrSignerUnavailable", err)
 	}
-	if pe := svc.PublicError("attestation", err); pe.Status != 503 || !pe.Retryable {
+	if pe := svc.PublicError("attestation", err); pe.Status() != 503 || !pe.Retryable {
 		t.Errorf("KMS down answers %+v", pe)
 	}
 	kms.FailSign(false)

@@ -133,8 +133,8 @@ func (s *Service) ConsumeFree(ctx context.Context, client string) (granted bool,
 // (SPEC §8.6): free_trial_exhausted as a retryable 429 until the next UTC midnight, instead of
 // an unpayable 402.
 func (s *Service) FreeOnlyExhausted() *apperr.Error {
-	e := apperr.New(apperr.FreeTrialExhausted, "This client's free checks for today are used up, and this deployment takes no payments; try again after the next UTC midnight.")
-	e.Status, e.Retryable = 429, true // Too Many Requests
+	e := apperr.New(apperr.FreeTrialExhausted, "This client's free checks for today are used up, and this deployment takes no payments; try again after the next UTC midnight.").WithKind(apperr.FreeOnly)
+	e.Retryable = true
 	e.NextAction = []apperr.NextAction{{Action: "retry_later"}}
 	_, midnight := day(s.d.Now())
 	e.RetryAfter = max(int(midnight.Sub(s.d.Now()).Seconds()), 1)

@@ -37,7 +37,7 @@ func TestPhasePanicIsAnInternalError(t *testing.T) {
 	s := &Service{d: Deps{Deadline: DefaultDeadline, Log: slog.Default()}}
 	for range 2 { // the second runs on the worker the first one used
 		err := s.withDeadline(context.Background(), func(context.Context) error { panic("boom") })
-		if ae, ok := apperr.As(err); !ok || ae.Code != apperr.Internal || ae.Status != 500 {
+		if ae, ok := apperr.As(err); !ok || ae.Code != apperr.Internal || ae.Status() != 500 {
 			t.Fatalf("panicking phase: %v, want a 500 internal_error", err)
 		}
 	}

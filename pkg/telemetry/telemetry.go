@@ -101,9 +101,9 @@ func (e *Event) NoteError(err *apperr.Error) {
 	e.noted = true
 	e.Code = err.Code
 	switch {
-	case err.Code == apperr.FreeTrialExhausted || err.Status == 402:
+	case err.Code == apperr.FreeTrialExhausted || err.Status() == 402:
 		e.Outcome = RefusedPayment
-	case err.Status >= 500:
+	case err.Status() >= 500:
 		e.Outcome = Error
 	default:
 		e.Outcome = Invalid

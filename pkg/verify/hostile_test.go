@@ -110,7 +110,7 @@ func TestHostileInputs(t *testing.T) {
 				return
 			}
 			e, ok := apperr.As(err)
-			if !ok || e.Status != c.status || len(e.Fields) == 0 || e.Fields[0].Field != c.field {
+			if !ok || e.Status() != c.status || len(e.Fields) == 0 || e.Fields[0].Field != c.field {
 				t.Fatalf("got %v, want %d naming %s", err, c.status, c.field)
 			}
 			// The answer stays small whatever the input: at most ListCap short problems.
@@ -538,7 +538,7 @@ func TestSchemaTooComplexIsAnError(t *testing.T) {
 				if !ok || rep != nil {
 					t.Fatalf("run %d: got %v and a report %v, want schema_too_complex", i, err, rep != nil)
 				}
-				if e.Code != apperr.SchemaTooComplex || e.Status != 422 || e.Retryable || e.Charged ||
+				if e.Code != apperr.SchemaTooComplex || e.Status() != 422 || e.Retryable || e.Charged ||
 					len(e.Fields) != 1 || e.Fields[0].Field != "expected_schema" ||
 					len(e.NextAction) != 1 || e.NextAction[0].Action != "fix_request_fields" {
 					t.Fatalf("run %d: got %+v", i, e)

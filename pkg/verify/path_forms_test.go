@@ -178,7 +178,7 @@ func TestRefusedPathForms(t *testing.T) {
 				}
 				_, _, err := eng.Decode(pathFormRequest(pathFormsOutput, rules, bounds))
 				e, ok := apperr.As(err)
-				if !ok || e.Status != 422 {
+				if !ok || e.Status() != 422 {
 					t.Errorf("%s %q%s: got %v, want a 422", m.name, p, opt, err)
 					continue
 				}

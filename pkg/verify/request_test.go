@@ -65,8 +65,8 @@ func TestDecodeRequestInvalid(t *testing.T) {
 			if !ok {
 				t.Fatalf("got %v, want an *apperr.Error", err)
 			}
-			if e.Status != 422 || e.Code != apperr.InvalidRequest || e.Charged || e.Retryable {
-				t.Fatalf("got status %d code %s charged %v retryable %v, want 422 invalid_request", e.Status, e.Code, e.Charged, e.Retryable)
+			if e.Status() != 422 || e.Code != apperr.InvalidRequest || e.Charged || e.Retryable {
+				t.Fatalf("got status %d code %s charged %v retryable %v, want 422 invalid_request", e.Status(), e.Code, e.Charged, e.Retryable)
 			}
 			var got []string
 			for _, f := range e.Fields {
@@ -121,7 +121,7 @@ func TestDecodeRequestProblemCap(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := DecodeRequest([]byte(c.body), DefaultLimits)
 			e, ok := apperr.As(err)
-			if !ok || e.Status != 422 {
+			if !ok || e.Status() != 422 {
 				t.Fatalf("got %v, want a 422", err)
 			}
 			n := len(e.Fields)
@@ -172,7 +172,7 @@ func TestDecodeProblemNamesCause(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := DecodeRequest([]byte(c.body), DefaultLimits)
 			e, ok := apperr.As(err)
-			if !ok || e.Status != 422 || len(e.Fields) == 0 {
+			if !ok || e.Status() != 422 || len(e.Fields) == 0 {
 				t.Fatalf("got %v, want a 422", err)
 			}
 			f := e.Fields[0]
@@ -204,7 +204,7 @@ func TestDecodeRequestTooLarge(t *testing.T) {
 	body := `{"task_id":"t","expected_schema":{},"submitted_output":"` + strings.Repeat("x", 1<<20) + `"}`
 	_, _, err := eng.Decode([]byte(body))
 	e, ok := apperr.As(err)
-	if !ok || e.Status != 413 || e.Limit != 1<<20 || e.Code != apperr.PayloadTooLarge {
+	if !ok || e.Status() != 413 || e.Limit != 1<<20 || e.Code != apperr.PayloadTooLarge {
 		t.Fatalf("got %#v, want 413 with the limit", err)
 	}
 }
@@ -320,7 +320,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		req, sch, err := eng.Decode(body)
 		if err != nil {
 			e, ok := apperr.As(err)
-			if !ok || (e.Status != 422 && e.Status != 413) || len(e.Fields) == 0 && e.Status == 422 {
+			if !ok || (e.Status() != 422 && e.Status() != 413) || len(e.Fields) == 0 && e.Status() == 422 {
 				t.Fatalf("got %v, want a 422 naming fields or a 413", err)
 			}
 			return
@@ -425,7 +425,7 @@ func TestDecodeWholeValues(t *testing.T) {
 				return
 			}
 			e, ok := apperr.As(err)
-			if !ok || e.Status != 422 || len(e.Fields) == 0 {
+			if !ok || e.Status() != 422 || len(e.Fields) == 0 {
 				t.Fatalf("got %v, want a 422", err)
 			}
 			for _, f := range e.Fields {

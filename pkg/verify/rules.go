@@ -45,7 +45,7 @@ func rulesTooComplex(i, budget int) *apperr.Error {
 			"also count the size of every value they compare", budget, RuleWorkBase, RuleWorkPerValue),
 		"Use fewer rules over the same large arrays (each rule with [] over an array reads all of it again), "+
 			"compare small values with unique and exists_in rather than whole objects, and send the request again.")
-	e.Code, e.Status, e.Retryable = apperr.RulesTooComplex, apperr.RulesTooComplex.Status(), false
+	e.Code = apperr.RulesTooComplex
 	e.Message = "The check could not finish: the rules need more work for this output than the verifier's limit, " +
 		"so there is no verdict on the output. Nothing was charged, counted against the free allowance or recorded; use fewer or narrower rules and send it again."
 	return e

@@ -188,7 +188,7 @@ func TestEngineUnknownFormat(t *testing.T) {
 	body := []byte(`{"task_id":"t","expected_schema":{"type":"object","properties":{"email":{"type":"string","format":"emial"}}},"submitted_output":{"email":"not an address"}}`)
 	for range 3 {
 		_, _, err := eng.Decode(body)
-		if e, ok := apperr.As(err); !ok || e.Status != 422 || len(e.Fields) != 1 || !strings.Contains(e.Fields[0].Problem, "expected_schema.properties.email.format") {
+		if e, ok := apperr.As(err); !ok || e.Status() != 422 || len(e.Fields) != 1 || !strings.Contains(e.Fields[0].Problem, "expected_schema.properties.email.format") {
 			t.Fatalf("got %v, want the unknown-format 422", err)
 		}
 	}

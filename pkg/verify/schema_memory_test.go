@@ -119,7 +119,7 @@ func TestSchemaMemoryBoundRefuses(t *testing.T) {
 	_, _, err := e.Decode([]byte(body))
 	runtime.ReadMemStats(&after)
 	var ae *apperr.Error
-	if !errors.As(err, &ae) || ae.Status != 422 || len(ae.Fields) != 1 || ae.Fields[0].Field != "expected_schema" ||
+	if !errors.As(err, &ae) || ae.Status() != 422 || len(ae.Fields) != 1 || ae.Fields[0].Field != "expected_schema" ||
 		!strings.Contains(ae.Fields[0].Problem, fmt.Sprintf("%d MiB", schemacheck.MaxSchemaMemory>>20)) {
 		t.Fatalf("got %v, want a 422 on expected_schema naming the %d MiB limit", err, schemacheck.MaxSchemaMemory>>20)
 	}

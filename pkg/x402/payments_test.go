@@ -251,7 +251,7 @@ func TestSolanaOnlyFacilitatorDown(t *testing.T) {
 	if !errors.Is(err, ErrFacilitatorUnavailable) {
 		t.Fatalf("got %v", err)
 	}
-	if e, ok := apperr.As(err); !ok || e.Code != apperr.FacilitatorDown || e.Status != 503 {
+	if e, ok := apperr.As(err); !ok || e.Code != apperr.FacilitatorDown || e.Status() != 503 {
 		t.Errorf("got %v", err)
 	}
 }
@@ -366,7 +366,7 @@ func TestMatch(t *testing.T) {
 			got, err := Match(c.p, reqs)
 			if c.want == nil {
 				e, ok := apperr.As(err)
-				if !ok || e.Code != apperr.PaymentMismatch || e.Status != 402 {
+				if !ok || e.Code != apperr.PaymentMismatch || e.Status() != 402 {
 					t.Fatalf("got %+v, %v; want a payment_requirements_mismatch", got, err)
 				}
 				return

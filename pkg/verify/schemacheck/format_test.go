@@ -91,7 +91,7 @@ func TestECMARegexSyntax(t *testing.T) {
 func TestSchemaPatternsAreECMA(t *testing.T) {
 	_, err := Compile(schDecode(t, []byte(`{"properties":{"a":{"pattern":"(?<=secret)b"}},"patternProperties":{"(secret)\\1":{}}}`)), false)
 	e, ok := apperr.As(err)
-	if !ok || e.Status != 422 || len(e.Fields) != 2 {
+	if !ok || e.Status() != 422 || len(e.Fields) != 2 {
 		t.Fatalf("got %v, want a 422 naming both patterns", err)
 	}
 	for i, want := range [][]string{{"expected_schema.patternProperties", "backreference"}, {"expected_schema.properties.a.pattern", "lookbehind"}} {

@@ -133,7 +133,7 @@ func schemaTooComplex(budget int) *apperr.Error {
 			"refer twice to the next level double the work at every level (16 such levels apply the last one 65,536 times). "+
 			"Refer to each definition once, flatten nested allOf, and apply costly patterns, large enums and uniqueItems once per value; "+
 			"then send the request again.")
-	e.Code, e.Status, e.Retryable = apperr.SchemaTooComplex, apperr.SchemaTooComplex.Status(), false
+	e.Code = apperr.SchemaTooComplex
 	e.Message = "The check could not finish: expected_schema needs more evaluation work for this output than the verifier's limit, " +
 		"so there is no verdict on the output. Nothing was charged, counted against the free allowance or recorded; simplify the schema and send it again."
 	return e

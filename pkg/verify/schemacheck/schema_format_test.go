@@ -44,7 +44,7 @@ func TestSchemaDraftFormats(t *testing.T) {
 		{"https://json-schema.org/draft/2020-12/schema", "semver"}, {"https://json-schema.org/draft/2020-12/schema", "period"},
 	} {
 		_, err := Compile(map[string]any{"$schema": c.draft, "format": c.format}, false)
-		if e, ok := apperr.As(err); !ok || e.Status != 422 || !strings.Contains(e.Fields[0].Fix, strings.Join(schemaDraftFormats[schemaDialectVersion(c.draft)], ", ")) {
+		if e, ok := apperr.As(err); !ok || e.Status() != 422 || !strings.Contains(e.Fields[0].Fix, strings.Join(schemaDraftFormats[schemaDialectVersion(c.draft)], ", ")) {
 			t.Errorf("%s under %s: got %v, want the unknown-format 422 listing the draft's formats", c.format, c.draft, err)
 		}
 	}
@@ -119,7 +119,7 @@ func TestSchemaUnknownFormat(t *testing.T) {
 				return
 			}
 			e, ok := apperr.As(err)
-			if !ok || e.Code != apperr.InvalidRequest || e.Status != 422 {
+			if !ok || e.Code != apperr.InvalidRequest || e.Status() != 422 {
 				t.Fatalf("got %v, want a 422", err)
 			}
 			var got []string

@@ -228,7 +228,7 @@ func schAssert422(t *testing.T, err error, secret string, wantInProblem ...strin
 	if !ok {
 		t.Fatalf("error %v (%T), want *apperr.Error", err, err)
 	}
-	if e.Code != apperr.InvalidRequest || e.Status != 422 || len(e.Fields) != 1 || e.Fields[0].Field != "expected_schema" {
+	if e.Code != apperr.InvalidRequest || e.Status() != 422 || len(e.Fields) != 1 || e.Fields[0].Field != "expected_schema" {
 		t.Fatalf("error %+v, want a 422 on expected_schema", e)
 	}
 	if secret != "" && (strings.Contains(e.Message, secret) || strings.Contains(e.Fields[0].Problem, secret)) {
