@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -255,8 +257,28 @@ func (c *command) remoteError(err error, stdout, stderr io.Writer) int {
 	}
 	if out != nil {
 		b, _ := json.MarshalIndent(out, "", "  ")
+		if ae != nil {
+			b = withStatus(b, ae.Status)
+		}
 		stdout.Write(append(b, '\n'))
 	}
 	// The client's own "client: " prefix would make two prefixes on one line.
 	return c.errorf(stderr, code, "%s", strings.TrimPrefix(err.Error(), "client: "))
+}
+
+// withStatus sets the top-level "status" of an indented error envelope to the HTTP status the
+// answer came with: the envelope's own status is its code's (apperr's table), and an answer that
+// was not the service's envelope (a proxy's 502 page) is printed with the status it had. A JSON
+// string cannot hold the member's unescaped form, so its first occurrence is the envelope's own.
+func withStatus(envelope []byte, status int) []byte {
+	i := bytes.Index(envelope, []byte(`"status": `))
+	if i < 0 || status == 0 {
+		return envelope
+	}
+	start := i + len(`"status": `)
+	end := start
+	for end < len(envelope) && envelope[end] >= '0' && envelope[end] <= '9' {
+		end++
+	}
+	return slices.Concat(envelope[:start], strconv.AppendInt(nil, int64(status), 10), envelope[end:])
 }

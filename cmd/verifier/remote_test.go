@@ -2,7 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,6 +73,17 @@ func TestRemoteCommands(t *testing.T) {
 		if code, _, _ := runCLI(t, "", args...); code != exitInvalid {
 			t.Errorf("%v: exit %d, want %d", args, code, exitInvalid)
 		}
+	}
+	// An answer that is not the service's envelope (a proxy's 502 page) → 3, printed with the
+	// status it came with.
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusBadGateway)
+		io.WriteString(w, "<html>bad gateway</html>")
+	}))
+	defer proxy.Close()
+	if code, out, _ := runCLI(t, "", "remote", "verify", "--url", proxy.URL, reqFile); code != exitError || !strings.Contains(out, `"status": 502`) {
+		t.Errorf("a proxy's 502: exit %d, %s; want 3 and the status it came with", code, out)
 	}
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := "http://" + ln.Addr().String()
