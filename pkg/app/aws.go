@@ -25,7 +25,7 @@ import (
 // The configuration is built by hand from the environment Lambda provides, not loaded with the
 // SDK's configuration loader (aws-sdk-go-v2/config, LoadDefaultConfig): the loader links every
 // credential source it may try (shared files and profiles, SSO and its OIDC client, STS, the
-// instance metadata service, processes), which adds about 4.5 MB to every function and time to
+// instance metadata service, processes), which adds megabytes to every function and time to
 // its cold start, for sources a Lambda function never has. What is read:
 //
 //   - the region: AWS_REGION (Lambda sets it), else AWS_DEFAULT_REGION;

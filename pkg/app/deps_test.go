@@ -18,8 +18,8 @@ import (
 // The service clients are held at their last releases before schema-based serialisation
 // (dynamodb v1.68.0, kms v1.60.0, secretsmanager v1.49.0, all of 2026-09-09): from the next ones
 // on, each client links a table of every operation's schema (service/<name>/schemas) and builds
-// it at package initialisation, which put the mcp function over the 12 MB bar and added 1.5 ms or
-// more to every function's initialisation while the functions call seven operations. An upgrade
+// it at package initialisation, which put the mcp function over its size bar and added to every
+// function's initialisation while the functions call seven operations. An upgrade
 // that brings the tables back fails here; docs/PERFORMANCE.md's Lambda section measures the cost.
 func TestFunctionsLinkTheSDKClients(t *testing.T) {
 	if testing.Short() {

@@ -16,13 +16,12 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/store/bolt"
 )
 
-// historyLinger is how long the embedded store lets a background history write wait for others.
-// A commit rewrites every page it touches, of every agent in it, so the history's cost per record
-// falls with the batch. At 2,800 records a second for 50 agents (pkg/store/bolt
-// BenchmarkHistoryLinger), 10 ms cost 93 µs of CPU and 11.5 KB of pages per record, 100 ms 54 µs
-// and 2.1 KB; the local server spent about 230-390 µs of CPU per request under load, over a
-// quarter of it in these commits. No answer waits for it; a crash loses the records still waiting,
-// as it loses those queued for the writers.
+// historyLinger is how long the embedded store lets a deferred write (a journal entry's
+// application, a history record, an EVM payment's reservation) wait for others. A commit rewrites
+// every page it touches, of every agent in it, so the cost per record falls as batches grow
+// (pkg/store/bolt BenchmarkHistoryLinger measures it; docs/PERFORMANCE.md has the numbers). No
+// answer waits for it: an answer's records wait in the journal, on disk; what else waits (an EVM
+// payment's reservation) and what a crash does to it is said beside bolt's ReservePayment.
 const historyLinger = 100 * time.Millisecond
 
 // Opener opens the embedded store for VERIFIER_STORE=bolt and hands every other store to Other.
