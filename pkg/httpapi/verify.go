@@ -58,7 +58,7 @@ func (a api) handleVerify(w http.ResponseWriter, r *http.Request, resource strin
 		return
 	}
 	o := a.svc.Verify(r.Context(), service.VerifyCall{
-		Body: body, Payment: payment(r), Client: edge.ClientIdentity(r, a.svc.TrustedProxyHops()),
+		Body: body, Payment: payment(r), Caller: a.svc.CallerID(edge.ClientIdentity(r, a.svc.TrustedProxyHops())),
 		Resource: resource, Extensions: verifyExtensions(),
 		Words: restWords, Route: r.URL.Path,
 	})

@@ -185,7 +185,7 @@ func (s *Server) verifySchema(ctx context.Context, req *mcp.CallToolRequest) (*m
 		args = nil // the probe
 	}
 	o := s.svc.Verify(ctx, service.VerifyCall{
-		Body: args, Payment: pay, Client: caller(ctx),
+		Body: args, Payment: pay, Caller: s.caller(ctx),
 		Resource: x402.MCPResourceURL(ToolVerify), Words: mcpWords, Route: Path + " " + ToolVerify,
 	})
 	noteTool(ctx, ToolVerify, o)

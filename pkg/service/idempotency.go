@@ -83,7 +83,7 @@ func newHolder() string {
 
 // verifyPaidOnce is verifyPaid for a payment carrying the payment identifier id.
 func (s *Service) verifyPaidOnce(ctx context.Context, call VerifyCall, job *Job, id string) Outcome {
-	client := s.CallerID(call.Client)
+	client := call.Caller
 	payer, err := x402.PayerOf(call.Payment.Payload)
 	if err != nil {
 		return s.verifyPaymentRequired(ctx, call, apperr.PaymentInvalid, "The payment payload is malformed. Nothing was charged.", s.freeTrial(ctx, client, 0, false), nil)
@@ -178,12 +178,12 @@ func (s *Service) chargeClaimed(ctx context.Context, call VerifyCall, job *Job, 
 		if settling {
 			s.endLease(ctx, id, c)
 		}
-		return s.verifyPaymentRequired(ctx, call, fail.Code, fail.Message, s.freeTrial(ctx, s.CallerID(call.Client), 0, false), fail.Settlement)
+		return s.verifyPaymentRequired(ctx, call, fail.Code, fail.Message, s.freeTrial(ctx, call.Caller, 0, false), fail.Settlement)
 	}
 	// The claim is marked settled only once the receipt is durable: a receipt not recorded
 	// leaves it settling with its lease ended, and the next call with the identifier settles
 	// the first payment again (refused as settled already), records the receipt and delivers.
-	if err := s.Record(ctx, v, call.Client, sr); err != nil {
+	if err := s.Record(ctx, v, call.Caller, sr); err != nil {
 		s.endLease(ctx, id, c)
 		return s.refused(call.Route, err)
 	}
@@ -229,13 +229,13 @@ func (s *Service) resolveClaim(ctx context.Context, call VerifyCall, id string, 
 		s.endLease(ctx, id, next)
 		msg := "The first payment sent with this payment identifier could not be settled: " + safeReason(sr.ErrorReason) +
 			". Nothing was charged, and no other payment is taken under this identifier: send the same request with a new payment identifier to pay again."
-		return s.verifyPaymentRequired(ctx, call, apperr.PaymentSettleFail, msg, s.freeTrial(ctx, s.CallerID(call.Client), 0, false), &sr), true
+		return s.verifyPaymentRequired(ctx, call, apperr.PaymentSettleFail, msg, s.freeTrial(ctx, call.Caller, 0, false), &sr), true
 	}
 	s.attachReceipt(sctx, &sr, call.Resource, first.Accepted.Network, held.Payer)
 	checked := first.Checked
 	checked.Body = held.Response
 	v := &Verification{Checked: checked, VerifiedAt: first.VerifiedAt}
-	if err := s.Record(ctx, v, call.Client, &sr); err != nil {
+	if err := s.Record(ctx, v, call.Caller, &sr); err != nil {
 		s.endLease(ctx, id, next)
 		return s.refused(call.Route, err), true
 	}

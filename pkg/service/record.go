@@ -46,19 +46,19 @@ type recordJob struct {
 // crashes after (SPEC §15). When that write fails, even after retries, Record returns the error
 // to answer instead, and the answer is not delivered. The agent's history (test- ids and
 // anonymous verifications have none) is best-effort after it: queued for the background writers
-// when they run, written now otherwise; its failure is logged and never fails the answer. client
-// is the caller's ClientIdentity, the same the free allowance counted; settlement is a paid
+// when they run, written now otherwise; its failure is logged and never fails the answer. caller
+// is the caller's id (CallerID), the same the free allowance counted; settlement is a paid
 // answer's.
 //
 // A store that writes both at once (store.ReceiptWithHistory: the local server's) gets the
 // history record in the receipt's own write, so that it is as durable as the receipt.
-func (s *Service) Record(ctx context.Context, v *Verification, client string, settlement *x402.SettleResponse) error {
+func (s *Service) Record(ctx context.Context, v *Verification, caller string, settlement *x402.SettleResponse) error {
 	var history *store.Verification
 	if inPublicHistory(v) {
 		history = &store.Verification{
 			AgentID: *v.AgentID, VerificationID: v.VerificationID, TaskID: v.TaskID,
 			Result: v.Result, OverallRatio: v.OverallRatio, VerifiedAt: v.VerifiedAt,
-			Paid: settlement != nil, CallerID: s.CallerID(client),
+			Paid: settlement != nil, CallerID: caller,
 		}
 	}
 	if s.d.Receipts != nil {

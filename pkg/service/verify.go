@@ -80,7 +80,9 @@ type VerifyCall struct {
 	// Body is the verification request; empty (and no payment) is the x402 discovery probe.
 	Body    []byte
 	Payment Payment
-	Client  string // ClientOf the caller's address
+	// Caller is the caller's id (CallerID of its client identity), computed once per request by
+	// the transport: the free allowance counts under it and the agent's history records it.
+	Caller string
 	// Resource and Extensions are the x402 resource URL of the route or tool (a REST URL or
 	// mcp://tool/verify_schema) and the extensions of its PaymentRequired.
 	Resource   string
@@ -112,7 +114,7 @@ func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
 	}
 	w, paying := call.Words, call.Payment.Sent
 	if len(bytes.TrimSpace(call.Body)) == 0 && !paying {
-		return s.verifyPaymentRequired(ctx, call, apperr.PaymentRequired, w.Probe, s.freeTrial(ctx, s.CallerID(call.Client), 0, false), nil)
+		return s.verifyPaymentRequired(ctx, call, apperr.PaymentRequired, w.Probe, s.freeTrial(ctx, call.Caller, 0, false), nil)
 	}
 	if limit := s.d.MaxBody; int64(len(call.Body)) > limit {
 		return s.refused(call.Route, apperr.TooLarge(limit))
@@ -125,7 +127,7 @@ func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
 			return s.refused(call.Route, apperr.TooLarge(s.d.Pricing.FreeMaxBody))
 		}
 		return s.verifyPaymentRequired(ctx, call, apperr.PaymentRequired, fmt.Sprintf(w.OverFreeSize, s.d.Pricing.FreeMaxBody),
-			s.freeTrial(ctx, s.CallerID(call.Client), 0, false), nil)
+			s.freeTrial(ctx, call.Caller, 0, false), nil)
 	}
 	// A request for the free allowance is checked against its schema before the allowance is
 	// consumed (DecodeFree): a schema too costly to evaluate is refused without counting.
@@ -144,7 +146,7 @@ func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
 	if err != nil {
 		return s.refused(call.Route, err)
 	}
-	client := s.CallerID(call.Client)
+	client := call.Caller
 	granted, remaining, err := s.ConsumeFree(ctx, client)
 	if err != nil {
 		return s.refused(call.Route, err)
@@ -158,7 +160,7 @@ func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
 		}
 		return s.verifyPaymentRequired(ctx, call, apperr.FreeTrialExhausted, "This client's free checks for today are used up; pay with x402 to continue.", ft, nil)
 	}
-	if err := s.Record(ctx, v, call.Client, nil); err != nil {
+	if err := s.Record(ctx, v, call.Caller, nil); err != nil {
 		return s.refused(call.Route, err)
 	}
 	return Outcome{Kind: Answered, Body: v.Body, VerificationID: v.VerificationID, Result: v.Result,
@@ -171,7 +173,7 @@ func (s *Service) verifyPaid(ctx context.Context, call VerifyCall, job *Job) Out
 	if s.d.Payer == nil {
 		return s.refused(call.Route, apperr.Field(w.PaymentField, "was sent to a deployment that takes no payments", w.NoPaymentsFix))
 	}
-	client := s.CallerID(call.Client)
+	client := call.Caller
 	if call.Payment.Err != nil {
 		return s.verifyPaymentRequired(ctx, call, apperr.PaymentInvalid, w.UndecodablePayment, s.freeTrial(ctx, client, 0, false), nil)
 	}
@@ -194,7 +196,7 @@ func (s *Service) verifyPaid(ctx context.Context, call VerifyCall, job *Job) Out
 	case fail != nil:
 		return s.verifyPaymentRequired(ctx, call, fail.Code, fail.Message, s.freeTrial(ctx, client, 0, false), fail.Settlement)
 	}
-	if err := s.Record(ctx, v, call.Client, sr); err != nil {
+	if err := s.Record(ctx, v, call.Caller, sr); err != nil {
 		return s.refused(call.Route, err)
 	}
 	// x402.Match held the payment to the accepted requirements, amount included.
