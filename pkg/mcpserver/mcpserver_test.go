@@ -82,6 +82,7 @@ type env struct {
 	st    *bolt.Store
 	url   string
 	payer *fakePayer
+	clock *testclock.Clock // the service's and the store's
 }
 
 type option func(*service.Deps)
@@ -109,7 +110,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 	svc := testsvc.New(t, d)
 	srv := httptest.NewServer(httpapi.Handler(svc, New(svc).Mount))
 	t.Cleanup(srv.Close)
-	e := &env{svc: svc, st: st, url: srv.URL}
+	e := &env{svc: svc, st: st, url: srv.URL, clock: clock}
 	e.payer, _ = svc.Payer().(*fakePayer)
 	return e
 }

@@ -25,9 +25,9 @@ func day(t time.Time) (string, time.Time) {
 	return t.Format("2006-01-02"), midnight
 }
 
-// AllowanceResets is when today's free allowance resets: the next UTC midnight by the service's
+// allowanceResets is when today's free allowance resets: the next UTC midnight by the service's
 // clock, as the Free-Allowance-Resets header says it (every transport reports the same instant).
-func (s *Service) AllowanceResets() time.Time {
+func (s *Service) allowanceResets() time.Time {
 	_, midnight := day(s.d.Now())
 	return midnight
 }
@@ -70,10 +70,10 @@ func (s *Service) freeTrial(ctx context.Context, client string, used int, knownU
 	return ft
 }
 
-// PaymentRequiredFor builds the x402 PaymentRequired for a resource (a REST URL or an MCP tool's
+// paymentRequiredFor builds the x402 PaymentRequired for a resource (a REST URL or an MCP tool's
 // mcp://tool/<name>) at priceUSD, from the one price table behind every 402 answer, with a
 // signed offer per requirement in extensions["offer-receipt"].
-func (s *Service) PaymentRequiredFor(ctx context.Context, resourceURL, description, priceUSD, message string, extensions map[string]any) (x402.PaymentRequired, error) {
+func (s *Service) paymentRequiredFor(ctx context.Context, resourceURL, description, priceUSD, message string, extensions map[string]any) (x402.PaymentRequired, error) {
 	accepts := []x402.Requirements{} // free-only: the probe still answers, with nothing to pay
 	if s.d.Payer != nil {
 		var err error
@@ -110,14 +110,9 @@ func (s *Service) PaymentRequiredFor(ctx context.Context, resourceURL, descripti
 	}, nil
 }
 
-// FreeTrial is the live free allowance state of the client with key client (see CallerID).
-func (s *Service) FreeTrial(ctx context.Context, client string) map[string]any {
-	return s.freeTrial(ctx, client, 0, false)
-}
-
-// ConsumeFree takes one free call from client's allowance for today. A store failure is a
+// consumeFree takes one free call from client's allowance for today. A store failure is a
 // retryable 503, never a free pass.
-func (s *Service) ConsumeFree(ctx context.Context, client string) (granted bool, remaining int, err error) {
+func (s *Service) consumeFree(ctx context.Context, client string) (granted bool, remaining int, err error) {
 	today, midnight := day(s.d.Now())
 	ctx, cancel := context.WithTimeout(ctx, s.d.StoreTimeout)
 	defer cancel()
@@ -129,10 +124,10 @@ func (s *Service) ConsumeFree(ctx context.Context, client string) (granted bool,
 	return granted, remaining, nil
 }
 
-// FreeOnlyExhausted is the answer past the allowance of a deployment that takes no payments
+// freeOnlyExhausted is the answer past the allowance of a deployment that takes no payments
 // (SPEC §8.6): free_trial_exhausted as a retryable 429 until the next UTC midnight, instead of
 // an unpayable 402.
-func (s *Service) FreeOnlyExhausted() *apperr.Error {
+func (s *Service) freeOnlyExhausted() *apperr.Error {
 	e := apperr.New(apperr.FreeTrialExhausted, "This client's free checks for today are used up, and this deployment takes no payments; try again after the next UTC midnight.")
 	e.Status, e.Retryable = 429, true // Too Many Requests
 	e.NextAction = []apperr.NextAction{{Action: "retry_later"}}
@@ -185,25 +180,21 @@ type PaymentFailure struct {
 	Settlement *x402.SettleResponse
 }
 
-// Charge is the paid path of SPEC §8.3 after the request was validated, for every transport:
+// charge is the paid path of SPEC §8.3 after the request was validated, for every transport:
 // match the payment against the server's own requirements for priceUSD, refuse a known replay,
 // verify with the facilitator, reserve the payment id, run work, settle. work gets the payment's
 // binding (SPEC §16), for the answer it signs. Nothing is settled unless work succeeded, and the
-// caller delivers nothing unless Charge returns a settlement, which carries the signed receipt
+// caller delivers nothing unless charge returns a settlement, which carries the signed receipt
 // of the offer-receipt extension for resourceURL (the PaymentRequired's resource, so that it
 // matches the offers).
 // A refused payment is a *PaymentFailure; a 5xx (facilitator or store down, work failed) is an
-// error.
-func (s *Service) Charge(ctx context.Context, payload x402.PaymentPayload, resourceURL, priceUSD string, work func(context.Context, receipt.Payment) error) (*x402.SettleResponse, *PaymentFailure, error) {
-	return s.charge(ctx, payload, resourceURL, priceUSD, work, nil)
-}
+// error. settling, when not nil, is called just before settlement.
 
 // settlingFunc is told, once the work is done and settlement is about to be asked for, which of
 // the server's requirements the payment was accepted for and by when settlement must end. An
 // error ends the call unsettled: the payment's reservation is released and the error answered.
 type settlingFunc func(ctx context.Context, accepted x402.Requirements, settleBy time.Time) error
 
-// charge is Charge with settling, when not nil, called just before settlement.
 func (s *Service) charge(ctx context.Context, payload x402.PaymentPayload, resourceURL, priceUSD string, work func(context.Context, receipt.Payment) error, settling settlingFunc) (*x402.SettleResponse, *PaymentFailure, error) {
 	if s.d.Payer == nil {
 		return nil, nil, apperr.Field("payment", "was sent to a deployment that takes no payments", "Send the request without a payment.")

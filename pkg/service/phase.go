@@ -112,21 +112,13 @@ func runPhase(f func()) {
 	}()
 }
 
-// Decode validates a request body and compiles its schema within the deadline. Its errors are
-// 422s (or 413s) that charge and consume nothing.
-func (s *Service) Decode(ctx context.Context, body []byte) (*Job, error) {
-	return s.decode(ctx, body, false)
-}
-
-// DecodeFree is Decode for a request the free allowance is to pay for: in the same phase it also
-// validates the output against the schema (Checkable.CheckSchema), the one check that can
-// refuse a sound request (schema_too_complex, rules_too_complex), so that such a request is refused before the
-// allowance is consumed. A paid request does not need this: a refusal in Finish releases its
-// payment unsettled, and checking before the payment is verified would be work done for free.
-func (s *Service) DecodeFree(ctx context.Context, body []byte) (*Job, error) {
-	return s.decode(ctx, body, true)
-}
-
+// decode validates a request body and compiles its schema within the deadline. Its errors are
+// 422s (or 413s) that charge and consume nothing. With checkSchema, for a request the free
+// allowance is to pay for, the same phase also validates the output against the schema
+// (Checkable.CheckSchema), the one check that can refuse a sound request (schema_too_complex,
+// rules_too_complex), so that such a request is refused before the allowance is consumed. A paid
+// request does not need this: a refusal in finish releases its payment unsettled, and checking
+// before the payment is verified would be work done for free.
 func (s *Service) decode(ctx context.Context, body []byte, checkSchema bool) (*Job, error) {
 	var job Job
 	err := s.withDeadline(ctx, func(ctx context.Context) (err error) {
@@ -142,9 +134,9 @@ func (s *Service) decode(ctx context.Context, body []byte, checkSchema bool) (*J
 	return &job, nil
 }
 
-// Finish checks a decoded request and signs the report within the deadline. payment is what
+// finish checks a decoded request and signs the report within the deadline. payment is what
 // bought it (SPEC §16), signed with it; nil leaves the answer without a payment member.
-func (s *Service) Finish(ctx context.Context, job *Job, payment *receipt.Payment) (*Verification, error) {
+func (s *Service) finish(ctx context.Context, job *Job, payment *receipt.Payment) (*Verification, error) {
 	var v *Verification
 	err := s.withDeadline(ctx, func(ctx context.Context) error {
 		// The checks stop when the deadline answers for them, instead of running on.
@@ -167,15 +159,4 @@ func (s *Service) Finish(ctx context.Context, job *Job, payment *receipt.Payment
 		return nil, err
 	}
 	return v, nil
-}
-
-// RunVerification decodes, checks and signs one request body, with no allowance or payment: for
-// callers that did their own accounting, which say in payment what bought the answer (nil: the
-// answer has no payment member).
-func (s *Service) RunVerification(ctx context.Context, body []byte, payment *receipt.Payment) (*Verification, error) {
-	job, err := s.Decode(ctx, body)
-	if err != nil {
-		return nil, err
-	}
-	return s.Finish(ctx, job, payment)
 }

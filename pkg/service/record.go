@@ -40,10 +40,10 @@ type recordJob struct {
 	history *store.Verification
 }
 
-// Record records a verification about to be delivered. Its receipt (every signed answer, free
+// record records a verification about to be delivered. Its receipt (every signed answer, free
 // or paid, when the service keeps a receipt log) is written first, durably, and the answer waits
 // for it: a receipt a caller holds is always in the log once sequencing catches up, whatever
-// crashes after (SPEC §15). When that write fails, even after retries, Record returns the error
+// crashes after (SPEC §15). When that write fails, even after retries, record returns the error
 // to answer instead, and the answer is not delivered. The agent's history (test- ids and
 // anonymous verifications have none) is best-effort after it: queued for the background writers
 // when they run, written now otherwise; its failure is logged and never fails the answer. caller
@@ -52,7 +52,7 @@ type recordJob struct {
 //
 // A store that writes both at once (store.ReceiptWithHistory: the local server's) gets the
 // history record in the receipt's own write, so that it is as durable as the receipt.
-func (s *Service) Record(ctx context.Context, v *Verification, caller string, settlement *x402.SettleResponse) error {
+func (s *Service) record(ctx context.Context, v *Verification, caller string, settlement *x402.SettleResponse) error {
 	var history *store.Verification
 	if inPublicHistory(v) {
 		history = &store.Verification{
@@ -254,9 +254,9 @@ func (s *Service) foldLater(agentID string) {
 	})
 }
 
-// WaitForFolds waits for the folds foldLater started (see StartRecording's stop, which does too):
+// waitForFolds waits for the folds foldLater started (see StartRecording's stop, which does too):
 // a Lambda function's folds run on after its answers.
-func (s *Service) WaitForFolds() { s.folding.wg.Wait() }
+func (s *Service) waitForFolds() { s.folding.wg.Wait() }
 
 // recordQueue is how many history writes may wait for the background writers.
 const recordQueue = 4096

@@ -219,9 +219,6 @@ func (s *Service) FreeOnly() bool { return s.d.Payer == nil }
 // Log is the service's logger.
 func (s *Service) Log() *slog.Logger { return s.d.Log }
 
-// Now is the service's clock.
-func (s *Service) Now() time.Time { return s.d.Now() }
-
 // TrustedProxyHops is how many X-Forwarded-For hops name the client (see Deps).
 func (s *Service) TrustedProxyHops() int { return s.d.TrustedProxyHops }
 

@@ -126,7 +126,7 @@ func TestHealthProbesStoreAndKeyCached(t *testing.T) {
 func TestPaidAnswerTTLIsTheRecords(t *testing.T) {
 	for days, want := range map[int]time.Duration{0: service.DefaultRecordDays * 24 * time.Hour, 3: 72 * time.Hour, 400: 400 * 24 * time.Hour} {
 		svc := testsvc.New(t, service.Deps{RecordDays: days})
-		if got := svc.PaidAnswerTTL(); got != want {
+		if got := service.PaidAnswerTTL(svc); got != want {
 			t.Errorf("RecordDays %d: paid answers kept %v, want %v", days, got, want)
 		}
 	}

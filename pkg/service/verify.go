@@ -103,9 +103,9 @@ const VerifyDescription = "Verify an AI agent's JSON output against a JSON Schem
 //   - free: the check and its signature, then one call of the client's daily allowance, or,
 //     when it is spent, payment required (the free-only 429 where nothing can be paid) and the
 //     signed answer discarded; paid: match, replay check, facilitator
-//     verification, reservation, the work, settlement (Charge);
+//     verification, reservation, the work, settlement (charge);
 //   - record: only a delivered verification is recorded, a paid one only once settled; its
-//     receipt is durable before the answer leaves (Record), or the answer is not delivered.
+//     receipt is durable before the answer leaves (record), or the answer is not delivered.
 func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
 	if s.d.Engine == nil {
 		// A wiring mistake (a program that mounts verification built without the engine), not
@@ -142,29 +142,29 @@ func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
 	// (a remote key's call, kms-sign:) or a missed deadline then leaves the allowance as it was,
 	// since the stores have no way to give a call back. What it costs is the work, one signature
 	// included, for a client whose allowance turns out to be spent, whose answer is discarded.
-	v, err := s.Finish(ctx, job, &receipt.FreePayment)
+	v, err := s.finish(ctx, job, &receipt.FreePayment)
 	if err != nil {
 		return s.refused(call.Route, err)
 	}
 	client := call.Caller
-	granted, remaining, err := s.ConsumeFree(ctx, client)
+	granted, remaining, err := s.consumeFree(ctx, client)
 	if err != nil {
 		return s.refused(call.Route, err)
 	}
 	if !granted {
 		ft := s.freeTrial(ctx, client, s.d.Pricing.FreeCallsPerDay, true)
 		if s.d.Payer == nil {
-			o := s.refused(call.Route, s.FreeOnlyExhausted())
+			o := s.refused(call.Route, s.freeOnlyExhausted())
 			o.FreeTrial = ft
 			return o
 		}
 		return s.verifyPaymentRequired(ctx, call, apperr.FreeTrialExhausted, "This client's free checks for today are used up; pay with x402 to continue.", ft, nil)
 	}
-	if err := s.Record(ctx, v, call.Caller, nil); err != nil {
+	if err := s.record(ctx, v, call.Caller, nil); err != nil {
 		return s.refused(call.Route, err)
 	}
 	return Outcome{Kind: Answered, Body: v.Body, VerificationID: v.VerificationID, Result: v.Result,
-		FreeAllowance: &FreeAllowance{Remaining: remaining, Limit: s.d.Pricing.FreeCallsPerDay, Resets: s.AllowanceResets()}}
+		FreeAllowance: &FreeAllowance{Remaining: remaining, Limit: s.d.Pricing.FreeCallsPerDay, Resets: s.allowanceResets()}}
 }
 
 // verifyPaid is Verify's paid path after the request was validated.
@@ -186,17 +186,17 @@ func (s *Service) verifyPaid(ctx context.Context, call VerifyCall, job *Job) Out
 		return s.verifyPaidOnce(ctx, call, job, pid)
 	}
 	var v *Verification
-	sr, fail, err := s.Charge(ctx, call.Payment.Payload, call.Resource, s.d.Pricing.PriceVerify, func(ctx context.Context, binding receipt.Payment) (err error) {
-		v, err = s.Finish(ctx, job, &binding)
+	sr, fail, err := s.charge(ctx, call.Payment.Payload, call.Resource, s.d.Pricing.PriceVerify, func(ctx context.Context, binding receipt.Payment) (err error) {
+		v, err = s.finish(ctx, job, &binding)
 		return err
-	})
+	}, nil)
 	switch {
 	case err != nil:
 		return s.refused(call.Route, err)
 	case fail != nil:
 		return s.verifyPaymentRequired(ctx, call, fail.Code, fail.Message, s.freeTrial(ctx, client, 0, false), fail.Settlement)
 	}
-	if err := s.Record(ctx, v, call.Caller, sr); err != nil {
+	if err := s.record(ctx, v, call.Caller, sr); err != nil {
 		return s.refused(call.Route, err)
 	}
 	// x402.Match held the payment to the accepted requirements, amount included.
@@ -216,7 +216,7 @@ func (s *Service) verifyPaymentRequired(ctx context.Context, call VerifyCall, co
 		}
 		ext[x402.ExtPaymentIdentifier] = paymentIdentifierExtension()
 	}
-	pr, err := s.PaymentRequiredFor(ctx, call.Resource, VerifyDescription, s.d.Pricing.PriceVerify, message, ext)
+	pr, err := s.paymentRequiredFor(ctx, call.Resource, VerifyDescription, s.d.Pricing.PriceVerify, message, ext)
 	if err != nil {
 		return s.refused(call.Route, err)
 	}
