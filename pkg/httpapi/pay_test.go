@@ -293,10 +293,10 @@ func TestBazaarExtensionsEncodedOnce(t *testing.T) {
 	ctx := context.Background()
 	// The 402s of the discovery probe and of a priced score, as the routes ask the service for them.
 	probe := e.svc.Verify(ctx, service.VerifyCall{Resource: e.svc.BaseURL() + "/verify/schema", Extensions: verifyExtensions(),
-		Words: restWords, Caller: e.svc.CallerID("127.0.0.1"), Route: "/verify/schema"})
+		Caller: e.svc.CallerID("127.0.0.1"), Route: "/verify/schema"})
 	recordN(t, e.st, "seller-9", 1, true, false, e.clock.Now())
 	priced := e.svc.Score(ctx, service.ScoreCall{AgentID: "seller-9", Resource: e.svc.BaseURL() + "/score/seller-9",
-		Description: service.ScoreDescription, Extensions: scoreExtensions(), Words: restWords, Route: "/score/seller-9"})
+		Description: service.ScoreDescription, Extensions: scoreExtensions(), Route: "/score/seller-9"})
 	if probe.Kind != service.PaymentRequired || priced.Kind != service.PaymentRequired {
 		t.Fatalf("probe %+v, score %+v: want payment required", probe, priced)
 	}

@@ -32,8 +32,19 @@ func (s *Service) allowanceResets() time.Time {
 	return midnight
 }
 
+// FreeTrial is a client's free allowance state (SPEC §8.2), which a verification's refusal
+// reports; each transport renders it in its own words.
+type FreeTrial struct {
+	Limit     int       // free calls per client per day
+	Remaining int       // left today
+	Resets    time.Time // the next UTC midnight
+	// FreeOnly says the deployment takes no payments (SPEC §8.6): past the allowance calls are
+	// refused until Resets, rather than paid for.
+	FreeOnly bool
+}
+
 // freeTrial is the caller's live free allowance state of SPEC §8.2.
-func (s *Service) freeTrial(ctx context.Context, client string, used int, knownUsed bool) map[string]any {
+func (s *Service) freeTrial(ctx context.Context, client string, used int, knownUsed bool) *FreeTrial {
 	today, midnight := day(s.d.Now())
 	if !knownUsed {
 		if n, err := s.d.Store.AllowanceUsed(ctx, client, today); err == nil {
@@ -41,33 +52,7 @@ func (s *Service) freeTrial(ctx context.Context, client string, used int, knownU
 		}
 	}
 	limit := s.d.Pricing.FreeCallsPerDay
-	remaining := max(limit-used, 0)
-	resets := midnight.Format(time.RFC3339)
-	ft := map[string]any{
-		"available":                remaining > 0,
-		"via":                      "mcp+rest",
-		"transport":                "streamable-http",
-		"url":                      s.d.BaseURL + "/mcp",
-		"tool":                     "verify_schema",
-		"calls_per_client_per_day": limit,
-		"remaining_calls_today":    remaining,
-		"resets_at":                resets,
-		"client":                   ClientRule + "; the same client's REST and MCP verification calls share one allowance",
-		"rest_free":                true,
-	}
-	switch {
-	case remaining > 0:
-		ft["message"] = fmt.Sprintf("This client has %d of %d free checks left today (REST and MCP share them); they reset at %s.", remaining, limit, resets)
-	case s.d.Payer == nil:
-		// Free-only (SPEC §8.6): nothing can be paid, as the 429 free_trial_exhausted says.
-		ft["message"] = fmt.Sprintf("This client's %d free checks for today are used up (REST and MCP share them); they reset at %s. This deployment takes no payments, so calls are refused until then.", limit, resets)
-	default:
-		ft["message"] = fmt.Sprintf("This client's %d free checks for today are used up (REST and MCP share them); they reset at %s. Payment applies until then.", limit, resets)
-	}
-	if remaining == 0 {
-		ft["code"] = string(apperr.FreeTrialExhausted)
-	}
-	return ft
+	return &FreeTrial{Limit: limit, Remaining: max(limit-used, 0), Resets: midnight, FreeOnly: s.d.Payer == nil}
 }
 
 // paymentRequiredFor builds the x402 PaymentRequired for a resource (a REST URL or an MCP tool's
@@ -197,7 +182,8 @@ type settlingFunc func(ctx context.Context, accepted x402.Requirements, settleBy
 
 func (s *Service) charge(ctx context.Context, payload x402.PaymentPayload, resourceURL, priceUSD string, work func(context.Context, receipt.Payment) error, settling settlingFunc) (*x402.SettleResponse, *PaymentFailure, error) {
 	if s.d.Payer == nil {
-		return nil, nil, apperr.Field("payment", "was sent to a deployment that takes no payments", "Send the request without a payment.")
+		// Verify and Score refuse a payment to a free-only deployment before charging.
+		return nil, nil, errors.New("service: charge in a deployment that takes no payments")
 	}
 	reqs, err := s.d.Payer.Requirements(ctx, priceUSD)
 	if err != nil {

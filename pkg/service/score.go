@@ -179,7 +179,6 @@ type ScoreCall struct {
 	// Resource, Description and Extensions make the x402 PaymentRequired of the route or tool.
 	Resource, Description string
 	Extensions            map[string]any
-	Words                 *Words
 	Route                 string // names the route or tool in the log
 }
 
@@ -200,10 +199,10 @@ func (s *Service) Score(ctx context.Context, call ScoreCall) Outcome {
 		return Outcome{Kind: Answered, Body: body}
 	}
 	if !call.Payment.Sent {
-		return s.scorePaymentRequired(ctx, call, apperr.PaymentRequired, call.Words.ScorePaid, nil)
+		return prompted(s.scorePaymentRequired(ctx, call, apperr.PaymentRequired, "", nil), PromptScorePaid)
 	}
 	if call.Payment.Err != nil {
-		return s.scorePaymentRequired(ctx, call, apperr.PaymentInvalid, call.Words.UndecodablePayment, nil)
+		return prompted(s.scorePaymentRequired(ctx, call, apperr.PaymentInvalid, "", nil), PromptUndecodablePayment)
 	}
 	var body []byte
 	sr, fail, err := s.charge(ctx, call.Payment.Payload, call.Resource, s.d.Pricing.PriceScore, func(ctx context.Context, _ receipt.Payment) (err error) {

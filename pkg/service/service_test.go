@@ -66,7 +66,7 @@ func TestVerifyWithoutEngineIsAnInternalError(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := svc.Verify(context.Background(), service.VerifyCall{Body: []byte(`{"task_id":"t","expected_schema":{},"submitted_output":1}`),
-		Caller: svc.CallerID("198.51.100.7"), Words: &service.Words{}, Route: "/verify/schema"})
+		Caller: svc.CallerID("198.51.100.7"), Route: "/verify/schema"})
 	if out.Kind != service.Refused || out.Err == nil || out.Err.Code != apperr.Internal {
 		t.Fatalf("outcome %+v, want refused with %s", out, apperr.Internal)
 	}

@@ -3,7 +3,6 @@ package service
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"maps"
 	"sync"
 	"time"
@@ -44,8 +43,12 @@ type Outcome struct {
 	PaymentRequired x402.PaymentRequired
 	// FreeTrial is the client's free allowance state (SPEC §8.2) a verification's refusal reports
 	// with it: set on a verification's PaymentRequired outcome and on the free-only 429.
-	FreeTrial map[string]any
-	Err       *apperr.Error
+	FreeTrial *FreeTrial
+	// Prompt, when set, names the text the transport writes for what its caller sent: the
+	// PaymentRequired's Error of a PaymentRequired outcome (left empty here), or the Err of a
+	// Refused one (left nil here).
+	Prompt Prompt
+	Err    *apperr.Error
 	// VerificationID and Result (pass or fail) name a delivered verification for the operator's
 	// log; SettledAmount is what a paid call settled, in the asset's atomic units, on
 	// Settlement.Network.
@@ -56,16 +59,23 @@ type Outcome struct {
 	Replayed bool
 }
 
-// Words are the texts a transport's answers use for what its caller sent: REST speaks of a body
-// and a PAYMENT-SIGNATURE header, MCP of arguments and _meta. One value per transport.
-type Words struct {
-	Probe              string // the discovery probe's PaymentRequired message
-	OverFreeSize       string // a free call over FreeMaxBody; %d is the limit
-	ScorePaid          string // a priced score asked for without a payment
-	PaymentField       string // where a payment came from, for a deployment that takes none
-	NoPaymentsFix      string // the fix of that refusal
-	UndecodablePayment string // a payment the transport could not decode
-}
+// Prompt names an answer whose text speaks of what the caller sent, which only its transport
+// can word: REST speaks of a body and a PAYMENT-SIGNATURE header, MCP of arguments and _meta.
+type Prompt int
+
+const (
+	// PromptProbe is the x402 discovery probe's payment-required message.
+	PromptProbe Prompt = iota + 1
+	// PromptOverFreeSize is a free call over Pricing.FreeMaxBody: payment required.
+	PromptOverFreeSize
+	// PromptScorePaid is a priced score asked for without a payment.
+	PromptScorePaid
+	// PromptUndecodablePayment is a payment the transport could not decode: payment required.
+	PromptUndecodablePayment
+	// PromptNoPayments is a payment sent to a deployment that takes none: a Refused outcome
+	// whose 422 names the field the payment came in.
+	PromptNoPayments
+)
 
 // Payment is a payment as a transport received it: decoding is the transport's (REST's base64
 // header, MCP's _meta object), everything after it the service's.
@@ -87,7 +97,6 @@ type VerifyCall struct {
 	// mcp://tool/verify_schema) and the extensions of its PaymentRequired.
 	Resource   string
 	Extensions map[string]any
-	Words      *Words
 	Route      string // names the route or tool in the log
 }
 
@@ -112,9 +121,9 @@ func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
 		// a request's: refused before anything is read, consumed or charged.
 		return s.refused(call.Route, errNoEngine)
 	}
-	w, paying := call.Words, call.Payment.Sent
+	paying := call.Payment.Sent
 	if len(bytes.TrimSpace(call.Body)) == 0 && !paying {
-		return s.verifyPaymentRequired(ctx, call, apperr.PaymentRequired, w.Probe, s.freeTrial(ctx, call.Caller, 0, false), nil)
+		return prompted(s.verifyPaymentRequired(ctx, call, apperr.PaymentRequired, "", s.freeTrial(ctx, call.Caller, 0, false), nil), PromptProbe)
 	}
 	if limit := s.d.MaxBody; int64(len(call.Body)) > limit {
 		return s.refused(call.Route, apperr.TooLarge(limit))
@@ -126,8 +135,7 @@ func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
 		if s.d.Payer == nil {
 			return s.refused(call.Route, apperr.TooLarge(s.d.Pricing.FreeMaxBody))
 		}
-		return s.verifyPaymentRequired(ctx, call, apperr.PaymentRequired, fmt.Sprintf(w.OverFreeSize, s.d.Pricing.FreeMaxBody),
-			s.freeTrial(ctx, call.Caller, 0, false), nil)
+		return prompted(s.verifyPaymentRequired(ctx, call, apperr.PaymentRequired, "", s.freeTrial(ctx, call.Caller, 0, false), nil), PromptOverFreeSize)
 	}
 	// A request for the free allowance is checked against its schema before the allowance is
 	// consumed (DecodeFree): a schema too costly to evaluate is refused without counting.
@@ -169,13 +177,12 @@ func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
 
 // verifyPaid is Verify's paid path after the request was validated.
 func (s *Service) verifyPaid(ctx context.Context, call VerifyCall, job *Job) Outcome {
-	w := call.Words
 	if s.d.Payer == nil {
-		return s.refused(call.Route, apperr.Field(w.PaymentField, "was sent to a deployment that takes no payments", w.NoPaymentsFix))
+		return Outcome{Kind: Refused, Prompt: PromptNoPayments}
 	}
 	client := call.Caller
 	if call.Payment.Err != nil {
-		return s.verifyPaymentRequired(ctx, call, apperr.PaymentInvalid, w.UndecodablePayment, s.freeTrial(ctx, client, 0, false), nil)
+		return prompted(s.verifyPaymentRequired(ctx, call, apperr.PaymentInvalid, "", s.freeTrial(ctx, client, 0, false), nil), PromptUndecodablePayment)
 	}
 	// A payment identifier (SPEC §16) makes the call happen at most once (verifyPaidOnce).
 	pid, hasPID, err := x402.PaymentIdentifier(call.Payment.Payload)
@@ -206,7 +213,7 @@ func (s *Service) verifyPaid(ctx context.Context, call VerifyCall, job *Job) Out
 
 // verifyPaymentRequired is a verification's payment-required outcome, with the client's free
 // allowance state.
-func (s *Service) verifyPaymentRequired(ctx context.Context, call VerifyCall, code apperr.Code, message string, ft map[string]any, settlement *x402.SettleResponse) Outcome {
+func (s *Service) verifyPaymentRequired(ctx context.Context, call VerifyCall, code apperr.Code, message string, ft *FreeTrial, settlement *x402.SettleResponse) Outcome {
 	ext := call.Extensions
 	if s.d.Payer != nil {
 		// Paid verifications are idempotent under a payment identifier (SPEC §16).
@@ -221,6 +228,15 @@ func (s *Service) verifyPaymentRequired(ctx context.Context, call VerifyCall, co
 		return s.refused(call.Route, err)
 	}
 	return Outcome{Kind: PaymentRequired, Code: code, PaymentRequired: pr, FreeTrial: ft, Settlement: settlement}
+}
+
+// prompted is a payment-required outcome o whose message the transport writes (p); a refusal
+// that o became on its way (no requirements) is left as it is.
+func prompted(o Outcome, p Prompt) Outcome {
+	if o.Kind == PaymentRequired {
+		o.Prompt = p
+	}
+	return o
 }
 
 // refused is the outcome of err, made safe to show.
