@@ -39,13 +39,13 @@ func (s *Service) withDeadline(ctx context.Context, f func(ctx context.Context) 
 	// A phase waits for a slot within the deadline, and gives it back when it ends, which for a
 	// compilation that cannot stop may be after its caller has been answered.
 	select {
-	case phaseSlots <- struct{}{}:
+	case s.phases.slots <- struct{}{}:
 	case <-ctx.Done():
 		return deadlineErr()
 	}
 	done := make(chan error, 1)
-	runPhase(func() {
-		defer func() { <-phaseSlots }()
+	s.phases.run(func() {
+		defer func() { <-s.phases.slots }()
 		// The phase runs on a worker goroutine, outside the router's recovery: a panic here
 		// would end the process with every request in it.
 		defer func() {
@@ -67,17 +67,15 @@ func (s *Service) withDeadline(ctx context.Context, f func(ctx context.Context) 
 	}
 }
 
-// maxPhases is how many verification phases (decoding and compiling, checking and signing) run
-// at once; the others wait for a slot, within their deadline. The phases use the processors
+// maxPhases is how many verification phases (decoding and compiling, checking and signing) of
+// one service run at once; the others wait for a slot, within their deadline. The phases use the processors
 // alone, so more at once than a few per processor only adds their memory: each holds its
 // request's trees, compiled schema and findings, several MB for a hostile body, and every
 // connection the server accepts could otherwise hold one.
 var maxPhases = 4 * runtime.GOMAXPROCS(0)
 
-// phaseSlots holds one token per running phase.
-var phaseSlots = make(chan struct{}, maxPhases)
-
-// phaseWorkers is how many goroutines stay ready to run the engine's phases for withDeadline.
+// phaseWorkers is how many goroutines of one service stay ready to run the engine's phases for
+// withDeadline.
 // Each keeps the stack it has grown: a new goroutine per phase started small and copied its stack
 // at every doubling on the way down the decoder and the schema walker, about 5% of the local
 // server's CPU under load. They are started as phases find none idle, not all at once: a Lambda
@@ -86,27 +84,34 @@ var phaseSlots = make(chan struct{}, maxPhases)
 // maxPhases phases at once, so on up to 16 processors this bound is seldom the one that holds.
 const phaseWorkers = 64
 
-var (
-	phases       = make(chan func())
-	phaseStarted atomic.Int32 // workers started
-)
+// phasePool is a service's phase workers and the slots that bound its running phases. Each
+// service has its own (New builds it), so two services in one process never share a bound.
+type phasePool struct {
+	slots   chan struct{} // one token per running phase, maxPhases at most
+	work    chan func()   // phases handed to idle workers
+	started atomic.Int32  // workers started
+}
 
-// runPhase runs f on an idle phase worker, on a new one while there are fewer than
-// phaseWorkers, or else on a goroutine of its own.
-func runPhase(f func()) {
+func newPhasePool() *phasePool {
+	return &phasePool{slots: make(chan struct{}, maxPhases), work: make(chan func())}
+}
+
+// run runs f on an idle phase worker, on a new one while there are fewer than phaseWorkers, or
+// else on a goroutine of its own.
+func (p *phasePool) run(f func()) {
 	select {
-	case phases <- f:
+	case p.work <- f:
 		return
 	default:
 	}
-	if phaseStarted.Add(1) > phaseWorkers {
-		phaseStarted.Add(-1)
+	if p.started.Add(1) > phaseWorkers {
+		p.started.Add(-1)
 		go f()
 		return
 	}
 	go func() {
 		f()
-		for f := range phases {
+		for f := range p.work {
 			f()
 		}
 	}()

@@ -114,6 +114,8 @@ type Service struct {
 	offers *x402.OfferReceipt
 	// attestations keeps stored records' signed in-toto envelopes and rations fresh ones.
 	attestations attestations
+	// phases runs the engine's phases on kept workers, at most maxPhases at once.
+	phases *phasePool
 
 	records chan recordJob // history and receipt writes waiting for StartRecording's writers
 	// recording guards records: a request still running when the writers stop (a shutdown that
@@ -178,7 +180,7 @@ func New(d Deps) (*Service, error) {
 	if d.StoreTimeout <= 0 {
 		d.StoreTimeout = DefaultStoreTimeout
 	}
-	s := &Service{d: d, attestations: newAttestations()}
+	s := &Service{d: d, attestations: newAttestations(), phases: newPhasePool()}
 	if d.Payer != nil {
 		var err error
 		if s.offers, err = x402.NewOfferReceipt(d.Keys.Current, d.BaseURL); err != nil {
