@@ -143,7 +143,9 @@ func start(t *testing.T, pay service.Payer, calls int) *deployment {
 		Now:        clock.Now,
 		CallerSalt: []byte("salt"),
 		Receipts:   st,
-		LogKey:     logKey(t, d.base),
+		// The local server's store writes a receipt and its history record at once.
+		ReceiptsWithHistory: st,
+		LogKey:              logKey(t, d.base),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/service/engine"
+	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/memstore"
 	"github.com/agent-output-verifier/verifier/pkg/translog"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
@@ -61,6 +62,12 @@ func Complete(d service.Deps) service.Deps {
 	if rl, ok := d.Store.(service.ReceiptLog); ok && d.Receipts == nil {
 		d.Receipts = rl
 		d.LogKey = LogKey(d.BaseURL)
+		if d.ReceiptsWithHistory == nil {
+			d.ReceiptsWithHistory, _ = rl.(store.ReceiptWithHistory)
+		}
+	}
+	if f, ok := d.Store.(service.Folder); ok && d.Folder == nil {
+		d.Folder = f
 	}
 	return d
 }

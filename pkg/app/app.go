@@ -20,6 +20,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/keys"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/translog"
 	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
@@ -178,14 +179,29 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*service.Servic
 		TrustedProxyHops: cfg.TrustedProxyHops,
 		CallerSalt:       salt,
 		Receipts:         receipts,
-		LogKey:           logKey,
-		RecordDays:       cfg.RecordDays,
+		// The capabilities of the store opened, which the service is handed rather than finds.
+		ReceiptsWithHistory: withHistory(receipts),
+		Folder:              folder(st),
+		LogKey:              logKey,
+		RecordDays:          cfg.RecordDays,
 	})
 	if err != nil {
 		st.Close()
 		return nil, nil, err
 	}
 	return svc, st.Close, nil
+}
+
+// withHistory is rl's store.ReceiptWithHistory, nil when it has none.
+func withHistory(rl service.ReceiptLog) store.ReceiptWithHistory {
+	h, _ := rl.(store.ReceiptWithHistory)
+	return h
+}
+
+// folder is st's service.Folder, nil when it has none.
+func folder(st Store) service.Folder {
+	f, _ := st.(service.Folder)
+	return f
 }
 
 // maxBody is the body limit of the configuration: the default where it sets none.

@@ -50,7 +50,7 @@ type recordJob struct {
 // is the caller's id (CallerID), the same the free allowance counted; settlement is a paid
 // answer's.
 //
-// A store that writes both at once (store.ReceiptWithHistory: the local server's) gets the
+// A receipt log that writes both at once (Deps.ReceiptsWithHistory: the local server's) gets the
 // history record in the receipt's own write, so that it is as durable as the receipt.
 func (s *Service) record(ctx context.Context, v *Verification, caller string, settlement *x402.SettleResponse) error {
 	var history *store.Verification
@@ -62,7 +62,8 @@ func (s *Service) record(ctx context.Context, v *Verification, caller string, se
 		}
 	}
 	if s.d.Receipts != nil {
-		together, ok := s.d.Receipts.(store.ReceiptWithHistory)
+		together := s.d.ReceiptsWithHistory
+		ok := together != nil
 		write := s.d.Receipts.RecordReceipt
 		if ok && history != nil {
 			write = func(ctx context.Context, r store.Receipt) error {
@@ -213,15 +214,15 @@ type Folder interface {
 // read takes over), so the bound only keeps a stuck store from holding a goroutine.
 const foldTimeout = 10 * time.Second
 
-// foldLater folds agentID's records in the background when the store is a Folder, off the answer
-// path. One fold per agent runs at a time in a process: a record arriving meanwhile makes it run
+// foldLater folds agentID's records in the background with Deps.Folder, when there is one, off
+// the answer path. One fold per agent runs at a time in a process: a record arriving meanwhile makes it run
 // once more when it ends, so hundreds of concurrent records for one agent cost a few folds, not
 // hundreds of folds racing each other. On Lambda the fold may be frozen with the function once it
 // has answered; it then continues, or finds its deadline passed, when the function is thawed, and
 // what it left is folded by the next fold or read.
 func (s *Service) foldLater(agentID string) {
-	f, ok := s.d.Store.(Folder)
-	if !ok {
+	f := s.d.Folder
+	if f == nil {
 		return
 	}
 	s.folding.Lock()

@@ -97,6 +97,14 @@ type Deps struct {
 	// Receipts keeps the receipt log (SPEC §15): every signed answer is recorded in it; nil
 	// keeps no log (a store without one).
 	Receipts ReceiptLog
+	// ReceiptsWithHistory, when the receipt log can write an answer's history record in its
+	// receipt's own write (the local server's store), takes both at once, so that the history is
+	// as durable as the receipt; nil writes the history after the receipt. Requires Receipts.
+	ReceiptsWithHistory store.ReceiptWithHistory
+	// Folder, when the store takes records with one write and counts them into the agents'
+	// aggregates later (store/dynamo), folds each recorded agent off the answer path; nil folds
+	// nothing.
+	Folder Folder
 	// LogKey is the log's origin and key (required with Receipts): the sequencer signs
 	// checkpoints with it, the agent card publishes its verifier key.
 	LogKey translog.LogKey
@@ -156,6 +164,8 @@ func New(d Deps) (*Service, error) {
 		return nil, errors.New("service: negative free allowance")
 	case d.Receipts != nil && d.LogKey.VerifierKey == "":
 		return nil, errors.New("service: a receipt log without a log key")
+	case d.ReceiptsWithHistory != nil && d.Receipts == nil:
+		return nil, errors.New("service: receipts with history without a receipt log")
 	case d.TrustedProxyHops < 0:
 		return nil, errors.New("service: negative trusted proxy hops")
 	}
