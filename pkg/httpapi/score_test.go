@@ -184,16 +184,6 @@ func TestScoreRoute(t *testing.T) {
 	}
 }
 
-// stripSignature removes the members that differ between two signings of one document.
-func stripSignature(t *testing.T, b []byte) []byte {
-	t.Helper()
-	m := decode(t, b)
-	delete(m, "attestation")
-	delete(m, "computed_at")
-	out, _ := json.Marshal(m)
-	return out
-}
-
 // failingReputation is a store whose reputation reads fail.
 type failingReputation struct{ store.Store }
 
