@@ -18,7 +18,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/memstore"
 	"github.com/agent-output-verifier/verifier/pkg/translog"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // BaseURL is the base URL of a service whose test names none.
@@ -36,10 +36,10 @@ func Key() receipt.Key {
 // Complete fills in what d leaves out; see the package comment.
 func Complete(d service.Deps) service.Deps {
 	if d.Engine == nil {
-		d.Engine = engine.New(verify.Limits{})
+		d.Engine = engine.New(wire.Limits{})
 	}
 	if d.MaxBody == 0 {
-		d.MaxBody = verify.DefaultLimits.MaxBody
+		d.MaxBody = wire.DefaultLimits.MaxBody
 	}
 	if d.Keys.Current.Private == nil && !d.Keys.Current.IsRemote() {
 		d.Keys.Current = Key()

@@ -6,19 +6,17 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/service/engine"
 	"github.com/agent-output-verifier/verifier/pkg/store/memstore"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"testing"
 	"time"
-
-	"github.com/agent-output-verifier/verifier/pkg/receipt"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
-	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // update rewrites examples.json from the engine's answers instead of comparing them with it.
@@ -61,13 +59,13 @@ func exampleService() (*service.Service, error) {
 	next := 0
 	now := func() time.Time { return exampleTime }
 	return service.New(service.Deps{
-		Engine:  engine.New(verify.Limits{}),
-		MaxBody: verify.DefaultLimits.MaxBody,
+		Engine:  engine.New(wire.Limits{}),
+		MaxBody: wire.DefaultLimits.MaxBody,
 		Keys:    receipt.KeyRing{Current: ExampleKey()},
 		BaseURL: exampleBaseURL,
 		Store:   memstore.New(now),
 		// Each example is a first call to the running server: free, within the free size.
-		Pricing: service.Pricing{FreeCallsPerDay: 10, FreeMaxBody: verify.DefaultLimits.MaxBody},
+		Pricing: service.Pricing{FreeCallsPerDay: 10, FreeMaxBody: wire.DefaultLimits.MaxBody},
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now:     now,
 		NewID: func() string {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/agent-output-verifier/verifier/internal/testsvc"
 	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"io"
 	"log/slog"
 	"net/http"
@@ -26,7 +27,6 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/store/bolt"
 	"github.com/agent-output-verifier/verifier/pkg/store/dynamo"
 	"github.com/agent-output-verifier/verifier/pkg/store/dynamo/dynalitetest"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
@@ -305,7 +305,7 @@ func TestBazaarExtensionsEncodedOnce(t *testing.T) {
 		got  x402.PaymentRequired
 		maps map[string]any
 	}{
-		"verify": {verifyPR, x402.BazaarExtension(http.MethodPost, verify.ExampleRequest(), verify.RequestSchema())},
+		"verify": {verifyPR, x402.BazaarExtension(http.MethodPost, wire.ExampleRequest(), wire.RequestSchema())},
 		"score":  {scorePR, x402.BazaarExtension(http.MethodGet, nil, nil)},
 	} {
 		want := c.got
