@@ -16,6 +16,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // localBase is the base URL a locally made receipt points at: the local server's default address.
@@ -99,15 +100,15 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	env := verify.Envelope{
 		VerificationID:  uuid.Must(uuid.NewRandomFromReader(rand.Reader)).String(),
 		VerifiedAt:      time.Now(),
-		VerifierVersion: verify.Version,
-		Verify:          verify.NewVerifyInfo(*base, version),
+		VerifierVersion: wire.Version,
+		Verify:          receipt.NewVerifyInfo(*base, version),
 	}
 	// Offline, the only ceiling is memory unless --max-body asks for a server's.
 	limit := *maxBody
 	if limit == 0 {
 		limit = math.MaxInt64
 	}
-	eng := verify.NewEngine(verify.Limits{MaxBody: limit})
+	eng := verify.NewEngine(wire.Limits{MaxBody: limit})
 	req, sch, err := eng.Decode(body)
 	if err != nil {
 		return c.requestError(stdout, stderr, err, len(body))

@@ -14,7 +14,7 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // Exit codes shared by the subcommands.
@@ -74,7 +74,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "remote":
 		return runRemote(args[1:], stdin, stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintf(stdout, "verifier %s (%s, %s/%s)\n", verify.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		fmt.Fprintf(stdout, "verifier %s (%s, %s/%s)\n", wire.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return exitOK
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // The peers of SPEC §14 do the whole job of one verification (parse, validate, rules, four hashes,
@@ -170,7 +171,7 @@ var checkEnvelope = verify.Envelope{
 	VerificationID:  "00000000-0000-4000-8000-000000000000",
 	VerifiedAt:      time.Date(2026, 10, 14, 19, 12, 5, 645221000, time.UTC),
 	VerifierVersion: "bench",
-	Verify:          verify.NewVerifyInfo("http://127.0.0.1:8080", "bench"),
+	Verify:          receipt.NewVerifyInfo("http://127.0.0.1:8080", "bench"),
 }
 
 // checkPeer holds the response a peer signed for doc against the Go engine, so that no number is
@@ -181,7 +182,7 @@ func checkPeer(who string, doc benchDocument, run peerRun) error {
 	fail := func(format string, a ...any) error {
 		return fmt.Errorf("%s peer on %s: %s", who, doc.name, fmt.Sprintf(format, a...))
 	}
-	eng := verify.NewEngine(verify.Limits{})
+	eng := verify.NewEngine(wire.Limits{})
 	req, _, err := eng.Decode(doc.body)
 	if err != nil {
 		return fail("the Go engine refuses the document: %v", err)

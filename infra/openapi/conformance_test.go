@@ -14,8 +14,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/agent-output-verifier/verifier/internal/testclock"
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/service/engine"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"io"
 	"log/slog"
 	"net"
@@ -39,11 +41,9 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/discovery"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
 	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
-	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/bolt"
 	"github.com/agent-output-verifier/verifier/pkg/translog"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
@@ -132,7 +132,7 @@ func start(t *testing.T, pay service.Payer, calls int) *deployment {
 	t.Cleanup(func() { st.Close() })
 	d := &deployment{base: "http://" + ln.Addr().String()}
 	svc, err := service.New(service.Deps{
-		Engine:     engine.New(verify.Limits{MaxBody: maxBody}),
+		Engine:     engine.New(wire.Limits{MaxBody: maxBody}),
 		MaxBody:    maxBody,
 		Keys:       receipt.KeyRing{Current: receipt.Key{Version: "openapi-test", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))}},
 		BaseURL:    d.base,
@@ -143,7 +143,9 @@ func start(t *testing.T, pay service.Payer, calls int) *deployment {
 		Now:        clock.Now,
 		CallerSalt: []byte("salt"),
 		Receipts:   st,
-		LogKey:     logKey(t, d.base),
+		// The local server's store writes a receipt and its history record at once.
+		ReceiptsWithHistory: st,
+		LogKey:              logKey(t, d.base),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +289,7 @@ func TestResponsesMatchTheDocument(t *testing.T) {
 	doc, v := loadDocument(t, d)
 	free := start(t, nil, 0) // free-only, with no free calls: past the allowance at once
 
-	pass := verify.ExampleRequestJSON()
+	pass := wire.ExampleRequestJSON()
 	fail := readFile(t, "testdata/seed/invoice-draft.request.json")
 	compact := bytes.Replace(pass, []byte(`"enforce_rules": true`), []byte(`"enforce_rules": true, "detail": "compact"`), 1)
 	invalid := []byte(`{"task_id":"t","expected_schema":{"type":"object"},"submitted_output":{},"rules":[{"type":"sum_equal","field":"a"}]}`)
@@ -297,7 +299,7 @@ func TestResponsesMatchTheDocument(t *testing.T) {
 	notify := []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	list := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	call := []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"verify_schema","arguments":` + string(bytes.TrimSpace(pass)) + `}}`)
-	longID := strings.Repeat("a", verify.MaxIDLen+1)
+	longID := strings.Repeat("a", wire.MaxIDLen+1)
 
 	// The order matters: the first four verifications spend the free allowance (4 calls).
 	cases := []struct {

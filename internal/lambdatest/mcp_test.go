@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,9 +20,7 @@ import (
 	"github.com/agent-output-verifier/verifier/infra/mcp/mcptest"
 	"github.com/agent-output-verifier/verifier/internal/lambdatest"
 	"github.com/agent-output-verifier/verifier/pkg/mcpserver"
-	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/store/dynamo/dynalitetest"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
 )
 
 // apiDomain is the host API Gateway gives the function: not loopback, so the MCP transport's DNS
@@ -56,7 +56,7 @@ func TestMCPClientAgainstLambdaAndLocal(t *testing.T) {
 	local := httptest.NewServer(httpapi.Handler(svc, mcpserver.New(svc).Mount))
 	t.Cleanup(local.Close)
 
-	example, _ := json.Marshal(verify.ExampleRequest())
+	example, _ := json.Marshal(wire.ExampleRequest())
 	draft := readSeed(t, "invoice-draft.request.json")
 	calls := []mcptest.Call{
 		{Name: mcpserver.ToolVerify, Arguments: example},

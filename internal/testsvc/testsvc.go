@@ -15,9 +15,10 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/service/engine"
+	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/memstore"
 	"github.com/agent-output-verifier/verifier/pkg/translog"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // BaseURL is the base URL of a service whose test names none.
@@ -35,10 +36,10 @@ func Key() receipt.Key {
 // Complete fills in what d leaves out; see the package comment.
 func Complete(d service.Deps) service.Deps {
 	if d.Engine == nil {
-		d.Engine = engine.New(verify.Limits{})
+		d.Engine = engine.New(wire.Limits{})
 	}
 	if d.MaxBody == 0 {
-		d.MaxBody = verify.DefaultLimits.MaxBody
+		d.MaxBody = wire.DefaultLimits.MaxBody
 	}
 	if d.Keys.Current.Private == nil && !d.Keys.Current.IsRemote() {
 		d.Keys.Current = Key()
@@ -61,6 +62,12 @@ func Complete(d service.Deps) service.Deps {
 	if rl, ok := d.Store.(service.ReceiptLog); ok && d.Receipts == nil {
 		d.Receipts = rl
 		d.LogKey = LogKey(d.BaseURL)
+		if d.ReceiptsWithHistory == nil {
+			d.ReceiptsWithHistory, _ = rl.(store.ReceiptWithHistory)
+		}
+	}
+	if f, ok := d.Store.(service.Folder); ok && d.Folder == nil {
+		d.Folder = f
 	}
 	return d
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/keys"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/translog"
 	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
@@ -63,6 +64,12 @@ type Store struct {
 	// Receipts is its receipt log (SPEC §15); nil for a store that keeps none, whose service
 	// then keeps none either and reads no log key.
 	Receipts service.ReceiptLog
+	// ReceiptsWithHistory writes an answer's history record with its receipt (the embedded
+	// store); nil where the history follows in a write of its own.
+	ReceiptsWithHistory store.ReceiptWithHistory
+	// Folder folds recorded history into the aggregate later (DynamoDB); nil where recording
+	// updates the aggregate itself.
+	Folder service.Folder
 	// Close releases the store.
 	Close func() error
 }
@@ -189,8 +196,11 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*service.Servic
 		TrustedProxyHops: cfg.TrustedProxyHops,
 		CallerSalt:       salt,
 		Receipts:         receipts,
-		LogKey:           logKey,
-		RecordDays:       cfg.RecordDays,
+		// The capabilities of the store opened, which the service is handed rather than finds.
+		ReceiptsWithHistory: st.ReceiptsWithHistory,
+		Folder:              st.Folder,
+		LogKey:              logKey,
+		RecordDays:          cfg.RecordDays,
 	})
 	if err != nil {
 		st.Close()

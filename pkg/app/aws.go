@@ -158,5 +158,5 @@ func (a *AWS) OpenStore(ctx context.Context, cfg config.Config, now func() time.
 		return Store{}, errNoRegion
 	}
 	st := dynamo.New(dynamodb.NewFromConfig(a.withEndpoint(envEndpointDynamoDB)), cfg.Table, dynamo.WithClock(now))
-	return Store{Data: st, Receipts: st, Close: st.Close}, nil
+	return Store{Data: st, Receipts: st, Folder: st, Close: st.Close}, nil
 }

@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"github.com/agent-output-verifier/verifier/pkg/discovery"
 	"github.com/agent-output-verifier/verifier/pkg/edge"
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/service/engine"
 	"github.com/agent-output-verifier/verifier/pkg/store/memstore"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -20,8 +22,6 @@ import (
 
 	"github.com/agent-output-verifier/verifier/pkg/client"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
-	"github.com/agent-output-verifier/verifier/pkg/receipt"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
 )
 
 // exampleService serves the verifier's routes from memory, signing with a fixed example key; a
@@ -30,7 +30,7 @@ func exampleService() *httptest.Server {
 	key := receipt.Key{Version: "v1-example", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{42}, ed25519.SeedSize))}
 	now := func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }
 	svc, err := service.New(service.Deps{
-		Engine: engine.New(verify.Limits{}), MaxBody: verify.DefaultLimits.MaxBody, Keys: receipt.KeyRing{Current: key}, BaseURL: "https://verify.example.com",
+		Engine: engine.New(wire.Limits{}), MaxBody: wire.DefaultLimits.MaxBody, Keys: receipt.KeyRing{Current: key}, BaseURL: "https://verify.example.com",
 		Store: memstore.New(now), Now: now, Pricing: service.Pricing{FreeCallsPerDay: 100, FreeMaxBody: 64 << 10},
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/agent-output-verifier/verifier/internal/testsvc"
 	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -17,7 +18,6 @@ import (
 	"github.com/agent-output-verifier/verifier/internal/lambdatest"
 	"github.com/agent-output-verifier/verifier/internal/testproc"
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
 )
 
 func TestAPICatalog(t *testing.T) {
@@ -112,17 +112,17 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 	// The request schema is the one the decoder enforces (apart from the description added here).
 	reqSchema := schemas["VerifyRequest"].(map[string]any)
 	delete(reqSchema, "description")
-	src := verify.RequestSchema()
+	src := wire.RequestSchema()
 	delete(src, "description")
 	if a, b := mustJSON(t, reqSchema), mustJSON(t, src); a != b {
-		t.Errorf("VerifyRequest differs from verify.RequestSchema():\n%s\n%s", a, b)
+		t.Errorf("VerifyRequest differs from wire.RequestSchema():\n%s\n%s", a, b)
 	}
 	respSchema := schemas["VerifyResponse"].(map[string]any)
 	delete(respSchema, "description")
-	src = verify.ResponseSchema()
+	src = wire.ResponseSchema()
 	delete(src, "description")
 	if a, b := mustJSON(t, respSchema), mustJSON(t, src); a != b {
-		t.Errorf("VerifyResponse differs from verify.ResponseSchema()")
+		t.Errorf("VerifyResponse differs from wire.ResponseSchema()")
 	}
 	// Every error code, from apperr.
 	var codes []string
@@ -250,7 +250,7 @@ func TestLLMsText(t *testing.T) {
 				t.Errorf("%s Endpoints lacks %s %s", path, r.Method, r.Path)
 			}
 		}
-		for _, s := range []string{"7 per client", "up to 12345 bytes", fmt.Sprintf("over %d bytes", verify.DefaultLimits.MaxBody)} {
+		for _, s := range []string{"7 per client", "up to 12345 bytes", fmt.Sprintf("over %d bytes", wire.DefaultLimits.MaxBody)} {
 			if !strings.Contains(body2[SectionFreeAllowance], s) {
 				t.Errorf("%s Free allowance lacks the live %q:\n%s", path, s, body2[SectionFreeAllowance])
 			}

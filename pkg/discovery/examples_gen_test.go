@@ -6,20 +6,17 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/service/engine"
 	"github.com/agent-output-verifier/verifier/pkg/store/memstore"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"testing"
 	"time"
-
-	"github.com/agent-output-verifier/verifier/pkg/apperr"
-	"github.com/agent-output-verifier/verifier/pkg/receipt"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
-	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // update rewrites examples.json from the engine's answers instead of comparing them with it.
@@ -62,11 +59,13 @@ func exampleService() (*service.Service, error) {
 	next := 0
 	now := func() time.Time { return exampleTime }
 	return service.New(service.Deps{
-		Engine:  engine.New(verify.Limits{}),
-		MaxBody: verify.DefaultLimits.MaxBody,
+		Engine:  engine.New(wire.Limits{}),
+		MaxBody: wire.DefaultLimits.MaxBody,
 		Keys:    receipt.KeyRing{Current: ExampleKey()},
 		BaseURL: exampleBaseURL,
 		Store:   memstore.New(now),
+		// Each example is a first call to the running server: free, within the free size.
+		Pricing: service.Pricing{FreeCallsPerDay: 10, FreeMaxBody: wire.DefaultLimits.MaxBody},
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now:     now,
 		NewID: func() string {
@@ -88,11 +87,11 @@ func buildExamples() (*Examples, error) {
 
 	verification := func(id, title string, body []byte) (Example, error) {
 		// The worked examples are free answers, as a first call to the running server is.
-		v, err := ex.RunVerification(ctx, body, &receipt.FreePayment)
-		if err != nil {
-			return Example{}, fmt.Errorf("worked example %s: %w", id, err)
+		o := ex.Verify(ctx, service.VerifyCall{Body: body, Caller: ex.CallerID("192.0.2.1"), Route: "/verify/schema"})
+		if o.Kind != service.Answered {
+			return Example{}, fmt.Errorf("worked example %s: %+v", id, o.Err)
 		}
-		return Example{ID: id, Title: title, Method: http.MethodPost, Path: "/verify/schema", Request: body, Status: http.StatusOK, Response: v.Body}, nil
+		return Example{ID: id, Title: title, Method: http.MethodPost, Path: "/verify/schema", Request: body, Status: http.StatusOK, Response: o.Body}, nil
 	}
 	if out.Pass, err = verification("pass", "A verification that passes", wire.ExampleRequestJSON()); err != nil {
 		return nil, err
@@ -101,10 +100,10 @@ func buildExamples() (*Examples, error) {
 		return nil, err
 	}
 
-	_, decodeErr := ex.Decode(ctx, []byte(invalidRequestJSON))
-	e, ok := apperr.As(decodeErr)
-	if !ok {
-		return nil, fmt.Errorf("worked example invalid: the request was not refused with an error envelope: %v", decodeErr)
+	refused := ex.Verify(ctx, service.VerifyCall{Body: []byte(invalidRequestJSON), Caller: ex.CallerID("192.0.2.1"), Route: "/verify/schema"})
+	e := refused.Err
+	if refused.Kind != service.Refused || e == nil {
+		return nil, fmt.Errorf("worked example invalid: the request was not refused with an error envelope: %+v", refused)
 	}
 	body, err := json.Marshal(e)
 	if err != nil {
@@ -113,14 +112,11 @@ func buildExamples() (*Examples, error) {
 	out.Invalid = Example{ID: "invalid", Title: "An invalid request (422)", Method: http.MethodPost, Path: "/verify/schema",
 		Request: []byte(invalidRequestJSON), Status: e.Status(), Response: body}
 
-	lookup, err := ex.LookupScore(ctx, ExampleAgentUnknown)
-	if err != nil {
-		return nil, fmt.Errorf("worked example score: %w", err)
+	scored := ex.Score(ctx, service.ScoreCall{AgentID: ExampleAgentUnknown, Route: "/score/" + ExampleAgentUnknown})
+	if scored.Kind != service.Answered {
+		return nil, fmt.Errorf("worked example score: %+v", scored.Err)
 	}
-	score, err := lookup.Document(context.Background())
-	if err != nil {
-		return nil, fmt.Errorf("worked example score: %w", err)
-	}
+	score := scored.Body
 	out.Score = Example{ID: "score-no-data", Title: "The trust score of an agent with no record", Method: http.MethodGet,
 		Path: "/score/" + ExampleAgentUnknown, Status: http.StatusOK, Response: score}
 	return out, nil

@@ -91,7 +91,7 @@ func TestPaymentIdentifier(t *testing.T) {
 			}
 
 			// Past PaidAnswerTTL the id is free again: a new payment is verified and settled.
-			e.clock.Advance(e.svc.PaidAnswerTTL() + time.Hour)
+			e.clock.Advance(time.Duration(service.DefaultRecordDays)*24*time.Hour + time.Hour) // the default PaidAnswerTTL: TestPaidAnswerTTLIsTheRecords
 			resp, m = post(t, url, okBody, x402.HeaderPaymentSignature, paymentHeaderWithID(t, 5, id))
 			if resp.StatusCode != 200 || m["verification_id"] == nil || payer.settles.Load() != 2 {
 				t.Fatalf("after the TTL: %d %v, settles %d", resp.StatusCode, m, payer.settles.Load())

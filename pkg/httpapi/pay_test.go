@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/agent-output-verifier/verifier/internal/testsvc"
 	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"io"
 	"log/slog"
 	"net/http"
@@ -22,13 +23,10 @@ import (
 
 	"github.com/agent-output-verifier/verifier/internal/testclock"
 	"github.com/agent-output-verifier/verifier/internal/testhttp"
-	"github.com/agent-output-verifier/verifier/pkg/apperr"
-	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/store"
 	"github.com/agent-output-verifier/verifier/pkg/store/bolt"
 	"github.com/agent-output-verifier/verifier/pkg/store/dynamo"
 	"github.com/agent-output-verifier/verifier/pkg/store/dynamo/dynalitetest"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
@@ -293,24 +291,29 @@ func testAllowanceEdges(t *testing.T, at time.Time) {
 func TestBazaarExtensionsEncodedOnce(t *testing.T) {
 	e := newPayEnv(t, openBolt, 0, &fakePayer{})
 	ctx := context.Background()
-	verifyPR, err := e.svc.PaymentRequiredFor(ctx, e.svc.BaseURL()+"/verify/schema", service.VerifyDescription, e.svc.Pricing().PriceVerify, "m", verifyExtensions())
-	if err != nil {
-		t.Fatal(err)
+	// The 402s of the discovery probe and of a priced score, as the routes ask the service for them.
+	probe := e.svc.Verify(ctx, service.VerifyCall{Resource: e.svc.BaseURL() + "/verify/schema", Extensions: verifyExtensions(),
+		Caller: e.svc.CallerID("127.0.0.1"), Route: "/verify/schema"})
+	recordN(t, e.st, "seller-9", 1, true, false, e.clock.Now())
+	priced := e.svc.Score(ctx, service.ScoreCall{AgentID: "seller-9", Resource: e.svc.BaseURL() + "/score/seller-9",
+		Description: service.ScoreDescription, Extensions: scoreExtensions(), Route: "/score/seller-9"})
+	if probe.Kind != service.PaymentRequired || priced.Kind != service.PaymentRequired {
+		t.Fatalf("probe %+v, score %+v: want payment required", probe, priced)
 	}
-	scorePR, err := e.svc.PaymentRequiredFor(ctx, e.svc.BaseURL()+"/score/seller-9", service.ScoreDescription, e.svc.Pricing().PriceScore, "m", scoreExtensions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	verifyPR, scorePR := probe.PaymentRequired, priced.PaymentRequired
 	for name, c := range map[string]struct {
 		got  x402.PaymentRequired
 		maps map[string]any
 	}{
-		"verify": {verifyPR, x402.BazaarExtension(http.MethodPost, verify.ExampleRequest(), verify.RequestSchema())},
+		"verify": {verifyPR, x402.BazaarExtension(http.MethodPost, wire.ExampleRequest(), wire.RequestSchema())},
 		"score":  {scorePR, x402.BazaarExtension(http.MethodGet, nil, nil)},
 	} {
 		want := c.got
 		// The signed offers are the answer's own (their tests are the offer-receipt ones).
 		want.Extensions = map[string]any{"bazaar": c.maps, x402.ExtOfferReceipt: c.got.Extensions[x402.ExtOfferReceipt]}
+		if pid, ok := c.got.Extensions[x402.ExtPaymentIdentifier]; ok {
+			want.Extensions[x402.ExtPaymentIdentifier] = pid // the verify routes' own, not the route's
+		}
 		if want.Extensions[x402.ExtOfferReceipt] == nil {
 			t.Errorf("%s: no signed offers", name)
 		}
@@ -459,74 +462,5 @@ func TestPaidPath(t *testing.T) {
 	sr, _ = x402.DecodeSettleResponse(resp.Header.Get(x402.HeaderPaymentResponse))
 	if resp.StatusCode != 402 || m["code"] != "payment_settlement_failed" || m["result"] != nil || sr.Success {
 		t.Errorf("settle failed: %d %v %+v", resp.StatusCode, m, sr)
-	}
-}
-
-// deadlinePayer is a fakePayer that keeps the deadline of the last settlement's context.
-type deadlinePayer struct {
-	*fakePayer
-	settleBy time.Time
-}
-
-func (d *deadlinePayer) Settle(ctx context.Context, p x402.PaymentPayload, r x402.Requirements) (x402.SettleResponse, error) {
-	d.settleBy, _ = ctx.Deadline()
-	return d.fakePayer.Settle(ctx, p, r)
-}
-
-// TestPaymentNotSettledIsReleased: a paid request whose work failed, or that had too little of
-// its deadline left to settle, settles nothing and releases the payment, so that the client can
-// send the same payment again; settlement never runs past the request's deadline less the time
-// the answer needs (a Lambda function stopped while settling would charge without answering).
-func TestPaymentNotSettledIsReleased(t *testing.T) {
-	payer := &deadlinePayer{fakePayer: &fakePayer{valid: true, settleOK: true}}
-	e := newPayEnv(t, openBolt, 0, nil)
-	e.rebuild(t, func(d *service.Deps) { d.Payer = payer })
-	payment := func(n int) x402.PaymentPayload {
-		p, err := x402.DecodePaymentSignature(paymentHeader(t, testRequirement, n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	ctx := context.Background()
-	works := func(context.Context, receipt.Payment) error { return nil }
-
-	// The work fails: an error, nothing settled, and the same payment is taken afterwards.
-	failing := func(context.Context, receipt.Payment) error { return apperr.New(apperr.DeadlineExceeded, "too slow") }
-	if sr, fail, err := e.svc.Charge(ctx, payment(1), e.svc.BaseURL()+"/verify/schema", "0.02", failing); err == nil || sr != nil || fail != nil || payer.settles.Load() != 0 {
-		t.Fatalf("failing work: %v %v %v, settles %d", sr, fail, err, payer.settles.Load())
-	}
-	if sr, fail, err := e.svc.Charge(ctx, payment(1), e.svc.BaseURL()+"/verify/schema", "0.02", works); err != nil || fail != nil || sr == nil || payer.settles.Load() != 1 {
-		t.Fatalf("the same payment after failed work: %v %v %v", sr, fail, err)
-	}
-
-	// Too little time left: a retryable error, nothing settled, the payment released.
-	short, cancel := context.WithTimeout(ctx, service.AfterSettle+service.MinSettleTime-time.Second)
-	defer cancel()
-	_, _, err := e.svc.Charge(short, payment(2), e.svc.BaseURL()+"/verify/schema", "0.02", works)
-	if ae, ok := apperr.As(err); !ok || ae.Code != apperr.FacilitatorDown || !ae.Retryable || ae.Charged || payer.settles.Load() != 1 {
-		t.Fatalf("too little time: %v, settles %d", err, payer.settles.Load())
-	}
-	// With time enough, settlement ends at the deadline less service.AfterSettle.
-	deadline := time.Now().Add(service.AfterSettle + service.MinSettleTime + 2*time.Second)
-	enough, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	if sr, fail, err := e.svc.Charge(enough, payment(2), e.svc.BaseURL()+"/verify/schema", "0.02", works); err != nil || fail != nil || sr == nil {
-		t.Fatalf("the same payment with time enough: %v %v %v", sr, fail, err)
-	}
-	if want := deadline.Add(-service.AfterSettle); !payer.settleBy.Equal(want) {
-		t.Errorf("settlement deadline %v, want the request's less %v (%v)", payer.settleBy, service.AfterSettle, want)
-	}
-	// The work's own deadline leaves settlement its time.
-	var workBy time.Time
-	if _, _, err := e.svc.Charge(enough, payment(4), e.svc.BaseURL()+"/verify/schema", "0.02", func(ctx context.Context, _ receipt.Payment) error { workBy, _ = ctx.Deadline(); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if want := deadline.Add(-service.AfterSettle - service.MinSettleTime); !workBy.Equal(want) {
-		t.Errorf("work deadline %v, want %v", workBy, want)
-	}
-	// Without a deadline (the local server), settlement has service.SettleTimeout.
-	if sr, _, err := e.svc.Charge(ctx, payment(5), e.svc.BaseURL()+"/verify/schema", "0.02", works); err != nil || sr == nil || time.Until(payer.settleBy) > service.SettleTimeout || time.Until(payer.settleBy) < service.SettleTimeout-time.Minute {
-		t.Errorf("no deadline: %v, settlement deadline in %v, want about %v", err, time.Until(payer.settleBy), service.SettleTimeout)
 	}
 }

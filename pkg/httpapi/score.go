@@ -33,7 +33,7 @@ func (a api) handleScore(w http.ResponseWriter, r *http.Request) {
 	o := a.svc.Score(r.Context(), service.ScoreCall{
 		AgentID: id, Payment: payment(r),
 		Resource: a.svc.BaseURL() + scorePrefix + url.PathEscape(id), Description: service.ScoreDescription,
-		Extensions: scoreExtensions(), Words: restWords, Route: r.URL.Path,
+		Extensions: scoreExtensions(), Route: r.URL.Path,
 	})
 	a.render(w, r, o, false)
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/agent-output-verifier/verifier/internal/testhttp"
-	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/reputation"
 	"github.com/agent-output-verifier/verifier/pkg/store"
@@ -183,78 +182,6 @@ func TestScoreRoute(t *testing.T) {
 	if resp, b := testhttp.Do(t, "GET", e.srv.URL+"/score/seller-s", nil); resp.StatusCode != 200 || decode(t, b)["score"] != 72.2 {
 		t.Errorf("free-only deployment: %d %s", resp.StatusCode, b)
 	}
-}
-
-// TestScoreAPIForMCP checks LookupScore, which the MCP tool get_verification_record is built on.
-func TestScoreAPIForMCP(t *testing.T) {
-	e := newPayEnv(t, openBolt, 0, &fakePayer{valid: true, settleOK: true})
-	ctx := context.Background()
-	recordN(t, e.st, "seller-m", 3, false, false, e.clock.Now())
-	for id, want := range map[string]bool{"seller-m": true, "seller-unknown": false, "test-seller-m": false} {
-		if l, err := e.svc.LookupScore(ctx, id); err != nil || l.Priced() != want {
-			t.Errorf("LookupScore(%s): priced %v, %v; want %v", id, l.Priced(), err, want)
-		}
-	}
-	lookup, err := e.svc.LookupScore(ctx, "seller-m")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The document comes from the lookup's read: what is recorded after it changes neither the
-	// price nor the document (an unknown agent looked up, then recorded, stays a free no_data).
-	unknown, err := e.svc.LookupScore(ctx, "seller-late")
-	if err != nil {
-		t.Fatal(err)
-	}
-	recordN(t, e.st, "seller-late", 3, true, true, e.clock.Now())
-	if late, err := unknown.Document(context.Background()); err != nil || unknown.Priced() || decode(t, late)["reason"] != "no_data" {
-		t.Errorf("recorded after the lookup: priced %v, document %s, %v; want the free no_data answer", unknown.Priced(), late, err)
-	}
-	doc, err := lookup.Document(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSigned(t, e.svc, doc, receipt.ContextScore)
-	// Three fresh free fails: p = 0 → 0, n = 1.5.
-	if m := decode(t, doc); m["score"] != 0.0 || m["confidence"] != "low" || m["pass_rate"] != 0.0 {
-		t.Errorf("document %s", doc)
-	}
-	// Over HTTP the same lookup answers the same document (but for the time it was computed at).
-	e.rebuild(t, func(d *service.Deps) { d.Payer = nil })
-	_, b := testhttp.Do(t, "GET", e.srv.URL+"/score/seller-m", nil)
-	if !bytes.Equal(stripSignature(t, b), stripSignature(t, doc)) {
-		t.Errorf("HTTP and LookupScore differ:\n%s\n%s", b, doc)
-	}
-	if l, err := e.svc.LookupScore(ctx, "seller-m"); err != nil || l.Priced() {
-		t.Errorf("LookupScore without a payee: priced %v, %v; want false", l.Priced(), err)
-	}
-
-	for _, id := range []string{"", strings.Repeat("é", 201), "a\x00b", "\xff"} {
-		_, err := e.svc.LookupScore(ctx, id)
-		ae, ok := apperr.As(err)
-		if !ok || ae.Status() != 422 || len(ae.Fields) != 1 || ae.Fields[0].Field != "agent_id" {
-			t.Errorf("agent id %q: %v, want a 422 naming agent_id", id, err)
-		}
-	}
-	if _, err := e.svc.LookupScore(ctx, strings.Repeat("é", 200)); err != nil {
-		t.Errorf("a 200-character id: %v", err)
-	}
-
-	e.rebuild(t, func(d *service.Deps) { d.Store = failingReputation{e.st} })
-	if _, err := e.svc.LookupScore(ctx, "seller-m"); err == nil {
-		t.Error("store down: no error")
-	} else if ae, ok := apperr.As(err); !ok || ae.Status() != 503 || !ae.Retryable {
-		t.Errorf("store down: %v, want a retryable 503", err)
-	}
-}
-
-// stripSignature removes the members that differ between two signings of one document.
-func stripSignature(t *testing.T, b []byte) []byte {
-	t.Helper()
-	m := decode(t, b)
-	delete(m, "attestation")
-	delete(m, "computed_at")
-	out, _ := json.Marshal(m)
-	return out
 }
 
 // failingReputation is a store whose reputation reads fail.

@@ -19,7 +19,7 @@ import (
 var VerifyPaths = []string{"/verify/schema", "/verify/deliverable"}
 
 // restWords are REST's texts in the service's answers: a body and a PAYMENT-SIGNATURE header.
-var restWords = &service.Words{
+var restWords = &edge.Words{
 	Probe:              "Send a verification request; this route is paid with x402 past the free allowance.",
 	OverFreeSize:       "Bodies over %d bytes are not covered by the free allowance; pay to verify this one.",
 	ScorePaid:          "This agent has a trust score; pay with x402 to read it.",
@@ -58,9 +58,8 @@ func (a api) handleVerify(w http.ResponseWriter, r *http.Request, resource strin
 		return
 	}
 	o := a.svc.Verify(r.Context(), service.VerifyCall{
-		Body: body, Payment: payment(r), Client: edge.ClientIdentity(r, a.svc.TrustedProxyHops()),
-		Resource: resource, Extensions: verifyExtensions(),
-		Words: restWords, Route: r.URL.Path,
+		Body: body, Payment: payment(r), Caller: a.svc.CallerID(edge.ClientIdentity(r, a.svc.TrustedProxyHops())),
+		Resource: resource, Extensions: verifyExtensions(), Route: r.URL.Path,
 	})
 	a.render(w, r, o, true)
 }
@@ -69,6 +68,7 @@ func (a api) handleVerify(w http.ResponseWriter, r *http.Request, resource strin
 // 402 with PAYMENT-REQUIRED, or the error envelope. freeTrial says whether a 402 body reports the
 // caller's free allowance (the verify routes do; /score has none).
 func (a api) render(w http.ResponseWriter, r *http.Request, o service.Outcome, freeTrial bool) {
+	o = restWords.Word(o, a.svc.Pricing().FreeMaxBody)
 	edge.Note(w, o)
 	switch o.Kind {
 	case service.Answered:
@@ -85,7 +85,7 @@ func (a api) render(w http.ResponseWriter, r *http.Request, o service.Outcome, f
 		w.Header().Set("Cache-Control", "no-store")
 		edge.WriteJSON(w, http.StatusOK, o.Body)
 	case service.PaymentRequired:
-		ft := o.FreeTrial
+		ft := edge.FreeTrial(o.FreeTrial, a.svc.BaseURL())
 		if !freeTrial {
 			ft = nil
 		}

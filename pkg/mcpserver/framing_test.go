@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // A message with a member name repeated anywhere (the envelope, params, arguments, _meta, deep
@@ -15,7 +15,7 @@ import (
 // batches is served, and a duplicate in any of its members refuses the whole batch.
 func TestFramingRefused(t *testing.T) {
 	e := newEnv(t, withLimit(1))
-	args, _ := json.Marshal(verify.ExampleRequest())
+	args, _ := json.Marshal(wire.ExampleRequest())
 	a := string(args)
 	inner := a[1 : len(a)-1] // the arguments' members, to repeat one of them
 	call := func(params string) string {

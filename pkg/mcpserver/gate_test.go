@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/agent-output-verifier/verifier/pkg/service"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/agent-output-verifier/verifier/pkg/verify"
 )
 
 var toolsList = []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
@@ -225,7 +224,7 @@ func TestKnownMethodsReachTheSDK(t *testing.T) {
 // A message over the limit is a 413 that names it, at once when its length is declared.
 func TestMessageLimit(t *testing.T) {
 	e := newEnv(t)
-	limit := int64(verify.DefaultLimits.MaxBody) + rpcOverhead
+	limit := int64(wire.DefaultLimits.MaxBody) + rpcOverhead
 	for _, n := range []int64{limit + 1, 4 * limit} {
 		resp, b := sendMCP(t, e.url+Path, bytes.Repeat([]byte(" "), int(n)))
 		var env struct {

@@ -142,21 +142,21 @@ func Handler(svc *service.Service) *edge.Router {
 }
 
 // callKey is the context key of what the tools need of their HTTP request and the SDK does not
-// pass on: the caller's identity (edge.ClientIdentity), for the free allowance and history, and
+// pass on: the caller's id (service.CallerID of edge.ClientIdentity), for the free allowance and history, and
 // the request's telemetry event, for the tool call's real outcome.
 type callKey struct{}
 
 type call struct {
-	client string
+	caller string
 	event  *telemetry.Event // nil outside the router
 }
 
-// caller is the client identity ServeHTTP put in ctx; UnknownClient when there is none.
-func caller(ctx context.Context) string {
+// caller is the caller id ServeHTTP put in ctx; UnknownClient's when there is none.
+func (s *Server) caller(ctx context.Context) string {
 	if c, ok := ctx.Value(callKey{}).(*call); ok {
-		return c.client
+		return c.caller
 	}
-	return service.UnknownClient
+	return s.svc.CallerID(service.UnknownClient)
 }
 
 // noteTool records a tool call's outcome as its request's: the route names the tool, and an
@@ -210,7 +210,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ev != nil {
 		ev.Transport = telemetry.MCP
 	}
-	ctx := context.WithValue(r.Context(), callKey{}, &call{client: edge.ClientIdentity(r, s.svc.TrustedProxyHops()), event: ev})
+	ctx := context.WithValue(r.Context(), callKey{}, &call{caller: s.svc.CallerID(edge.ClientIdentity(r, s.svc.TrustedProxyHops())), event: ev})
 	r = r.Clone(ctx)
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	<-s.ready

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"github.com/agent-output-verifier/verifier/internal/testclock"
 	"github.com/agent-output-verifier/verifier/internal/testsvc"
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/reputation"
 	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/service/engine"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -25,9 +27,7 @@ import (
 
 	"github.com/agent-output-verifier/verifier/internal/testhttp"
 	"github.com/agent-output-verifier/verifier/pkg/httpapi"
-	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/store/bolt"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
 )
 
@@ -82,6 +82,7 @@ type env struct {
 	st    *bolt.Store
 	url   string
 	payer *fakePayer
+	clock *testclock.Clock // the service's and the store's
 }
 
 type option func(*service.Deps)
@@ -109,7 +110,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 	svc := testsvc.New(t, d)
 	srv := httptest.NewServer(httpapi.Handler(svc, New(svc).Mount))
 	t.Cleanup(srv.Close)
-	e := &env{svc: svc, st: st, url: srv.URL}
+	e := &env{svc: svc, st: st, url: srv.URL, clock: clock}
 	e.payer, _ = svc.Payer().(*fakePayer)
 	return e
 }
@@ -287,7 +288,7 @@ func TestToolsAreDescribed(t *testing.T) {
 			t.Errorf("%s: outputSchema %v, want an object with the answer, error and payment branches", name, out)
 		}
 	}
-	if got := tools[ToolVerify]["inputSchema"]; !reflect.DeepEqual(got, verify.RequestSchema()) {
+	if got := tools[ToolVerify]["inputSchema"]; !reflect.DeepEqual(got, wire.RequestSchema()) {
 		t.Errorf("verify_schema's input schema is not the REST request schema:\n%v", got)
 	}
 }
@@ -297,7 +298,7 @@ func TestToolsAreDescribed(t *testing.T) {
 func TestVerifyMatchesREST(t *testing.T) {
 	e := newEnv(t)
 	tool := e.tools(t)[ToolVerify]
-	ex, _ := json.Marshal(verify.ExampleRequest())
+	ex, _ := json.Marshal(wire.ExampleRequest())
 	for name, body := range map[string][]byte{
 		"pass":           ex,
 		"seed draft":     compact(t, seed(t, "invoice-draft.request.json")),
@@ -334,7 +335,7 @@ func TestVerifyMatchesREST(t *testing.T) {
 func TestSharedAllowance(t *testing.T) {
 	e := newEnv(t, withLimit(10), withPayer(&fakePayer{}))
 	tool := e.tools(t)[ToolVerify]
-	body, _ := json.Marshal(verify.ExampleRequest())
+	body, _ := json.Marshal(wire.ExampleRequest())
 	for i := range 6 {
 		if resp, b := post(t, e.url+"/verify/deliverable", body); resp.StatusCode != 200 {
 			t.Fatalf("REST call %d: %d %s", i+1, resp.StatusCode, b)
@@ -381,7 +382,7 @@ func TestSharedAllowance(t *testing.T) {
 func TestFreeOnlyExhausted(t *testing.T) {
 	e := newEnv(t, withLimit(1))
 	tool := e.tools(t)[ToolVerify]
-	body, _ := json.Marshal(verify.ExampleRequest())
+	body, _ := json.Marshal(wire.ExampleRequest())
 	if r := e.call(t, ToolVerify, body, nil); r.IsError {
 		t.Fatalf("first call: %s", r.StructuredContent)
 	}
@@ -604,7 +605,7 @@ func TestTransport(t *testing.T) {
 		"empty body":       {http.MethodPost, "application/json", "", []byte(``), 400, "invalid_request"},
 		"wrong media type": {http.MethodPost, "text/plain", "", list, 415, "invalid_request"},
 		"rebinding Host":   {http.MethodPost, "application/json", "evil.example:8080", list, 403, "forbidden"},
-		"too large":        {http.MethodPost, "application/json", "", bytes.Repeat([]byte(" "), int(verify.DefaultLimits.MaxBody)+rpcOverhead+1), 413, "payload_too_large"},
+		"too large":        {http.MethodPost, "application/json", "", bytes.Repeat([]byte(" "), int(wire.DefaultLimits.MaxBody)+rpcOverhead+1), 413, "payload_too_large"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			req, _ := http.NewRequest(c.method, e.url+Path, bytes.NewReader(c.body))
@@ -688,7 +689,7 @@ func TestPublicHostBehindProxy(t *testing.T) {
 // as proxies are trusted, exactly as on the REST routes.
 func TestAllowanceIsPerClient(t *testing.T) {
 	e := newEnv(t, withLimit(1), withPayer(&fakePayer{}), func(d *service.Deps) { d.TrustedProxyHops = 1 })
-	body, _ := json.Marshal(verify.ExampleRequest())
+	body, _ := json.Marshal(wire.ExampleRequest())
 	for _, ip := range []string{"198.51.100.1", "198.51.100.2"} {
 		if r := e.call(t, ToolVerify, body, nil, "X-Forwarded-For", ip); r.IsError {
 			t.Errorf("%s's first call: %s", ip, r.StructuredContent)
@@ -706,7 +707,7 @@ func TestAllowanceIsPerClient(t *testing.T) {
 // need a payment, as REST bodies do.
 func TestArgumentLimits(t *testing.T) {
 	e := newEnv(t, withPayer(&fakePayer{}), func(d *service.Deps) {
-		d.Engine, d.MaxBody = engine.New(verify.Limits{MaxBody: 4096}), 4096
+		d.Engine, d.MaxBody = engine.New(wire.Limits{MaxBody: 4096}), 4096
 		d.Pricing.FreeMaxBody = 1024
 	})
 	pad := func(n int) []byte {
@@ -777,7 +778,7 @@ func TestSchemaTooComplexOverMCP(t *testing.T) {
 			t.Fatalf("call %d: %s", i, r.StructuredContent)
 		}
 	}
-	body, _ := json.Marshal(verify.ExampleRequest())
+	body, _ := json.Marshal(wire.ExampleRequest())
 	r := e.call(t, ToolVerify, body, nil)
 	if r.IsError || r.meta(t, "free_allowance")["remaining"] != float64(0) {
 		t.Fatalf("the one free call after the refusals: %s", r.StructuredContent)

@@ -53,7 +53,7 @@ func TestOfferReceipt(t *testing.T) {
 	h, payload, err = x402.VerifyJWS(sr.Extensions[x402.ExtOfferReceipt].Info.Receipt.Signature, pub.Key)
 	var rc x402.ReceiptPayload
 	json.Unmarshal(payload, &rc)
-	want := x402.ReceiptPayload{Version: 1, Network: offer.Network, ResourceURL: offer.ResourceURL, Payer: "0xpayer", IssuedAt: e.svc.Now().Unix(), Transaction: "0xtx"}
+	want := x402.ReceiptPayload{Version: 1, Network: offer.Network, ResourceURL: offer.ResourceURL, Payer: "0xpayer", IssuedAt: e.clock.Now().Unix(), Transaction: "0xtx"}
 	if err != nil || h.Kid != kid || rc != want {
 		t.Fatalf("receipt %+v %v\n got %+v\nwant %+v", h, err, rc, want)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/edge"
 	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"github.com/agent-output-verifier/verifier/pkg/x402"
@@ -151,7 +152,7 @@ func (s *Server) recovering(tool string, h mcp.ToolHandler) mcp.ToolHandler {
 }
 
 // mcpWords are MCP's texts in the service's answers: arguments and _meta.
-var mcpWords = &service.Words{
+var mcpWords = &edge.Words{
 	Probe:              "Call with a verification request as arguments; this tool is paid with x402 past the free allowance.",
 	OverFreeSize:       "Arguments over %d bytes are not covered by the free allowance; pay to verify this one.",
 	ScorePaid:          "This agent's trust score is paid: pay with x402 in _meta[\"x402/payment\"] and call again.",
@@ -185,9 +186,10 @@ func (s *Server) verifySchema(ctx context.Context, req *mcp.CallToolRequest) (*m
 		args = nil // the probe
 	}
 	o := s.svc.Verify(ctx, service.VerifyCall{
-		Body: args, Payment: pay, Client: caller(ctx),
-		Resource: x402.MCPResourceURL(ToolVerify), Words: mcpWords, Route: Path + " " + ToolVerify,
+		Body: args, Payment: pay, Caller: s.caller(ctx),
+		Resource: x402.MCPResourceURL(ToolVerify), Route: Path + " " + ToolVerify,
 	})
+	o = mcpWords.Word(o, s.svc.Pricing().FreeMaxBody)
 	noteTool(ctx, ToolVerify, o)
 	if o.Kind == service.Answered && o.FreeAllowance != nil {
 		// What the REST answer says in its Free-Allowance-* headers.
@@ -212,8 +214,9 @@ func (s *Server) verificationRecord(ctx context.Context, req *mcp.CallToolReques
 	o := s.svc.Score(ctx, service.ScoreCall{
 		AgentID: agentID, Payment: paymentOf(req.Params.Meta),
 		Resource: x402.MCPResourceURL(ToolRecord), Description: recordResourceDescription,
-		Words: mcpWords, Route: Path + " " + ToolRecord,
+		Route: Path + " " + ToolRecord,
 	})
+	o = mcpWords.Word(o, s.svc.Pricing().FreeMaxBody)
 	noteTool(ctx, ToolRecord, o)
 	return s.render(ToolRecord, o), nil
 }
@@ -229,11 +232,11 @@ func (s *Server) render(tool string, o service.Outcome) *mcp.CallToolResult {
 		}
 		return success(o.Body, meta)
 	case service.PaymentRequired:
-		return paymentRequired(o)
+		return paymentRequired(o, edge.FreeTrial(o.FreeTrial, s.svc.BaseURL()))
 	}
 	var meta mcp.Meta
 	if o.FreeTrial != nil {
-		meta = mcp.Meta{"free_trial": o.FreeTrial}
+		meta = mcp.Meta{"free_trial": edge.FreeTrial(o.FreeTrial, s.svc.BaseURL())}
 	}
 	return errorResult(o.Err, meta)
 }
@@ -242,15 +245,16 @@ func (s *Server) render(tool string, o service.Outcome) *mcp.CallToolResult {
 // PaymentRequired for mcp://tool/<tool> as structuredContent and, the same JSON, as text; _meta
 // carries the code and, for verify_schema, the caller's free allowance state. After a failed
 // settlement the settlement goes with it, in the PaymentRequired (as the x402 MCP transport
-// describes) and in _meta["x402/payment-response"].
-func paymentRequired(o service.Outcome) *mcp.CallToolResult {
+// describes) and in _meta["x402/payment-response"]. freeTrial is o.FreeTrial as edge.FreeTrial
+// renders it.
+func paymentRequired(o service.Outcome, freeTrial map[string]any) *mcp.CallToolResult {
 	var doc map[string]any
 	b, _ := json.Marshal(o.PaymentRequired)
 	json.Unmarshal(b, &doc)
 	meta := mcp.Meta{"code": string(o.Code)}
-	if o.FreeTrial != nil {
+	if freeTrial != nil {
 		// The score has no free allowance to report, as its REST 402 has none.
-		meta["free_trial"] = o.FreeTrial
+		meta["free_trial"] = freeTrial
 	}
 	if o.Settlement != nil {
 		doc[x402.MetaPaymentResponse] = o.Settlement

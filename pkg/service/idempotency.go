@@ -45,10 +45,10 @@ const (
 	claimPollMax = 500 * time.Millisecond
 )
 
-// PaidAnswerTTL is how long a paid answer is kept under its payment identifier (SPEC §16): as
+// paidAnswerTTL is how long a paid answer is kept under its payment identifier (SPEC §16): as
 // long as the stored verification record it answers for (Deps.RecordDays, VERIFIER_RECORD_DAYS),
 // so a client can retry, or fetch its answer again, for as long as the record exists.
-func (s *Service) PaidAnswerTTL() time.Duration {
+func (s *Service) paidAnswerTTL() time.Duration {
 	return time.Duration(s.d.RecordDays) * 24 * time.Hour
 }
 
@@ -83,7 +83,7 @@ func newHolder() string {
 
 // verifyPaidOnce is verifyPaid for a payment carrying the payment identifier id.
 func (s *Service) verifyPaidOnce(ctx context.Context, call VerifyCall, job *Job, id string) Outcome {
-	client := s.CallerID(call.Client)
+	client := call.Caller
 	payer, err := x402.PayerOf(call.Payment.Payload)
 	if err != nil {
 		return s.verifyPaymentRequired(ctx, call, apperr.PaymentInvalid, "The payment payload is malformed. Nothing was charged.", s.freeTrial(ctx, client, 0, false), nil)
@@ -139,7 +139,7 @@ func (s *Service) chargeClaimed(ctx context.Context, call VerifyCall, job *Job, 
 	var v *Verification
 	settling := false
 	sr, fail, err := s.charge(ctx, call.Payment.Payload, call.Resource, s.d.Pricing.PriceVerify, func(ctx context.Context, binding receipt.Payment) (err error) {
-		v, err = s.Finish(ctx, job, &binding)
+		v, err = s.finish(ctx, job, &binding)
 		return err
 	}, func(ctx context.Context, accepted x402.Requirements, settleBy time.Time) error {
 		checked := v.Checked
@@ -178,12 +178,12 @@ func (s *Service) chargeClaimed(ctx context.Context, call VerifyCall, job *Job, 
 		if settling {
 			s.endLease(ctx, id, c)
 		}
-		return s.verifyPaymentRequired(ctx, call, fail.Code, fail.Message, s.freeTrial(ctx, s.CallerID(call.Client), 0, false), fail.Settlement)
+		return s.verifyPaymentRequired(ctx, call, fail.Code, fail.Message, s.freeTrial(ctx, call.Caller, 0, false), fail.Settlement)
 	}
 	// The claim is marked settled only once the receipt is durable: a receipt not recorded
 	// leaves it settling with its lease ended, and the next call with the identifier settles
 	// the first payment again (refused as settled already), records the receipt and delivers.
-	if err := s.Record(ctx, v, call.Client, sr); err != nil {
+	if err := s.record(ctx, v, call.Caller, sr); err != nil {
 		s.endLease(ctx, id, c)
 		return s.refused(call.Route, err)
 	}
@@ -229,13 +229,13 @@ func (s *Service) resolveClaim(ctx context.Context, call VerifyCall, id string, 
 		s.endLease(ctx, id, next)
 		msg := "The first payment sent with this payment identifier could not be settled: " + safeReason(sr.ErrorReason) +
 			". Nothing was charged, and no other payment is taken under this identifier: send the same request with a new payment identifier to pay again."
-		return s.verifyPaymentRequired(ctx, call, apperr.PaymentSettleFail, msg, s.freeTrial(ctx, s.CallerID(call.Client), 0, false), &sr), true
+		return s.verifyPaymentRequired(ctx, call, apperr.PaymentSettleFail, msg, s.freeTrial(ctx, call.Caller, 0, false), &sr), true
 	}
 	s.attachReceipt(sctx, &sr, call.Resource, first.Accepted.Network, held.Payer)
 	checked := first.Checked
 	checked.Body = held.Response
 	v := &Verification{Checked: checked, VerifiedAt: first.VerifiedAt}
-	if err := s.Record(ctx, v, call.Client, &sr); err != nil {
+	if err := s.record(ctx, v, call.Caller, &sr); err != nil {
 		s.endLease(ctx, id, next)
 		return s.refused(call.Route, err), true
 	}
@@ -290,7 +290,7 @@ func (s *Service) endLease(ctx context.Context, id string, c store.PaymentClaim)
 func (s *Service) claimPayment(ctx context.Context, id string, c store.PaymentClaim) (store.PaymentClaim, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.d.StoreTimeout)
 	defer cancel()
-	return s.d.Store.ClaimPayment(ctx, id, c, s.d.Now().Add(s.PaidAnswerTTL()))
+	return s.d.Store.ClaimPayment(ctx, id, c, s.d.Now().Add(s.paidAnswerTTL()))
 }
 
 // updateClaim writes c over the claim held by holder; it runs to its end even if the caller
@@ -298,7 +298,7 @@ func (s *Service) claimPayment(ctx context.Context, id string, c store.PaymentCl
 func (s *Service) updateClaim(ctx context.Context, id, holder string, c store.PaymentClaim) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.d.StoreTimeout)
 	defer cancel()
-	return s.d.Store.UpdatePaymentClaim(ctx, id, holder, c, s.d.Now().Add(s.PaidAnswerTTL()))
+	return s.d.Store.UpdatePaymentClaim(ctx, id, holder, c, s.d.Now().Add(s.paidAnswerTTL()))
 }
 
 // releaseClaim releases a claim whose call sent nothing to settlement. A failure is logged: the

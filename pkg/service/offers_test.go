@@ -58,7 +58,7 @@ func newKMSOffers(t *testing.T) *kmsOffers {
 // probe is a 402 answer for resource under ctx, as every route builds one.
 func (e *kmsOffers) probe(t *testing.T, ctx context.Context, resource string) x402.PaymentRequired {
 	t.Helper()
-	pr, err := e.svc.PaymentRequiredFor(ctx, resource, service.ScoreDescription, e.svc.Pricing().PriceScore, "m", nil)
+	pr, err := service.PaymentRequiredFor(e.svc, ctx, resource, service.ScoreDescription, e.svc.Pricing().PriceScore, "m", nil)
 	if err != nil {
 		t.Fatalf("402 answer: %v", err)
 	}
@@ -140,13 +140,13 @@ func TestProbesShareSignedOffers(t *testing.T) {
 		t.Fatalf("probe within the margin: %d KMS signatures, same offers %v; want the kept ones", e.kms.Signs(), slices.Equal(again, first))
 	}
 	for i, p := range payloads {
-		if left := time.Unix(p.ValidUntil, 0).Sub(e.svc.Now()); left < x402.OfferReuseMargin {
+		if left := time.Unix(p.ValidUntil, 0).Sub(e.clock.Now()); left < x402.OfferReuseMargin {
 			t.Errorf("kept offer %d handed out with %v left, under %v", i, left, x402.OfferReuseMargin)
 		}
 	}
 	e.clock.Advance(time.Second)
 	renewed, payloads := e.offerPayloads(t, e.probe(t, context.Background(), resource))
-	if e.kms.Signs() != 4 || slices.Equal(renewed, first) || payloads[0].ValidUntil != e.svc.Now().Add(x402.OfferValidity).Unix() {
+	if e.kms.Signs() != 4 || slices.Equal(renewed, first) || payloads[0].ValidUntil != e.clock.Now().Add(x402.OfferValidity).Unix() {
 		t.Fatalf("probe past the margin: %d KMS signatures, validUntil %d; want 4 and new offers", e.kms.Signs(), payloads[0].ValidUntil)
 	}
 }

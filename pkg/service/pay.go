@@ -25,15 +25,26 @@ func day(t time.Time) (string, time.Time) {
 	return t.Format("2006-01-02"), midnight
 }
 
-// AllowanceResets is when today's free allowance resets: the next UTC midnight by the service's
+// allowanceResets is when today's free allowance resets: the next UTC midnight by the service's
 // clock, as the Free-Allowance-Resets header says it (every transport reports the same instant).
-func (s *Service) AllowanceResets() time.Time {
+func (s *Service) allowanceResets() time.Time {
 	_, midnight := day(s.d.Now())
 	return midnight
 }
 
+// FreeTrial is a client's free allowance state (SPEC §8.2), which a verification's refusal
+// reports; each transport renders it in its own words.
+type FreeTrial struct {
+	Limit     int       // free calls per client per day
+	Remaining int       // left today
+	Resets    time.Time // the next UTC midnight
+	// FreeOnly says the deployment takes no payments (SPEC §8.6): past the allowance calls are
+	// refused until Resets, rather than paid for.
+	FreeOnly bool
+}
+
 // freeTrial is the caller's live free allowance state of SPEC §8.2.
-func (s *Service) freeTrial(ctx context.Context, client string, used int, knownUsed bool) map[string]any {
+func (s *Service) freeTrial(ctx context.Context, client string, used int, knownUsed bool) *FreeTrial {
 	today, midnight := day(s.d.Now())
 	if !knownUsed {
 		if n, err := s.d.Store.AllowanceUsed(ctx, client, today); err == nil {
@@ -41,39 +52,13 @@ func (s *Service) freeTrial(ctx context.Context, client string, used int, knownU
 		}
 	}
 	limit := s.d.Pricing.FreeCallsPerDay
-	remaining := max(limit-used, 0)
-	resets := midnight.Format(time.RFC3339)
-	ft := map[string]any{
-		"available":                remaining > 0,
-		"via":                      "mcp+rest",
-		"transport":                "streamable-http",
-		"url":                      s.d.BaseURL + "/mcp",
-		"tool":                     "verify_schema",
-		"calls_per_client_per_day": limit,
-		"remaining_calls_today":    remaining,
-		"resets_at":                resets,
-		"client":                   ClientRule + "; the same client's REST and MCP verification calls share one allowance",
-		"rest_free":                true,
-	}
-	switch {
-	case remaining > 0:
-		ft["message"] = fmt.Sprintf("This client has %d of %d free checks left today (REST and MCP share them); they reset at %s.", remaining, limit, resets)
-	case s.d.Payer == nil:
-		// Free-only (SPEC §8.6): nothing can be paid, as the 429 free_trial_exhausted says.
-		ft["message"] = fmt.Sprintf("This client's %d free checks for today are used up (REST and MCP share them); they reset at %s. This deployment takes no payments, so calls are refused until then.", limit, resets)
-	default:
-		ft["message"] = fmt.Sprintf("This client's %d free checks for today are used up (REST and MCP share them); they reset at %s. Payment applies until then.", limit, resets)
-	}
-	if remaining == 0 {
-		ft["code"] = string(apperr.FreeTrialExhausted)
-	}
-	return ft
+	return &FreeTrial{Limit: limit, Remaining: max(limit-used, 0), Resets: midnight, FreeOnly: s.d.Payer == nil}
 }
 
-// PaymentRequiredFor builds the x402 PaymentRequired for a resource (a REST URL or an MCP tool's
+// paymentRequiredFor builds the x402 PaymentRequired for a resource (a REST URL or an MCP tool's
 // mcp://tool/<name>) at priceUSD, from the one price table behind every 402 answer, with a
 // signed offer per requirement in extensions["offer-receipt"].
-func (s *Service) PaymentRequiredFor(ctx context.Context, resourceURL, description, priceUSD, message string, extensions map[string]any) (x402.PaymentRequired, error) {
+func (s *Service) paymentRequiredFor(ctx context.Context, resourceURL, description, priceUSD, message string, extensions map[string]any) (x402.PaymentRequired, error) {
 	accepts := []x402.Requirements{} // free-only: the probe still answers, with nothing to pay
 	if s.d.Payer != nil {
 		var err error
@@ -110,14 +95,9 @@ func (s *Service) PaymentRequiredFor(ctx context.Context, resourceURL, descripti
 	}, nil
 }
 
-// FreeTrial is the live free allowance state of the client with key client (see CallerID).
-func (s *Service) FreeTrial(ctx context.Context, client string) map[string]any {
-	return s.freeTrial(ctx, client, 0, false)
-}
-
-// ConsumeFree takes one free call from client's allowance for today. A store failure is a
+// consumeFree takes one free call from client's allowance for today. A store failure is a
 // retryable 503, never a free pass.
-func (s *Service) ConsumeFree(ctx context.Context, client string) (granted bool, remaining int, err error) {
+func (s *Service) consumeFree(ctx context.Context, client string) (granted bool, remaining int, err error) {
 	today, midnight := day(s.d.Now())
 	ctx, cancel := context.WithTimeout(ctx, s.d.StoreTimeout)
 	defer cancel()
@@ -129,10 +109,10 @@ func (s *Service) ConsumeFree(ctx context.Context, client string) (granted bool,
 	return granted, remaining, nil
 }
 
-// FreeOnlyExhausted is the answer past the allowance of a deployment that takes no payments
+// freeOnlyExhausted is the answer past the allowance of a deployment that takes no payments
 // (SPEC §8.6): free_trial_exhausted as a retryable 429 until the next UTC midnight, instead of
 // an unpayable 402.
-func (s *Service) FreeOnlyExhausted() *apperr.Error {
+func (s *Service) freeOnlyExhausted() *apperr.Error {
 	e := apperr.New(apperr.FreeTrialExhausted, "This client's free checks for today are used up, and this deployment takes no payments; try again after the next UTC midnight.").WithKind(apperr.FreeOnly)
 	e.Retryable = true
 	e.NextAction = []apperr.NextAction{{Action: "retry_later"}}
@@ -185,28 +165,25 @@ type PaymentFailure struct {
 	Settlement *x402.SettleResponse
 }
 
-// Charge is the paid path of SPEC §8.3 after the request was validated, for every transport:
+// charge is the paid path of SPEC §8.3 after the request was validated, for every transport:
 // match the payment against the server's own requirements for priceUSD, refuse a known replay,
 // verify with the facilitator, reserve the payment id, run work, settle. work gets the payment's
 // binding (SPEC §16), for the answer it signs. Nothing is settled unless work succeeded, and the
-// caller delivers nothing unless Charge returns a settlement, which carries the signed receipt
+// caller delivers nothing unless charge returns a settlement, which carries the signed receipt
 // of the offer-receipt extension for resourceURL (the PaymentRequired's resource, so that it
 // matches the offers).
 // A refused payment is a *PaymentFailure; a 5xx (facilitator or store down, work failed) is an
-// error.
-func (s *Service) Charge(ctx context.Context, payload x402.PaymentPayload, resourceURL, priceUSD string, work func(context.Context, receipt.Payment) error) (*x402.SettleResponse, *PaymentFailure, error) {
-	return s.charge(ctx, payload, resourceURL, priceUSD, work, nil)
-}
+// error. settling, when not nil, is called just before settlement.
 
 // settlingFunc is told, once the work is done and settlement is about to be asked for, which of
 // the server's requirements the payment was accepted for and by when settlement must end. An
 // error ends the call unsettled: the payment's reservation is released and the error answered.
 type settlingFunc func(ctx context.Context, accepted x402.Requirements, settleBy time.Time) error
 
-// charge is Charge with settling, when not nil, called just before settlement.
 func (s *Service) charge(ctx context.Context, payload x402.PaymentPayload, resourceURL, priceUSD string, work func(context.Context, receipt.Payment) error, settling settlingFunc) (*x402.SettleResponse, *PaymentFailure, error) {
 	if s.d.Payer == nil {
-		return nil, nil, apperr.Field("payment", "was sent to a deployment that takes no payments", "Send the request without a payment.")
+		// Verify and Score refuse a payment to a free-only deployment before charging.
+		return nil, nil, errors.New("service: charge in a deployment that takes no payments")
 	}
 	reqs, err := s.d.Payer.Requirements(ctx, priceUSD)
 	if err != nil {

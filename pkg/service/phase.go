@@ -39,13 +39,13 @@ func (s *Service) withDeadline(ctx context.Context, f func(ctx context.Context) 
 	// A phase waits for a slot within the deadline, and gives it back when it ends, which for a
 	// compilation that cannot stop may be after its caller has been answered.
 	select {
-	case phaseSlots <- struct{}{}:
+	case s.phases.slots <- struct{}{}:
 	case <-ctx.Done():
 		return deadlineErr()
 	}
 	done := make(chan error, 1)
-	runPhase(func() {
-		defer func() { <-phaseSlots }()
+	s.phases.run(func() {
+		defer func() { <-s.phases.slots }()
 		// The phase runs on a worker goroutine, outside the router's recovery: a panic here
 		// would end the process with every request in it.
 		defer func() {
@@ -67,17 +67,15 @@ func (s *Service) withDeadline(ctx context.Context, f func(ctx context.Context) 
 	}
 }
 
-// maxPhases is how many verification phases (decoding and compiling, checking and signing) run
-// at once; the others wait for a slot, within their deadline. The phases use the processors
+// maxPhases is how many verification phases (decoding and compiling, checking and signing) of
+// one service run at once; the others wait for a slot, within their deadline. The phases use the processors
 // alone, so more at once than a few per processor only adds their memory: each holds its
 // request's trees, compiled schema and findings, several MB for a hostile body, and every
 // connection the server accepts could otherwise hold one.
 var maxPhases = 4 * runtime.GOMAXPROCS(0)
 
-// phaseSlots holds one token per running phase.
-var phaseSlots = make(chan struct{}, maxPhases)
-
-// phaseWorkers is how many goroutines stay ready to run the engine's phases for withDeadline.
+// phaseWorkers is how many goroutines of one service stay ready to run the engine's phases for
+// withDeadline.
 // Each keeps the stack it has grown: a new goroutine per phase started small and copied its stack
 // at every doubling on the way down the decoder and the schema walker, about 5% of the local
 // server's CPU under load. They are started as phases find none idle, not all at once: a Lambda
@@ -86,47 +84,46 @@ var phaseSlots = make(chan struct{}, maxPhases)
 // maxPhases phases at once, so on up to 16 processors this bound is seldom the one that holds.
 const phaseWorkers = 64
 
-var (
-	phases       = make(chan func())
-	phaseStarted atomic.Int32 // workers started
-)
+// phasePool is a service's phase workers and the slots that bound its running phases. Each
+// service has its own (New builds it), so two services in one process never share a bound.
+type phasePool struct {
+	slots   chan struct{} // one token per running phase, maxPhases at most
+	work    chan func()   // phases handed to idle workers
+	started atomic.Int32  // workers started
+}
 
-// runPhase runs f on an idle phase worker, on a new one while there are fewer than
-// phaseWorkers, or else on a goroutine of its own.
-func runPhase(f func()) {
+func newPhasePool() *phasePool {
+	return &phasePool{slots: make(chan struct{}, maxPhases), work: make(chan func())}
+}
+
+// run runs f on an idle phase worker, on a new one while there are fewer than phaseWorkers, or
+// else on a goroutine of its own.
+func (p *phasePool) run(f func()) {
 	select {
-	case phases <- f:
+	case p.work <- f:
 		return
 	default:
 	}
-	if phaseStarted.Add(1) > phaseWorkers {
-		phaseStarted.Add(-1)
+	if p.started.Add(1) > phaseWorkers {
+		p.started.Add(-1)
 		go f()
 		return
 	}
 	go func() {
 		f()
-		for f := range phases {
+		for f := range p.work {
 			f()
 		}
 	}()
 }
 
-// Decode validates a request body and compiles its schema within the deadline. Its errors are
-// 422s (or 413s) that charge and consume nothing.
-func (s *Service) Decode(ctx context.Context, body []byte) (*Job, error) {
-	return s.decode(ctx, body, false)
-}
-
-// DecodeFree is Decode for a request the free allowance is to pay for: in the same phase it also
-// validates the output against the schema (Checkable.CheckSchema), the one check that can
-// refuse a sound request (schema_too_complex, rules_too_complex), so that such a request is refused before the
-// allowance is consumed. A paid request does not need this: a refusal in Finish releases its
-// payment unsettled, and checking before the payment is verified would be work done for free.
-func (s *Service) DecodeFree(ctx context.Context, body []byte) (*Job, error) {
-	return s.decode(ctx, body, true)
-}
-
+// decode validates a request body and compiles its schema within the deadline. Its errors are
+// 422s (or 413s) that charge and consume nothing. With checkSchema, for a request the free
+// allowance is to pay for, the same phase also validates the output against the schema
+// (Checkable.CheckSchema), the one check that can refuse a sound request (schema_too_complex,
+// rules_too_complex), so that such a request is refused before the allowance is consumed. A paid
+// request does not need this: a refusal in finish releases its payment unsettled, and checking
+// before the payment is verified would be work done for free.
 func (s *Service) decode(ctx context.Context, body []byte, checkSchema bool) (*Job, error) {
 	var job Job
 	err := s.withDeadline(ctx, func(ctx context.Context) (err error) {
@@ -142,9 +139,9 @@ func (s *Service) decode(ctx context.Context, body []byte, checkSchema bool) (*J
 	return &job, nil
 }
 
-// Finish checks a decoded request and signs the report within the deadline. payment is what
+// finish checks a decoded request and signs the report within the deadline. payment is what
 // bought it (SPEC §16), signed with it; nil leaves the answer without a payment member.
-func (s *Service) Finish(ctx context.Context, job *Job, payment *receipt.Payment) (*Verification, error) {
+func (s *Service) finish(ctx context.Context, job *Job, payment *receipt.Payment) (*Verification, error) {
 	var v *Verification
 	err := s.withDeadline(ctx, func(ctx context.Context) error {
 		// The checks stop when the deadline answers for them, instead of running on.
@@ -167,15 +164,4 @@ func (s *Service) Finish(ctx context.Context, job *Job, payment *receipt.Payment
 		return nil, err
 	}
 	return v, nil
-}
-
-// RunVerification decodes, checks and signs one request body, with no allowance or payment: for
-// callers that did their own accounting, which say in payment what bought the answer (nil: the
-// answer has no payment member).
-func (s *Service) RunVerification(ctx context.Context, body []byte, payment *receipt.Payment) (*Verification, error) {
-	job, err := s.Decode(ctx, body)
-	if err != nil {
-		return nil, err
-	}
-	return s.Finish(ctx, job, payment)
 }

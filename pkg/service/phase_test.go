@@ -11,20 +11,21 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 )
 
-// runPhase starts workers as phases need them, at most phaseWorkers, and runs every phase even
-// when all of them are busy.
+// A phase pool starts workers as phases need them, at most phaseWorkers, and runs every phase
+// even when all of them are busy.
 func TestRunPhaseStartsWorkersOnDemand(t *testing.T) {
+	pool := newPhasePool()
 	release := make(chan struct{})
 	var done sync.WaitGroup
 	const n = phaseWorkers + 36
 	for range n {
 		done.Add(1)
-		runPhase(func() {
+		pool.run(func() {
 			defer done.Done()
 			<-release
 		})
 	}
-	if got := phaseStarted.Load(); got > phaseWorkers {
+	if got := pool.started.Load(); got > phaseWorkers {
 		t.Errorf("%d workers started for %d busy phases, want at most %d", got, n, phaseWorkers)
 	}
 	close(release)
@@ -34,7 +35,7 @@ func TestRunPhaseStartsWorkersOnDemand(t *testing.T) {
 // A panic in a verification phase, which runs on a worker outside the router's recovery, is an
 // internal error for that request alone: the process and the worker go on.
 func TestPhasePanicIsAnInternalError(t *testing.T) {
-	s := &Service{d: Deps{Deadline: DefaultDeadline, Log: slog.Default()}}
+	s := &Service{d: Deps{Deadline: DefaultDeadline, Log: slog.Default()}, phases: newPhasePool()}
 	for range 2 { // the second runs on the worker the first one used
 		err := s.withDeadline(context.Background(), func(context.Context) error { panic("boom") })
 		if ae, ok := apperr.As(err); !ok || ae.Code != apperr.Internal || ae.Status() != 500 {
@@ -49,7 +50,7 @@ func TestPhasePanicIsAnInternalError(t *testing.T) {
 // At most maxPhases phases run at once; the others wait for a slot within their deadline, and
 // one that finds none in time is the retryable 503 of a missed deadline, never run.
 func TestPhasesAreBounded(t *testing.T) {
-	s := &Service{d: Deps{Deadline: 5 * time.Second, Log: slog.Default()}}
+	s := &Service{d: Deps{Deadline: 5 * time.Second, Log: slog.Default()}, phases: newPhasePool()}
 	var running, most atomic.Int32
 	release := make(chan struct{})
 	var wg sync.WaitGroup
@@ -77,7 +78,7 @@ func TestPhasesAreBounded(t *testing.T) {
 	if got := running.Load(); got != int32(maxPhases) {
 		t.Errorf("%d phases running, want %d", got, maxPhases)
 	}
-	short := &Service{d: Deps{Deadline: 30 * time.Millisecond, Log: slog.Default()}}
+	short := &Service{d: Deps{Deadline: 30 * time.Millisecond, Log: slog.Default()}, phases: s.phases} // s's slots, all taken
 	ran := false
 	err := short.withDeadline(context.Background(), func(context.Context) error { ran = true; return nil })
 	if ae, ok := apperr.As(err); !ok || ae.Code != apperr.DeadlineExceeded || ran {

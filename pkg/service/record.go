@@ -40,29 +40,30 @@ type recordJob struct {
 	history *store.Verification
 }
 
-// Record records a verification about to be delivered. Its receipt (every signed answer, free
+// record records a verification about to be delivered. Its receipt (every signed answer, free
 // or paid, when the service keeps a receipt log) is written first, durably, and the answer waits
 // for it: a receipt a caller holds is always in the log once sequencing catches up, whatever
-// crashes after (SPEC §15). When that write fails, even after retries, Record returns the error
+// crashes after (SPEC §15). When that write fails, even after retries, record returns the error
 // to answer instead, and the answer is not delivered. The agent's history (test- ids and
 // anonymous verifications have none) is best-effort after it: queued for the background writers
-// when they run, written now otherwise; its failure is logged and never fails the answer. client
-// is the caller's ClientIdentity, the same the free allowance counted; settlement is a paid
+// when they run, written now otherwise; its failure is logged and never fails the answer. caller
+// is the caller's id (CallerID), the same the free allowance counted; settlement is a paid
 // answer's.
 //
-// A store that writes both at once (store.ReceiptWithHistory: the local server's) gets the
+// A receipt log that writes both at once (Deps.ReceiptsWithHistory: the local server's) gets the
 // history record in the receipt's own write, so that it is as durable as the receipt.
-func (s *Service) Record(ctx context.Context, v *Verification, client string, settlement *x402.SettleResponse) error {
+func (s *Service) record(ctx context.Context, v *Verification, caller string, settlement *x402.SettleResponse) error {
 	var history *store.Verification
 	if inPublicHistory(v) {
 		history = &store.Verification{
 			AgentID: *v.AgentID, VerificationID: v.VerificationID, TaskID: v.TaskID,
 			Result: v.Result, OverallRatio: v.OverallRatio, VerifiedAt: v.VerifiedAt,
-			Paid: settlement != nil, CallerID: s.CallerID(client),
+			Paid: settlement != nil, CallerID: caller,
 		}
 	}
 	if s.d.Receipts != nil {
-		together, ok := s.d.Receipts.(store.ReceiptWithHistory)
+		together := s.d.ReceiptsWithHistory
+		ok := together != nil
 		write := s.d.Receipts.RecordReceipt
 		if ok && history != nil {
 			write = func(ctx context.Context, r store.Receipt) error {
@@ -213,15 +214,15 @@ type Folder interface {
 // read takes over), so the bound only keeps a stuck store from holding a goroutine.
 const foldTimeout = 10 * time.Second
 
-// foldLater folds agentID's records in the background when the store is a Folder, off the answer
-// path. One fold per agent runs at a time in a process: a record arriving meanwhile makes it run
+// foldLater folds agentID's records in the background with Deps.Folder, when there is one, off
+// the answer path. One fold per agent runs at a time in a process: a record arriving meanwhile makes it run
 // once more when it ends, so hundreds of concurrent records for one agent cost a few folds, not
 // hundreds of folds racing each other. On Lambda the fold may be frozen with the function once it
 // has answered; it then continues, or finds its deadline passed, when the function is thawed, and
 // what it left is folded by the next fold or read.
 func (s *Service) foldLater(agentID string) {
-	f, ok := s.d.Store.(Folder)
-	if !ok {
+	f := s.d.Folder
+	if f == nil {
 		return
 	}
 	s.folding.Lock()
@@ -254,9 +255,9 @@ func (s *Service) foldLater(agentID string) {
 	})
 }
 
-// WaitForFolds waits for the folds foldLater started (see StartRecording's stop, which does too):
+// waitForFolds waits for the folds foldLater started (see StartRecording's stop, which does too):
 // a Lambda function's folds run on after its answers.
-func (s *Service) WaitForFolds() { s.folding.wg.Wait() }
+func (s *Service) waitForFolds() { s.folding.wg.Wait() }
 
 // recordQueue is how many history writes may wait for the background writers.
 const recordQueue = 4096

@@ -107,34 +107,34 @@ func (s *Service) lookupAgent(ctx context.Context, agentID string) (agentRecord,
 	return rec, nil
 }
 
-// ScoreLookup is one read of an agent's aggregate: whether its score is paid for and, from that
+// scoreLookup is one read of an agent's aggregate: whether its score is paid for and, from that
 // same read, its signed document. GET /score and the MCP tool get_verification_record price and
 // answer from one lookup, so a verification recorded in between can neither make a paid score
 // free nor change what was priced.
-type ScoreLookup struct {
+type scoreLookup struct {
 	svc *Service
 	rec agentRecord
 }
 
-// LookupScore reads agentID's aggregate once (not at all for test- ids). An invalid id is a 422
+// lookupScore reads agentID's aggregate once (not at all for test- ids). An invalid id is a 422
 // naming agent_id, a store failure a retryable 503.
-func (s *Service) LookupScore(ctx context.Context, agentID string) (ScoreLookup, error) {
+func (s *Service) lookupScore(ctx context.Context, agentID string) (scoreLookup, error) {
 	rec, err := s.lookupAgent(ctx, agentID)
 	if err != nil {
-		return ScoreLookup{}, err
+		return scoreLookup{}, err
 	}
-	return ScoreLookup{svc: s, rec: rec}, nil
+	return scoreLookup{svc: s, rec: rec}, nil
 }
 
-// Priced tells whether the score must be paid for: the agent has a score and the deployment takes
+// priced tells whether the score must be paid for: the agent has a score and the deployment takes
 // payments (SPEC §8.6: without a payee, /score is free). Unknown agents and test- ids are free (a
 // signed no_data answer).
-func (l ScoreLookup) Priced() bool { return l.rec.found && l.svc.d.Payer != nil }
+func (l scoreLookup) priced() bool { return l.rec.found && l.svc.d.Payer != nil }
 
-// Document is the signed GET /score/{agent_id} document, computed now from the lookup's read and
+// document is the signed GET /score/{agent_id} document, computed now from the lookup's read and
 // signed with the trust-score context. It does no payment accounting: callers charge first when
-// Priced says so.
-func (l ScoreLookup) Document(ctx context.Context) ([]byte, error) {
+// priced says so.
+func (l scoreLookup) document(ctx context.Context) ([]byte, error) {
 	return l.svc.scoreDocument(ctx, l.rec)
 }
 
@@ -179,7 +179,6 @@ type ScoreCall struct {
 	// Resource, Description and Extensions make the x402 PaymentRequired of the route or tool.
 	Resource, Description string
 	Extensions            map[string]any
-	Words                 *Words
 	Route                 string // names the route or tool in the log
 }
 
@@ -188,28 +187,28 @@ type ScoreCall struct {
 // PriceScore through x402, with no free allowance. Price and answer come from one read of the
 // aggregate, and nothing is settled unless the signed score was built.
 func (s *Service) Score(ctx context.Context, call ScoreCall) Outcome {
-	lookup, err := s.LookupScore(ctx, call.AgentID)
+	lookup, err := s.lookupScore(ctx, call.AgentID)
 	if err != nil {
 		return s.refused(call.Route, err)
 	}
-	if !lookup.Priced() {
-		body, err := lookup.Document(ctx)
+	if !lookup.priced() {
+		body, err := lookup.document(ctx)
 		if err != nil {
 			return s.refused(call.Route, err)
 		}
 		return Outcome{Kind: Answered, Body: body}
 	}
 	if !call.Payment.Sent {
-		return s.scorePaymentRequired(ctx, call, apperr.PaymentRequired, call.Words.ScorePaid, nil)
+		return prompted(s.scorePaymentRequired(ctx, call, apperr.PaymentRequired, "", nil), PromptScorePaid)
 	}
 	if call.Payment.Err != nil {
-		return s.scorePaymentRequired(ctx, call, apperr.PaymentInvalid, call.Words.UndecodablePayment, nil)
+		return prompted(s.scorePaymentRequired(ctx, call, apperr.PaymentInvalid, "", nil), PromptUndecodablePayment)
 	}
 	var body []byte
-	sr, fail, err := s.Charge(ctx, call.Payment.Payload, call.Resource, s.d.Pricing.PriceScore, func(ctx context.Context, _ receipt.Payment) (err error) {
-		body, err = lookup.Document(ctx)
+	sr, fail, err := s.charge(ctx, call.Payment.Payload, call.Resource, s.d.Pricing.PriceScore, func(ctx context.Context, _ receipt.Payment) (err error) {
+		body, err = lookup.document(ctx)
 		return err
-	})
+	}, nil)
 	switch {
 	case err != nil:
 		return s.refused(call.Route, err)
@@ -222,7 +221,7 @@ func (s *Service) Score(ctx context.Context, call ScoreCall) Outcome {
 // scorePaymentRequired is a score's payment-required outcome: there is no free allowance to
 // report, since scores have none.
 func (s *Service) scorePaymentRequired(ctx context.Context, call ScoreCall, code apperr.Code, message string, settlement *x402.SettleResponse) Outcome {
-	pr, err := s.PaymentRequiredFor(ctx, call.Resource, call.Description, s.d.Pricing.PriceScore, message, call.Extensions)
+	pr, err := s.paymentRequiredFor(ctx, call.Resource, call.Description, s.d.Pricing.PriceScore, message, call.Extensions)
 	if err != nil {
 		return s.refused(call.Route, err)
 	}

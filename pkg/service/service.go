@@ -97,6 +97,14 @@ type Deps struct {
 	// Receipts keeps the receipt log (SPEC §15): every signed answer is recorded in it; nil
 	// keeps no log (a store without one).
 	Receipts ReceiptLog
+	// ReceiptsWithHistory, when the receipt log can write an answer's history record in its
+	// receipt's own write (the local server's store), takes both at once, so that the history is
+	// as durable as the receipt; nil writes the history after the receipt. Requires Receipts.
+	ReceiptsWithHistory store.ReceiptWithHistory
+	// Folder, when the store takes records with one write and counts them into the agents'
+	// aggregates later (store/dynamo), folds each recorded agent off the answer path; nil folds
+	// nothing.
+	Folder Folder
 	// LogKey is the log's origin and key (required with Receipts): the sequencer signs
 	// checkpoints with it, the agent card publishes its verifier key.
 	LogKey translog.LogKey
@@ -114,6 +122,8 @@ type Service struct {
 	offers *x402.OfferReceipt
 	// attestations keeps stored records' signed in-toto envelopes and rations fresh ones.
 	attestations attestations
+	// phases runs the engine's phases on kept workers, at most maxPhases at once.
+	phases *phasePool
 
 	records chan recordJob // history and receipt writes waiting for StartRecording's writers
 	// recording guards records: a request still running when the writers stop (a shutdown that
@@ -154,6 +164,8 @@ func New(d Deps) (*Service, error) {
 		return nil, errors.New("service: negative free allowance")
 	case d.Receipts != nil && d.LogKey.VerifierKey == "":
 		return nil, errors.New("service: a receipt log without a log key")
+	case d.ReceiptsWithHistory != nil && d.Receipts == nil:
+		return nil, errors.New("service: receipts with history without a receipt log")
 	case d.TrustedProxyHops < 0:
 		return nil, errors.New("service: negative trusted proxy hops")
 	}
@@ -178,7 +190,7 @@ func New(d Deps) (*Service, error) {
 	if d.StoreTimeout <= 0 {
 		d.StoreTimeout = DefaultStoreTimeout
 	}
-	s := &Service{d: d, attestations: newAttestations()}
+	s := &Service{d: d, attestations: newAttestations(), phases: newPhasePool()}
 	if d.Payer != nil {
 		var err error
 		if s.offers, err = x402.NewOfferReceipt(d.Keys.Current, d.BaseURL); err != nil {
@@ -218,9 +230,6 @@ func (s *Service) FreeOnly() bool { return s.d.Payer == nil }
 
 // Log is the service's logger.
 func (s *Service) Log() *slog.Logger { return s.d.Log }
-
-// Now is the service's clock.
-func (s *Service) Now() time.Time { return s.d.Now() }
 
 // TrustedProxyHops is how many X-Forwarded-For hops name the client (see Deps).
 func (s *Service) TrustedProxyHops() int { return s.d.TrustedProxyHops }

@@ -66,7 +66,7 @@ func TestVerifyWithoutEngineIsAnInternalError(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := svc.Verify(context.Background(), service.VerifyCall{Body: []byte(`{"task_id":"t","expected_schema":{},"submitted_output":1}`),
-		Client: "198.51.100.7", Words: &service.Words{}, Route: "/verify/schema"})
+		Caller: svc.CallerID("198.51.100.7"), Route: "/verify/schema"})
 	if out.Kind != service.Refused || out.Err == nil || out.Err.Code != apperr.Internal {
 		t.Fatalf("outcome %+v, want refused with %s", out, apperr.Internal)
 	}
@@ -126,7 +126,7 @@ func TestHealthProbesStoreAndKeyCached(t *testing.T) {
 func TestPaidAnswerTTLIsTheRecords(t *testing.T) {
 	for days, want := range map[int]time.Duration{0: service.DefaultRecordDays * 24 * time.Hour, 3: 72 * time.Hour, 400: 400 * 24 * time.Hour} {
 		svc := testsvc.New(t, service.Deps{RecordDays: days})
-		if got := svc.PaidAnswerTTL(); got != want {
+		if got := service.PaidAnswerTTL(svc); got != want {
 			t.Errorf("RecordDays %d: paid answers kept %v, want %v", days, got, want)
 		}
 	}

@@ -3,7 +3,6 @@ package service
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"maps"
 	"sync"
 	"time"
@@ -44,8 +43,12 @@ type Outcome struct {
 	PaymentRequired x402.PaymentRequired
 	// FreeTrial is the client's free allowance state (SPEC §8.2) a verification's refusal reports
 	// with it: set on a verification's PaymentRequired outcome and on the free-only 429.
-	FreeTrial map[string]any
-	Err       *apperr.Error
+	FreeTrial *FreeTrial
+	// Prompt, when set, names the text the transport writes for what its caller sent: the
+	// PaymentRequired's Error of a PaymentRequired outcome (left empty here), or the Err of a
+	// Refused one (left nil here).
+	Prompt Prompt
+	Err    *apperr.Error
 	// VerificationID and Result (pass or fail) name a delivered verification for the operator's
 	// log; SettledAmount is what a paid call settled, in the asset's atomic units, on
 	// Settlement.Network.
@@ -56,16 +59,23 @@ type Outcome struct {
 	Replayed bool
 }
 
-// Words are the texts a transport's answers use for what its caller sent: REST speaks of a body
-// and a PAYMENT-SIGNATURE header, MCP of arguments and _meta. One value per transport.
-type Words struct {
-	Probe              string // the discovery probe's PaymentRequired message
-	OverFreeSize       string // a free call over FreeMaxBody; %d is the limit
-	ScorePaid          string // a priced score asked for without a payment
-	PaymentField       string // where a payment came from, for a deployment that takes none
-	NoPaymentsFix      string // the fix of that refusal
-	UndecodablePayment string // a payment the transport could not decode
-}
+// Prompt names an answer whose text speaks of what the caller sent, which only its transport
+// can word: REST speaks of a body and a PAYMENT-SIGNATURE header, MCP of arguments and _meta.
+type Prompt int
+
+const (
+	// PromptProbe is the x402 discovery probe's payment-required message.
+	PromptProbe Prompt = iota + 1
+	// PromptOverFreeSize is a free call over Pricing.FreeMaxBody: payment required.
+	PromptOverFreeSize
+	// PromptScorePaid is a priced score asked for without a payment.
+	PromptScorePaid
+	// PromptUndecodablePayment is a payment the transport could not decode: payment required.
+	PromptUndecodablePayment
+	// PromptNoPayments is a payment sent to a deployment that takes none: a Refused outcome
+	// whose 422 names the field the payment came in.
+	PromptNoPayments
+)
 
 // Payment is a payment as a transport received it: decoding is the transport's (REST's base64
 // header, MCP's _meta object), everything after it the service's.
@@ -80,12 +90,13 @@ type VerifyCall struct {
 	// Body is the verification request; empty (and no payment) is the x402 discovery probe.
 	Body    []byte
 	Payment Payment
-	Client  string // ClientOf the caller's address
+	// Caller is the caller's id (CallerID of its client identity), computed once per request by
+	// the transport: the free allowance counts under it and the agent's history records it.
+	Caller string
 	// Resource and Extensions are the x402 resource URL of the route or tool (a REST URL or
 	// mcp://tool/verify_schema) and the extensions of its PaymentRequired.
 	Resource   string
 	Extensions map[string]any
-	Words      *Words
 	Route      string // names the route or tool in the log
 }
 
@@ -101,18 +112,18 @@ const VerifyDescription = "Verify an AI agent's JSON output against a JSON Schem
 //   - free: the check and its signature, then one call of the client's daily allowance, or,
 //     when it is spent, payment required (the free-only 429 where nothing can be paid) and the
 //     signed answer discarded; paid: match, replay check, facilitator
-//     verification, reservation, the work, settlement (Charge);
+//     verification, reservation, the work, settlement (charge);
 //   - record: only a delivered verification is recorded, a paid one only once settled; its
-//     receipt is durable before the answer leaves (Record), or the answer is not delivered.
+//     receipt is durable before the answer leaves (record), or the answer is not delivered.
 func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
 	if s.d.Engine == nil {
 		// A wiring mistake (a program that mounts verification built without the engine), not
 		// a request's: refused before anything is read, consumed or charged.
 		return s.refused(call.Route, errNoEngine)
 	}
-	w, paying := call.Words, call.Payment.Sent
+	paying := call.Payment.Sent
 	if len(bytes.TrimSpace(call.Body)) == 0 && !paying {
-		return s.verifyPaymentRequired(ctx, call, apperr.PaymentRequired, w.Probe, s.freeTrial(ctx, s.CallerID(call.Client), 0, false), nil)
+		return prompted(s.verifyPaymentRequired(ctx, call, apperr.PaymentRequired, "", s.freeTrial(ctx, call.Caller, 0, false), nil), PromptProbe)
 	}
 	if limit := s.d.MaxBody; int64(len(call.Body)) > limit {
 		return s.refused(call.Route, apperr.TooLarge(limit))
@@ -124,8 +135,7 @@ func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
 		if s.d.Payer == nil {
 			return s.refused(call.Route, apperr.TooLarge(s.d.Pricing.FreeMaxBody))
 		}
-		return s.verifyPaymentRequired(ctx, call, apperr.PaymentRequired, fmt.Sprintf(w.OverFreeSize, s.d.Pricing.FreeMaxBody),
-			s.freeTrial(ctx, s.CallerID(call.Client), 0, false), nil)
+		return prompted(s.verifyPaymentRequired(ctx, call, apperr.PaymentRequired, "", s.freeTrial(ctx, call.Caller, 0, false), nil), PromptOverFreeSize)
 	}
 	// A request for the free allowance is checked against its schema before the allowance is
 	// consumed (DecodeFree): a schema too costly to evaluate is refused without counting.
@@ -140,40 +150,39 @@ func (s *Service) Verify(ctx context.Context, call VerifyCall) Outcome {
 	// (a remote key's call, kms-sign:) or a missed deadline then leaves the allowance as it was,
 	// since the stores have no way to give a call back. What it costs is the work, one signature
 	// included, for a client whose allowance turns out to be spent, whose answer is discarded.
-	v, err := s.Finish(ctx, job, &receipt.FreePayment)
+	v, err := s.finish(ctx, job, &receipt.FreePayment)
 	if err != nil {
 		return s.refused(call.Route, err)
 	}
-	client := s.CallerID(call.Client)
-	granted, remaining, err := s.ConsumeFree(ctx, client)
+	client := call.Caller
+	granted, remaining, err := s.consumeFree(ctx, client)
 	if err != nil {
 		return s.refused(call.Route, err)
 	}
 	if !granted {
 		ft := s.freeTrial(ctx, client, s.d.Pricing.FreeCallsPerDay, true)
 		if s.d.Payer == nil {
-			o := s.refused(call.Route, s.FreeOnlyExhausted())
+			o := s.refused(call.Route, s.freeOnlyExhausted())
 			o.FreeTrial = ft
 			return o
 		}
 		return s.verifyPaymentRequired(ctx, call, apperr.FreeTrialExhausted, "This client's free checks for today are used up; pay with x402 to continue.", ft, nil)
 	}
-	if err := s.Record(ctx, v, call.Client, nil); err != nil {
+	if err := s.record(ctx, v, call.Caller, nil); err != nil {
 		return s.refused(call.Route, err)
 	}
 	return Outcome{Kind: Answered, Body: v.Body, VerificationID: v.VerificationID, Result: v.Result,
-		FreeAllowance: &FreeAllowance{Remaining: remaining, Limit: s.d.Pricing.FreeCallsPerDay, Resets: s.AllowanceResets()}}
+		FreeAllowance: &FreeAllowance{Remaining: remaining, Limit: s.d.Pricing.FreeCallsPerDay, Resets: s.allowanceResets()}}
 }
 
 // verifyPaid is Verify's paid path after the request was validated.
 func (s *Service) verifyPaid(ctx context.Context, call VerifyCall, job *Job) Outcome {
-	w := call.Words
 	if s.d.Payer == nil {
-		return s.refused(call.Route, apperr.Field(w.PaymentField, "was sent to a deployment that takes no payments", w.NoPaymentsFix))
+		return Outcome{Kind: Refused, Prompt: PromptNoPayments}
 	}
-	client := s.CallerID(call.Client)
+	client := call.Caller
 	if call.Payment.Err != nil {
-		return s.verifyPaymentRequired(ctx, call, apperr.PaymentInvalid, w.UndecodablePayment, s.freeTrial(ctx, client, 0, false), nil)
+		return prompted(s.verifyPaymentRequired(ctx, call, apperr.PaymentInvalid, "", s.freeTrial(ctx, client, 0, false), nil), PromptUndecodablePayment)
 	}
 	// A payment identifier (SPEC §16) makes the call happen at most once (verifyPaidOnce).
 	pid, hasPID, err := x402.PaymentIdentifier(call.Payment.Payload)
@@ -184,17 +193,17 @@ func (s *Service) verifyPaid(ctx context.Context, call VerifyCall, job *Job) Out
 		return s.verifyPaidOnce(ctx, call, job, pid)
 	}
 	var v *Verification
-	sr, fail, err := s.Charge(ctx, call.Payment.Payload, call.Resource, s.d.Pricing.PriceVerify, func(ctx context.Context, binding receipt.Payment) (err error) {
-		v, err = s.Finish(ctx, job, &binding)
+	sr, fail, err := s.charge(ctx, call.Payment.Payload, call.Resource, s.d.Pricing.PriceVerify, func(ctx context.Context, binding receipt.Payment) (err error) {
+		v, err = s.finish(ctx, job, &binding)
 		return err
-	})
+	}, nil)
 	switch {
 	case err != nil:
 		return s.refused(call.Route, err)
 	case fail != nil:
 		return s.verifyPaymentRequired(ctx, call, fail.Code, fail.Message, s.freeTrial(ctx, client, 0, false), fail.Settlement)
 	}
-	if err := s.Record(ctx, v, call.Client, sr); err != nil {
+	if err := s.record(ctx, v, call.Caller, sr); err != nil {
 		return s.refused(call.Route, err)
 	}
 	// x402.Match held the payment to the accepted requirements, amount included.
@@ -204,7 +213,7 @@ func (s *Service) verifyPaid(ctx context.Context, call VerifyCall, job *Job) Out
 
 // verifyPaymentRequired is a verification's payment-required outcome, with the client's free
 // allowance state.
-func (s *Service) verifyPaymentRequired(ctx context.Context, call VerifyCall, code apperr.Code, message string, ft map[string]any, settlement *x402.SettleResponse) Outcome {
+func (s *Service) verifyPaymentRequired(ctx context.Context, call VerifyCall, code apperr.Code, message string, ft *FreeTrial, settlement *x402.SettleResponse) Outcome {
 	ext := call.Extensions
 	if s.d.Payer != nil {
 		// Paid verifications are idempotent under a payment identifier (SPEC §16).
@@ -214,11 +223,20 @@ func (s *Service) verifyPaymentRequired(ctx context.Context, call VerifyCall, co
 		}
 		ext[x402.ExtPaymentIdentifier] = paymentIdentifierExtension()
 	}
-	pr, err := s.PaymentRequiredFor(ctx, call.Resource, VerifyDescription, s.d.Pricing.PriceVerify, message, ext)
+	pr, err := s.paymentRequiredFor(ctx, call.Resource, VerifyDescription, s.d.Pricing.PriceVerify, message, ext)
 	if err != nil {
 		return s.refused(call.Route, err)
 	}
 	return Outcome{Kind: PaymentRequired, Code: code, PaymentRequired: pr, FreeTrial: ft, Settlement: settlement}
+}
+
+// prompted is a payment-required outcome o whose message the transport writes (p); a refusal
+// that o became on its way (no requirements) is left as it is.
+func prompted(o Outcome, p Prompt) Outcome {
+	if o.Kind == PaymentRequired {
+		o.Prompt = p
+	}
+	return o
 }
 
 // refused is the outcome of err, made safe to show.

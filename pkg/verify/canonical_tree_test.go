@@ -50,7 +50,7 @@ func FuzzCanonicalTree(f *testing.F) {
 
 func checkCanonicalTree(t *testing.T, doc []byte) {
 	t.Helper()
-	tree, err := decodeTree(doc, DefaultLimits.MaxDepth, 0)
+	tree, err := decodeTree(doc, wire.DefaultLimits.MaxDepth, 0)
 	if !jsontext.Value(doc).IsValid() {
 		if err == nil && utf8.Valid(doc) {
 			t.Fatalf("%q: the tree builder reads what the decoder refuses", doc)

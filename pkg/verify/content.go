@@ -73,7 +73,7 @@ func scanContent(v any, strict bool, checks *int) (problem bool) {
 // contentWalker visits the output in order, keeping the path to the current value as steps.
 type contentWalker struct {
 	strict bool
-	at     []Step
+	at     []jsonvalue.Step
 	t      Tally
 	info   Tally // not counted: only its failures
 }
@@ -105,13 +105,13 @@ func (w *contentWalker) walk(v any) {
 		}
 	case []any:
 		for i, e := range x {
-			w.at = append(w.at, Step{Kind: StepIndex, Index: i})
+			w.at = append(w.at, jsonvalue.Step{Kind: jsonvalue.StepIndex, Index: i})
 			w.walk(e)
 			w.at = w.at[:len(w.at)-1]
 		}
 	case map[string]any:
 		for _, k := range slices.Sorted(maps.Keys(x)) {
-			w.at = append(w.at, Step{Kind: StepKey, Key: k})
+			w.at = append(w.at, jsonvalue.Step{Kind: jsonvalue.StepKey, Key: k})
 			w.walk(x[k])
 			w.at = w.at[:len(w.at)-1]
 		}

@@ -3,18 +3,20 @@ package verify
 import (
 	"fmt"
 	"sync"
+
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // Engine runs verifications. It is pure apart from its compiled-schema cache: ids, time and the
 // signing key are handed in, so the same input always gives the same report.
 type Engine struct {
-	limits Limits
+	limits wire.Limits
 	cache  *SchemaCache
 }
 
 // NewEngine builds an engine with the given limits (zero fields take the defaults).
-func NewEngine(lim Limits) *Engine {
-	d := DefaultLimits
+func NewEngine(lim wire.Limits) *Engine {
+	d := wire.DefaultLimits
 	if lim.MaxBody > 0 {
 		d.MaxBody = lim.MaxBody
 	}
@@ -34,7 +36,7 @@ func NewEngine(lim Limits) *Engine {
 }
 
 // Limits returns the limits in force.
-func (e *Engine) Limits() Limits { return e.limits }
+func (e *Engine) Limits() wire.Limits { return e.limits }
 
 // Decode parses and validates a request body and compiles its schema (or takes it from the
 // cache). Everything a caller can get wrong is reported here, before anything is charged.

@@ -13,14 +13,16 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 var testEnv = Envelope{
 	VerificationID:  "00000000-0000-4000-8000-000000000000",
 	VerifiedAt:      time.Date(2026, 10, 14, 19, 12, 5, 645221000, time.UTC),
 	VerifierVersion: "test",
-	Verify:          NewVerifyInfo("http://127.0.0.1:8080", "test-key"),
+	Verify:          receipt.NewVerifyInfo("http://127.0.0.1:8080", "test-key"),
 }
 
 // comparable drops what legitimately differs between two runs of the same request: ids, time,
@@ -39,7 +41,7 @@ func comparable(t *testing.T, doc []byte, drop ...string) map[string]any {
 
 // The seed's invoice draft gives the live service's answer, field for field.
 func TestSeedInvoiceDraft(t *testing.T) {
-	out, rep, err := NewEngine(Limits{}).Respond(seedFile(t, "invoice-draft.request.json"), testEnv, nil)
+	out, rep, err := NewEngine(wire.Limits{}).Respond(seedFile(t, "invoice-draft.request.json"), testEnv, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,13 +92,13 @@ func TestEngineKnownSchema(t *testing.T) {
 	}
 	bodies := [][]byte{seed, body(respelled), seed, body(strict), body(respelled), body(strict)}
 
-	eng := NewEngine(Limits{})
+	eng := NewEngine(wire.Limits{})
 	for i, b := range bodies {
 		warm, _, err := eng.Respond(b, testEnv, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cold, _, err := NewEngine(Limits{}).Respond(b, testEnv, nil)
+		cold, _, err := NewEngine(wire.Limits{}).Respond(b, testEnv, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +123,7 @@ func TestSeedInvoiceFinal(t *testing.T) {
 	body := strings.Replace(string(seedFile(t, "invoice-draft.request.json")), `"total": 135.0`, `"total": 129.5`, 1)
 	body = strings.Replace(body, `"invoice-7731-draft"`, `"invoice-7731-final"`, 1)
 	body = strings.Replace(body, `"detail": "full"`, `"detail": "compact"`, 1)
-	out, rep, err := NewEngine(Limits{}).Respond([]byte(body), testEnv, nil)
+	out, rep, err := NewEngine(wire.Limits{}).Respond([]byte(body), testEnv, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +142,7 @@ func TestSeedInvoiceFinal(t *testing.T) {
 func TestSignedReportVerifies(t *testing.T) {
 	key := receipt.Key{Version: "test-key", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))}
 	body := seedFile(t, "invoice-draft.request.json")
-	out, _, err := NewEngine(Limits{}).Respond(body, testEnv, key)
+	out, _, err := NewEngine(wire.Limits{}).Respond(body, testEnv, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +177,7 @@ func TestReportListsCapped(t *testing.T) {
 		var all []Failure
 		for i := range n {
 			c := checks[i*len(checks)/max(n, 1)] // the later checks appear only past the cap
-			f := Failure{Check: c, At: []Step{{Kind: StepKey, Key: c}, {Kind: StepIndex, Index: i}},
+			f := Failure{Check: c, At: []jsonvalue.Step{{Kind: jsonvalue.StepKey, Key: c}, {Kind: jsonvalue.StepIndex, Index: i}},
 				Kind: textKind{"e", fmt.Sprint(i), "d" + fmt.Sprint(i)}}
 			tl.Fail(f)
 			all = append(all, f)
@@ -299,7 +301,7 @@ func BenchmarkVerifySeedInvoice(b *testing.B) {
 	key := receipt.Key{Version: "bench", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))}
 	for _, n := range []int{0, 200} {
 		body := benchInvoice(b, n)
-		eng := NewEngine(Limits{})
+		eng := NewEngine(wire.Limits{})
 		if _, _, err := eng.Respond(body, testEnv, key); err != nil {
 			b.Fatal(err)
 		}
@@ -321,7 +323,7 @@ func BenchmarkVerifyUncachedSchema(b *testing.B) {
 	body := benchInvoice(b, 0)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := NewEngine(Limits{}).Respond(body, testEnv, key); err != nil {
+		if _, _, err := NewEngine(wire.Limits{}).Respond(body, testEnv, key); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -401,7 +403,7 @@ func TestFailuresWrittenOnlyWhenListed(t *testing.T) {
 			var tl Tally
 			for i := range n {
 				if !tl.failCounted(check) {
-					tl.Fail(Failure{Check: check, At: []Step{{Kind: StepIndex, Index: i}}, Kind: countingKind{&counts[g][i]}})
+					tl.Fail(Failure{Check: check, At: []jsonvalue.Step{{Kind: jsonvalue.StepIndex, Index: i}}, Kind: countingKind{&counts[g][i]}})
 				}
 			}
 			return tl

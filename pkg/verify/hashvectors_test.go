@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"testing"
+
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // The engine's decoder, which hashes every request with the same assembly from its own trees,
@@ -14,12 +16,12 @@ func TestRequestHashVectorsMatchSeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []HashVector
+	var want []wire.HashVector
 	if err := json.Unmarshal(raw, &want); err != nil {
 		t.Fatal(err)
 	}
 	for i := range want {
-		req, err := DecodeRequest(want[i].Request, DefaultLimits)
+		req, err := DecodeRequest(want[i].Request, wire.DefaultLimits)
 		if err != nil {
 			t.Fatalf("vector %d: %v", i, err)
 		}

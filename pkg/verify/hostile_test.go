@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/verify/schemacheck"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"runtime"
 	"slices"
 	"strconv"
@@ -15,7 +17,6 @@ import (
 	"time"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
-	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
 
 // hangGuard bounds how long any one hostile request may take before the test calls it a hang. It
@@ -76,7 +77,7 @@ func TestHostileInputs(t *testing.T) {
 		{"36,000 properties", wrap(`{"properties":{`+repeatJoin(36_000, func(i int) string { return fmt.Sprintf(`"p%d":{}`, i) })+`}}`, `{}`), 422, "expected_schema"},
 		{"1,000 subschemas under a 64 KB name", wrap(allOf(1000, `{"properties":{"`+strings.Repeat("x", 64<<10)+`":`), `{}`), 422, "expected_schema"},
 	}
-	eng := NewEngine(Limits{})
+	eng := NewEngine(wire.Limits{})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var before runtime.MemStats
@@ -139,7 +140,7 @@ func TestStoppedCheckEndsEarly(t *testing.T) {
 	items := strings.Repeat(`1,`, 5000) + `1`
 	body := []byte(`{"task_id":"t","expected_schema":{"type":"array","items":{"type":"integer"}},"submitted_output":[` + items + `],` +
 		`"rules":[{"type":"unique","field":"[]"}],"enforce_rules":true}`)
-	eng := NewEngine(Limits{})
+	eng := NewEngine(wire.Limits{})
 	decode := func() (*Request, *Schema) {
 		req, sch, err := eng.Decode(body)
 		if err != nil {
@@ -353,7 +354,7 @@ func hostileRuleRequest(t testing.TB, rules string) *Request {
 		fmt.Fprintf(&b, `{"a":[{"b":%d}]}`, i)
 	}
 	b.WriteString(`],"rules":[` + rules + `]}`)
-	req, _, err := NewEngine(Limits{}).Decode([]byte(b.String()))
+	req, _, err := NewEngine(wire.Limits{}).Decode([]byte(b.String()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +419,7 @@ func BenchmarkHostileUnknownMembers(b *testing.B) {
 		b.Run(fmt.Sprintf("bytes=%d", len(body)), func(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
-				if _, err := DecodeRequest(body, DefaultLimits); err == nil {
+				if _, err := DecodeRequest(body, wire.DefaultLimits); err == nil {
 					b.Fatal("accepted")
 				}
 			}
@@ -471,7 +472,7 @@ func largestSchema(make func(int) string) int {
 	lo, hi := 1, 1<<20 // lo is accepted, hi is not
 	for hi-lo > 1 {
 		mid := (lo + hi) / 2
-		if _, err := decodeSchema([]byte(make(mid)), DefaultLimits.MaxDepth); err == nil {
+		if _, err := decodeSchema([]byte(make(mid)), wire.DefaultLimits.MaxDepth); err == nil {
 			lo = mid
 		} else {
 			hi = mid
@@ -489,7 +490,7 @@ func BenchmarkHostileSchema(b *testing.B) {
 		b.Run(fmt.Sprintf("%s/n=%d", s.name, n), func(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
-				if _, _, err := NewEngine(Limits{}).Decode(body); err != nil {
+				if _, _, err := NewEngine(wire.Limits{}).Decode(body); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -515,7 +516,7 @@ func fanOutDefs(levels int, applicator, leaf string) string {
 // answer is the same every time, compiled or from the cache, and a schema just under the budget
 // gets its verdict.
 func TestSchemaTooComplexIsAnError(t *testing.T) {
-	eng := NewEngine(Limits{})
+	eng := NewEngine(wire.Limits{})
 	body := func(schema, output string) []byte {
 		return []byte(`{"task_id":"t","agent_id":"agent-1","expected_schema":` + schema + `,"submitted_output":` + output + `}`)
 	}

@@ -15,7 +15,7 @@ import (
 // a number at op to compare the value at of with.
 type wanted struct {
 	text        string
-	path        Path // written after text when it has steps
+	path        jsonvalue.Path // written after text when it has steps
 	bound       *Bound
 	op, of      where
 	elementwise bool
@@ -72,7 +72,7 @@ func (k badOperand) Texts() (string, string, string) {
 // operandCount: an operand path (name: equals_field or other_field) resolves to n values, not one.
 type operandCount struct {
 	name string
-	p    Path
+	p    jsonvalue.Path
 	n    int
 }
 
@@ -149,7 +149,7 @@ func toleranceShown(r *Rule) bool { return r.Tolerance != nil && !isDefaultToler
 // notIn: a value of an exists_in rule occurs neither at the in_field path (in) nor, without one,
 // among the rule's values (set).
 type notIn struct {
-	in    *Path
+	in    *jsonvalue.Path
 	set   []any
 	value any
 }
@@ -182,7 +182,7 @@ func (k notUnique) Texts() (string, string, string) {
 }
 
 // oneValue: a unique rule's path has no `[]`, so it selects one value (the decoder refuses it).
-type oneValue struct{ p Path }
+type oneValue struct{ p jsonvalue.Path }
 
 func (k oneValue) Texts() (string, string, string) {
 	return "a path with [] to the values to compare", "one value",
@@ -190,7 +190,7 @@ func (k oneValue) Texts() (string, string, string) {
 }
 
 // wholeArray: an exists_in path without `[]` names an array (the decoder refuses it).
-type wholeArray struct{ p Path }
+type wholeArray struct{ p jsonvalue.Path }
 
 func (k wholeArray) Texts() (string, string, string) {
 	p := jsonvalue.Shorten(k.p.String())

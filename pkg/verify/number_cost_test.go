@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // numberBody is a request whose output is an array of one number literal repeated to size bytes,
@@ -39,7 +41,7 @@ func BenchmarkRespondNumberShapes(b *testing.B) {
 		} {
 			body := numberBody(s.lit, size)
 			b.Run(fmt.Sprintf("%s/%dKiB", s.name, (size+400)>>10), func(b *testing.B) {
-				eng := NewEngine(Limits{})
+				eng := NewEngine(wire.Limits{})
 				refused := strings.HasSuffix(s.name, "_422") // a refusal must cost no more than an answer
 				for b.Loop() {
 					if _, _, err := eng.Respond(body, testEnv, nil); (err != nil) != refused {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // pathFormsOutput holds values at many shapes: plain keys, keys that need quoting, a key that
@@ -24,7 +25,7 @@ func pathFormRequest(output, rules, bounds string) []byte {
 // integrityOf runs body and returns the integrity tally; a 422 fails the test.
 func integrityOf(t *testing.T, body []byte) Ratio {
 	t.Helper()
-	_, rep, err := NewEngine(Limits{}).Respond(body, testEnv, nil)
+	_, rep, err := NewEngine(wire.Limits{}).Respond(body, testEnv, nil)
 	if err != nil {
 		t.Fatalf("%s: %v", body, err)
 	}
@@ -67,7 +68,7 @@ func TestPrintedPathsRoundTrip(t *testing.T) {
 		var printed string
 		if c.places == 1 {
 			body := pathFormRequest(c.output, `[]`, fmt.Sprintf(`{%s:{"max":%d}}`, quoteJSON(c.written), c.value-1))
-			_, rep, err := NewEngine(Limits{}).Respond(body, testEnv, nil)
+			_, rep, err := NewEngine(wire.Limits{}).Respond(body, testEnv, nil)
 			if err != nil || len(rep.ErrorsDetail) != 1 {
 				t.Fatalf("%s: %v %+v", c.written, err, rep)
 			}
@@ -163,9 +164,9 @@ func TestRefusedPathForms(t *testing.T) {
 		{"exists_in field", `[{"type":"exists_in","field":%s,"values":[1]%s}]`, `{}`, "rules[0].field"},
 		{"in_field", `[{"type":"exists_in","field":"total","in_field":%s%s}]`, `{}`, "rules[0].in_field"},
 	}
-	eng := NewEngine(Limits{})
+	eng := NewEngine(wire.Limits{})
 	for _, p := range refused {
-		if _, err := ParsePath(p); err == nil {
+		if _, err := jsonvalue.ParsePath(p); err == nil {
 			t.Errorf("ParsePath(%q) is accepted", p)
 		}
 		for _, m := range members {

@@ -10,46 +10,46 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 )
 
-func pathKey(k string) Step { return Step{Kind: StepKey, Key: k} }
-func pathIndex(i int) Step  { return Step{Kind: StepIndex, Index: i} }
+func pathKey(k string) jsonvalue.Step { return jsonvalue.Step{Kind: jsonvalue.StepKey, Key: k} }
+func pathIndex(i int) jsonvalue.Step  { return jsonvalue.Step{Kind: jsonvalue.StepIndex, Index: i} }
 
-var pathAll = Step{Kind: StepAll}
+var pathAll = jsonvalue.Step{Kind: jsonvalue.StepAll}
 
 func TestPathParseValid(t *testing.T) {
 	for _, c := range []struct {
 		in   string
-		want []Step
+		want []jsonvalue.Step
 	}{
-		{"a", []Step{pathKey("a")}},
-		{"a.b.c", []Step{pathKey("a"), pathKey("b"), pathKey("c")}},
-		{"a[]", []Step{pathKey("a"), pathAll}},
-		{"a[].b", []Step{pathKey("a"), pathAll, pathKey("b")}},
-		{"a[2].b", []Step{pathKey("a"), pathIndex(2), pathKey("b")}},
-		{"a[0][]", []Step{pathKey("a"), pathIndex(0), pathAll}},
-		{"a[].b[].c", []Step{pathKey("a"), pathAll, pathKey("b"), pathAll, pathKey("c")}},
-		{"[]", []Step{pathAll}},
-		{"[0].a", []Step{pathIndex(0), pathKey("a")}},
-		{"[10][]", []Step{pathIndex(10), pathAll}},
-		{`["key.with.dots"]`, []Step{pathKey("key.with.dots")}},
-		{`["a"]["b[]"]`, []Step{pathKey("a"), pathKey("b[]")}},
-		{`a["b.c"].d`, []Step{pathKey("a"), pathKey("b.c"), pathKey("d")}},
-		{`a.["b"]`, []Step{pathKey("a"), pathKey("b")}},
-		{`[""]`, []Step{pathKey("")}},
-		{`["\u00e9\n"]`, []Step{pathKey("é\n")}},
-		{`["a\"b"]`, []Step{pathKey(`a"b`)}},
-		{"line total.unit price", []Step{pathKey("line total"), pathKey("unit price")}},
-		{"é.ü-ß_1", []Step{pathKey("é"), pathKey("ü-ß_1")}},
-		{"$", []Step{}},
-		{"$.total", []Step{pathKey("total")}},
-		{"$['a b']", []Step{pathKey("a b")}},
-		{"$.items[0].price", []Step{pathKey("items"), pathIndex(0), pathKey("price")}},
-		{"$[]", []Step{pathAll}},
-		{"$[0]['$ref']", []Step{pathIndex(0), pathKey("$ref")}},
-		{`$["a"].b`, []Step{pathKey("a"), pathKey("b")}},
-		{`$.['a']`, []Step{pathKey("a")}},
-		{"a[9223372036854775807]", []Step{pathKey("a"), pathIndex(9223372036854775807)}},
+		{"a", []jsonvalue.Step{pathKey("a")}},
+		{"a.b.c", []jsonvalue.Step{pathKey("a"), pathKey("b"), pathKey("c")}},
+		{"a[]", []jsonvalue.Step{pathKey("a"), pathAll}},
+		{"a[].b", []jsonvalue.Step{pathKey("a"), pathAll, pathKey("b")}},
+		{"a[2].b", []jsonvalue.Step{pathKey("a"), pathIndex(2), pathKey("b")}},
+		{"a[0][]", []jsonvalue.Step{pathKey("a"), pathIndex(0), pathAll}},
+		{"a[].b[].c", []jsonvalue.Step{pathKey("a"), pathAll, pathKey("b"), pathAll, pathKey("c")}},
+		{"[]", []jsonvalue.Step{pathAll}},
+		{"[0].a", []jsonvalue.Step{pathIndex(0), pathKey("a")}},
+		{"[10][]", []jsonvalue.Step{pathIndex(10), pathAll}},
+		{`["key.with.dots"]`, []jsonvalue.Step{pathKey("key.with.dots")}},
+		{`["a"]["b[]"]`, []jsonvalue.Step{pathKey("a"), pathKey("b[]")}},
+		{`a["b.c"].d`, []jsonvalue.Step{pathKey("a"), pathKey("b.c"), pathKey("d")}},
+		{`a.["b"]`, []jsonvalue.Step{pathKey("a"), pathKey("b")}},
+		{`[""]`, []jsonvalue.Step{pathKey("")}},
+		{`["\u00e9\n"]`, []jsonvalue.Step{pathKey("é\n")}},
+		{`["a\"b"]`, []jsonvalue.Step{pathKey(`a"b`)}},
+		{"line total.unit price", []jsonvalue.Step{pathKey("line total"), pathKey("unit price")}},
+		{"é.ü-ß_1", []jsonvalue.Step{pathKey("é"), pathKey("ü-ß_1")}},
+		{"$", []jsonvalue.Step{}},
+		{"$.total", []jsonvalue.Step{pathKey("total")}},
+		{"$['a b']", []jsonvalue.Step{pathKey("a b")}},
+		{"$.items[0].price", []jsonvalue.Step{pathKey("items"), pathIndex(0), pathKey("price")}},
+		{"$[]", []jsonvalue.Step{pathAll}},
+		{"$[0]['$ref']", []jsonvalue.Step{pathIndex(0), pathKey("$ref")}},
+		{`$["a"].b`, []jsonvalue.Step{pathKey("a"), pathKey("b")}},
+		{`$.['a']`, []jsonvalue.Step{pathKey("a")}},
+		{"a[9223372036854775807]", []jsonvalue.Step{pathKey("a"), pathIndex(9223372036854775807)}},
 	} {
-		p, err := ParsePath(c.in)
+		p, err := jsonvalue.ParsePath(c.in)
 		if err != nil {
 			t.Errorf("ParsePath(%q): %v", c.in, err)
 			continue
@@ -62,7 +62,7 @@ func TestPathParseValid(t *testing.T) {
 			if out == "" {
 				continue // the root has no bare form
 			}
-			q, err := ParsePath(out)
+			q, err := jsonvalue.ParsePath(out)
 			if err != nil || len(q.Steps) != len(p.Steps) || len(p.Steps) > 0 && !reflect.DeepEqual(q.Steps, p.Steps) {
 				t.Errorf("the report's %q for %q does not round-trip: %v", out, c.in, err)
 			}
@@ -76,7 +76,7 @@ func TestPathParseInvalid(t *testing.T) {
 		"a[99999999999999999999]", `["a`, `["a"`, `["a"]b`, `["a\q"]`, `["a\`, "a]", "]", "a.[0]", "a.[]",
 		"a[]b", "a[0]b", "a[]]", "\xff", "a.\xfe", `a."b"`, " zz", "zz ", "a.*", "$a", "a$", "$.", "$..a", "$.[0]",
 	} {
-		if p, err := ParsePath(in); err == nil {
+		if p, err := jsonvalue.ParsePath(in); err == nil {
 			t.Errorf("ParsePath(%q) = %+v, want an error", in, p.Steps)
 		} else if strings.Contains(err.Error(), in) && in != "" && in != "." && in != "]" {
 			t.Errorf("ParsePath(%q) error echoes the path: %v", in, err)
@@ -229,7 +229,7 @@ func FuzzParsePath(f *testing.F) {
 	var doc any
 	decodeJSON(f, []byte(`{"a": [{"b": [1, {"c": 2}]}, {"b": []}], "": {"": [[0]]}, "key.with.dots": 1}`), &doc)
 	f.Fuzz(func(t *testing.T, s string) {
-		p, err := ParsePath(s)
+		p, err := jsonvalue.ParsePath(s)
 		if err != nil {
 			return
 		}
@@ -258,7 +258,7 @@ func FuzzParsePath(f *testing.F) {
 			if out == "" {
 				continue
 			}
-			if q, err := ParsePath(out); valid && shown <= jsonvalue.ShownChars && (err != nil || len(q.Steps) != len(p.Steps) || len(p.Steps) > 0 && !reflect.DeepEqual(q.Steps, p.Steps)) {
+			if q, err := jsonvalue.ParsePath(out); valid && shown <= jsonvalue.ShownChars && (err != nil || len(q.Steps) != len(p.Steps) || len(p.Steps) > 0 && !reflect.DeepEqual(q.Steps, p.Steps)) {
 				t.Fatalf("ParsePath(%q): the report's form %q parses to %+v (%v)", s, out, q.Steps, err)
 			}
 		}
@@ -272,7 +272,7 @@ func FuzzParsePath(f *testing.F) {
 			if len(p.Steps) == 0 {
 				break // the root's place has no bare form
 			}
-			if _, err := ParsePath(where{steps: p.Steps, at: at[i*w : (i+1)*w]}.raw()); err != nil {
+			if _, err := jsonvalue.ParsePath(where{steps: p.Steps, at: at[i*w : (i+1)*w]}.raw()); err != nil {
 				t.Fatalf("place %d of %q does not parse: %v", i, s, err)
 			}
 		}

@@ -3,6 +3,8 @@ package verify
 import (
 	"math"
 	"time"
+
+	"github.com/agent-output-verifier/verifier/pkg/receipt"
 )
 
 // Ratio is a share of passed checks, rounded to 6 decimals; 1 when nothing was checked.
@@ -101,8 +103,8 @@ type Report struct {
 
 	// Payment is what bought the answer (SPEC §16); nil for an answer signed outside the
 	// service (the CLI's local check), which neither the allowance nor a payment bought.
-	Payment *Payment   `json:"payment,omitzero"`
-	Verify  VerifyInfo `json:"verify"`
+	Payment *receipt.Payment   `json:"payment,omitzero"`
+	Verify  receipt.VerifyInfo `json:"verify"`
 
 	overall Ratio // kept for the history even when the compact shape omits it
 
@@ -168,8 +170,8 @@ type Envelope struct {
 	VerificationID  string
 	VerifiedAt      time.Time
 	VerifierVersion string
-	Verify          VerifyInfo
-	Payment         *Payment // nil: no payment member
+	Verify          receipt.VerifyInfo
+	Payment         *receipt.Payment // nil: no payment member
 }
 
 // buildReport shapes findings into the response of SPEC §4.6. Its lists hold at most ListCap
@@ -193,7 +195,7 @@ func buildReport(req *Request, f Findings, env Envelope) *Report {
 	rep := &Report{
 		VerificationID: env.VerificationID, TaskID: req.TaskID, AgentID: req.AgentID,
 		OutputHash: req.Hashes.Output, SchemaHash: req.Hashes.Schema, RulesHash: req.Hashes.Rules,
-		VerifiedAt: FormatTime(env.VerifiedAt), VerifierVersion: env.VerifierVersion,
+		VerifiedAt: receipt.FormatTime(env.VerifiedAt), VerifierVersion: env.VerifierVersion,
 		EnforceRules: req.EnforceRules, StrictContentCheck: req.StrictContentCheck, Verify: env.Verify,
 		Payment: env.Payment,
 	}

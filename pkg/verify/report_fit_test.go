@@ -12,6 +12,7 @@ import (
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // limitedSigner is a remote signer with a message limit, as a kms-sign: key is (KMS signs raw
@@ -78,7 +79,7 @@ func shapeOf(t *testing.T, out []byte) listShape {
 // signed with a local key keeps ListCap entries in each list.
 func TestReportFitsTheSigningKey(t *testing.T) {
 	body := manyFailures(200, "t-fit")
-	eng := NewEngine(Limits{})
+	eng := NewEngine(wire.Limits{})
 
 	local := receipt.Key{Version: "test-key", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{3}, 32))}
 	out, _, err := eng.Respond(body, testEnv, local)
@@ -164,7 +165,7 @@ func shortenedOf(t *testing.T, out []byte) string {
 // that does not, however little it is over, says so, and shows every entry but the fewest left
 // out for the limit.
 func TestReportSaysWhenShortened(t *testing.T) {
-	eng := NewEngine(Limits{})
+	eng := NewEngine(wire.Limits{})
 	for _, n := range []int{1, 2, 5, 10, 30} {
 		body := manyFailures(n, "t-say")
 		local := receipt.Key{Version: "test-key", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{3}, 32))}
@@ -217,7 +218,7 @@ func mustCanonical(t *testing.T, signed []byte) []byte {
 // (invalid_request naming task_id and agent_id, not charged, not retryable), and nothing is signed.
 func TestReportThatCannotFit(t *testing.T) {
 	key, signer := limitedKey(900)
-	_, _, err := NewEngine(Limits{}).Respond(manyFailures(5, strings.Repeat("t", 200)), testEnv, key)
+	_, _, err := NewEngine(wire.Limits{}).Respond(manyFailures(5, strings.Repeat("t", 200)), testEnv, key)
 	e, ok := apperr.As(err)
 	if !ok || e.Code != apperr.InvalidRequest || e.Retryable || e.Charged || len(e.Fields) != 2 ||
 		e.Fields[0].Field != "task_id" || e.Fields[1].Field != "agent_id" || !strings.Contains(e.Fields[0].Fix, "900 bytes") {

@@ -367,11 +367,11 @@ func (c *jsonWriter) hint(h *Hint) {
 var lastVerify atomic.Pointer[verifyForms]
 
 type verifyForms struct {
-	info VerifyInfo
+	info receipt.VerifyInfo
 	writtenForms
 }
 
-func (c *jsonWriter) verifyBlock(v *VerifyInfo) {
+func (c *jsonWriter) verifyBlock(v *receipt.VerifyInfo) {
 	last := lastVerify.Load()
 	if last == nil || last.info != *v {
 		f, err := writeForms(func(w *jsonWriter) { w.verifyInfo(v) })
@@ -386,7 +386,7 @@ func (c *jsonWriter) verifyBlock(v *VerifyInfo) {
 	c.first = false
 }
 
-func (c *jsonWriter) verifyInfo(v *VerifyInfo) {
+func (c *jsonWriter) verifyInfo(v *receipt.VerifyInfo) {
 	m := verifyInfoMembers
 	c.open('{')
 	for _, i := range c.order(m) {
@@ -411,7 +411,7 @@ func (c *jsonWriter) verifyInfo(v *VerifyInfo) {
 }
 
 // payment writes the payment member, each field only when set (the json tags' omitzero).
-func (c *jsonWriter) payment(p *Payment) {
+func (c *jsonWriter) payment(p *receipt.Payment) {
 	m := paymentMembers
 	c.open('{')
 	for _, i := range c.order(m) {

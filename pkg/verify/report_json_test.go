@@ -15,6 +15,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // assertCanonicalReport holds the report's own encoders to the general ones: its wire form to
@@ -131,7 +132,7 @@ func mustRead(t testing.TB, name string) []byte {
 }
 
 func TestReportCanonicalEncoder(t *testing.T) {
-	eng := NewEngine(Limits{})
+	eng := NewEngine(wire.Limits{})
 	var checked int
 	for _, body := range append(reportShapes(t), seedFile(t, "invoice-draft.request.json")) {
 		req, sch, err := eng.Decode(body)
@@ -165,13 +166,13 @@ func TestReportCanonicalEncoder(t *testing.T) {
 // general encoders write them: reports alternate between two verify blocks, one of them with
 // strings that need escaping, and a report with a list of next_actions of its own.
 func TestReportRecurringParts(t *testing.T) {
-	eng := NewEngine(Limits{})
+	eng := NewEngine(wire.Limits{})
 	req, sch, err := eng.Decode(seedFile(t, "invoice-draft.request.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := testEnv
-	other.Verify = NewVerifyInfo("http://127.0.0.1:1/\"tab\there\u00e9", "key \"2\"")
+	other.Verify = receipt.NewVerifyInfo("http://127.0.0.1:1/\"tab\there\u00e9", "key \"2\"")
 	for i := range 4 {
 		env := testEnv
 		if i%2 == 1 {
@@ -192,7 +193,7 @@ func TestReportRecurringParts(t *testing.T) {
 
 // testPayments are the payment members of SPEC §16: none, free, paid (with a payer that needs
 // escaping, so that the payment member's strings take the escaping path too).
-var testPayments = []*Payment{nil, &receipt.FreePayment, {
+var testPayments = []*receipt.Payment{nil, &receipt.FreePayment, {
 	Scheme: "exact", Network: "eip155:8453", Asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
 	Amount: "20000", PayTo: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C", Payer: "0x857b\"\u00e9",
 	RequirementsHash: strings.Repeat("ab", 32), Authorization: "0x" + strings.Repeat("01", 32),
@@ -202,7 +203,7 @@ var testPayments = []*Payment{nil, &receipt.FreePayment, {
 // verifier, which rebuilds the canonical form from the wire form.
 func TestRespondSignsTheCanonicalForm(t *testing.T) {
 	key := receipt.Key{Version: "test-key", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))}
-	eng := NewEngine(Limits{})
+	eng := NewEngine(wire.Limits{})
 	signed := 0
 	for i, body := range reportShapes(t)[:60] {
 		env := testEnv

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // Keys with spaces, dots, brackets, quotes and backslashes are named in one path syntax in every
@@ -21,7 +22,7 @@ func TestReportOnePathSyntax(t *testing.T) {
 	  "submitted_output":{"items":[{"unit price":-1,"a.b[0]":1.5,"say \"hi\"":"","it's\\":" TODO ","deep key":{"x y":1}}]},
 	  "rules":[{"type":"gte","field":"items[].unit price","value":1}],
 	  "bounds":{"items[][\"a.b[0]\"]":{"max":1}}}`)
-	out, rep, err := NewEngine(Limits{}).Respond(body, testEnv, nil)
+	out, rep, err := NewEngine(wire.Limits{}).Respond(body, testEnv, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestReportOnePathSyntax(t *testing.T) {
 			}
 			continue
 		}
-		p, err := ParsePath(f.Field)
+		p, err := jsonvalue.ParsePath(f.Field)
 		if err != nil {
 			t.Errorf("%s: field %q does not parse: %v", d.Check, f.Field, err)
 			continue

@@ -18,6 +18,7 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
 	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // Detail selects the response shape; it is not hashed.
@@ -148,13 +149,13 @@ type member struct {
 // *apperr.Error (422, or 413 past lim.MaxBody) naming the offending field(s) without echoing input.
 // Schema compilation is not part of decoding: the engine compiles (or finds in its cache) the
 // schema once the request is otherwise sound.
-func DecodeRequest(body []byte, lim Limits) (*Request, error) {
+func DecodeRequest(body []byte, lim wire.Limits) (*Request, error) {
 	return decodeRequest(body, lim, nil)
 }
 
 // decodeRequest is DecodeRequest with the engine's cache: when known returns the compiled schema
 // for the expected_schema's exact bytes, that member is neither decoded nor canonicalized again.
-func decodeRequest(body []byte, lim Limits, known func(schemaAlias, []byte) *Schema) (*Request, error) {
+func decodeRequest(body []byte, lim wire.Limits, known func(schemaAlias, []byte) *Schema) (*Request, error) {
 	if int64(len(body)) > lim.MaxBody {
 		return nil, apperr.TooLarge(lim.MaxBody)
 	}
@@ -239,7 +240,7 @@ func decodeRequest(body []byte, lim Limits, known func(schemaAlias, []byte) *Sch
 	req.TaskID = strings.Clone(req.TaskID)
 	if v := ms.trees[fieldAgentID]; ms.seen[fieldAgentID] {
 		if id, ok := idField(&bad, "agent_id", v, true); ok && v != nil {
-			if norm, problem, fix := AgentID(id); problem != "" {
+			if norm, problem, fix := wire.AgentID(id); problem != "" {
 				bad.Add("agent_id", problem, fix)
 			} else {
 				if norm == id {
@@ -498,11 +499,11 @@ func idField(bad *problems, name string, v any, nullable bool) (string, bool) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		bad.Add(name, "must be a string", fmt.Sprintf("Send %s as a string of 1 to %d characters.", name, MaxIDLen))
+		bad.Add(name, "must be a string", fmt.Sprintf("Send %s as a string of 1 to %d characters.", name, wire.MaxIDLen))
 		return "", false
 	}
-	if n := utf8.RuneCountInString(s); n == 0 || n > MaxIDLen {
-		bad.Add(name, fmt.Sprintf("must be 1 to %d characters long", MaxIDLen), fmt.Sprintf("Shorten %s to at most %d characters.", name, MaxIDLen))
+	if n := utf8.RuneCountInString(s); n == 0 || n > wire.MaxIDLen {
+		bad.Add(name, fmt.Sprintf("must be 1 to %d characters long", wire.MaxIDLen), fmt.Sprintf("Shorten %s to at most %d characters.", name, wire.MaxIDLen))
 		return "", false
 	}
 	return s, true
@@ -521,7 +522,7 @@ func boolField(bad *problems, name string, v any) bool {
 
 // decodeRules reads the rules; output is submitted_output, against which the paths of unique and
 // exists_in are checked (see refuseWholeValues).
-func decodeRules(bad *problems, v any, output any, lim Limits) []Rule {
+func decodeRules(bad *problems, v any, output any, lim wire.Limits) []Rule {
 	if v == nil {
 		return nil
 	}
@@ -606,14 +607,14 @@ func readRuleMembers(obj map[string]any) ruleMembers {
 	return m
 }
 
-func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule, bool) {
+func decodeRule(bad *problems, at string, obj map[string]any, lim wire.Limits) (Rule, bool) {
 	before := bad.Count()
 	m := readRuleMembers(obj)
 	if m.unknown {
 		// Named in sorted order, so that the answer does not depend on map order.
 		bad.unknown(at, at+".", unknownKeys(obj, ruleFields), "is not a known rule field", "Send only the rule fields "+strings.Join(ruleFields, ", ")+".")
 	}
-	r := Rule{Tolerance: defaultTolerance(), ToleranceLiteral: DefaultTolerance}
+	r := Rule{Tolerance: defaultTolerance(), ToleranceLiteral: wire.DefaultTolerance}
 	typ, ok := m.v[ruleFieldType].(string)
 	var allowed []string
 	if ok {
@@ -658,7 +659,7 @@ func decodeRule(bad *problems, at string, obj map[string]any, lim Limits) (Rule,
 
 // decodeOperands reads the operand members of rule at into r: every one that is set must belong
 // to r's type (allowed, nil when the type is unknown), and exactly one must be.
-func decodeOperands(bad *problems, at string, m *ruleMembers, r *Rule, allowed []string, lim Limits) {
+func decodeOperands(bad *problems, at string, m *ruleMembers, r *Rule, allowed []string, lim wire.Limits) {
 	// The operand members sit together in ruleFields, from equals_field to values.
 	set := make([]string, 0, 6)
 	for i := ruleFieldEqualsField; i <= ruleFieldValues; i++ {
@@ -685,7 +686,7 @@ func decodeOperands(bad *problems, at string, m *ruleMembers, r *Rule, allowed [
 	for _, op := range [...]struct {
 		i      int
 		member string // ruleFields[i] as pathField files it under at
-		p      **Path
+		p      **jsonvalue.Path
 	}{{ruleFieldEqualsField, ".equals_field", &r.EqualsField}, {ruleFieldOtherField, ".other_field", &r.OtherField}, {ruleFieldInField, ".in_field", &r.InField}} {
 		if m.v[op.i] == nil {
 			continue
@@ -737,27 +738,27 @@ func defaultTolerance() *big.Rat { return defaultToleranceRat }
 
 // pathField reads a path member; a problem is filed under at+member, a name that is built only
 // when there is a problem to file.
-func pathField(bad *problems, at, member string, v any, lim Limits) (Path, bool) {
+func pathField(bad *problems, at, member string, v any, lim wire.Limits) (jsonvalue.Path, bool) {
 	s, ok := v.(string)
 	if !ok {
 		bad.Add(at+member, "must be a string path", "Write a path such as 'items[].price'.")
-		return Path{}, false
+		return jsonvalue.Path{}, false
 	}
 	if len(s) > lim.MaxPathLen {
 		bad.Add(at+member, fmt.Sprintf("is longer than %d bytes", lim.MaxPathLen), "Shorten the path.")
-		return Path{}, false
+		return jsonvalue.Path{}, false
 	}
-	p, err := ParsePath(s)
+	p, err := jsonvalue.ParsePath(s)
 	if err != nil {
 		bad.Add(at+member, "is not a valid path: it "+err.Error(), "Write a path such as 'a.b', 'items[].price', 'items[0].id' or '[\"key.with.dots\"]'.")
-		return Path{}, false
+		return jsonvalue.Path{}, false
 	}
 	return p, true
 }
 
 // decodeBounds reads bounds in the order sent (the tree's map loses it, so the raw object is
 // walked again for its member order).
-func decodeBounds(bad *problems, raw jsontext.Value, v any, lim Limits) []Bound {
+func decodeBounds(bad *problems, raw jsontext.Value, v any, lim wire.Limits) []Bound {
 	if v == nil {
 		return nil
 	}

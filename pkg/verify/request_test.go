@@ -57,7 +57,7 @@ func invalidCases(t testing.TB) []invalidCase {
 }
 
 func TestDecodeRequestInvalid(t *testing.T) {
-	eng := NewEngine(Limits{})
+	eng := NewEngine(wire.Limits{})
 	for _, c := range invalidCases(t) {
 		t.Run(c.Name, func(t *testing.T) {
 			_, _, err := eng.Decode([]byte(c.Body))
@@ -119,7 +119,7 @@ func TestDecodeRequestProblemCap(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := DecodeRequest([]byte(c.body), DefaultLimits)
+			_, err := DecodeRequest([]byte(c.body), wire.DefaultLimits)
 			e, ok := apperr.As(err)
 			if !ok || e.Status() != 422 {
 				t.Fatalf("got %v, want a 422", err)
@@ -149,7 +149,7 @@ func TestDecodeProblemNamesCause(t *testing.T) {
 		return `{"task_id":"t","expected_schema":` + schema + `,"submitted_output":` + output + extra + `}`
 	}
 	dup := "has a duplicate object member name"
-	depth := fmt.Sprintf("nests deeper than the limit of %d levels", DefaultLimits.MaxDepth)
+	depth := fmt.Sprintf("nests deeper than the limit of %d levels", wire.DefaultLimits.MaxDepth)
 	cases := []struct {
 		name, body, field, problem string
 	}{
@@ -170,7 +170,7 @@ func TestDecodeProblemNamesCause(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := DecodeRequest([]byte(c.body), DefaultLimits)
+			_, err := DecodeRequest([]byte(c.body), wire.DefaultLimits)
 			e, ok := apperr.As(err)
 			if !ok || e.Status() != 422 || len(e.Fields) == 0 {
 				t.Fatalf("got %v, want a 422", err)
@@ -179,7 +179,7 @@ func TestDecodeProblemNamesCause(t *testing.T) {
 			if f.Field != c.field || !strings.Contains(f.Problem, c.problem) {
 				t.Errorf("got %q %q, want %q %q", f.Field, f.Problem, c.field, c.problem)
 			}
-			if c.problem == depth && !strings.Contains(f.Fix, strconv.Itoa(DefaultLimits.MaxDepth)) {
+			if c.problem == depth && !strings.Contains(f.Fix, strconv.Itoa(wire.DefaultLimits.MaxDepth)) {
 				t.Errorf("fix %q does not name the limit", f.Fix)
 			}
 			for _, wrong := range []string{"could not be read", "not valid JSON", "Send valid JSON"} {
@@ -193,14 +193,14 @@ func TestDecodeProblemNamesCause(t *testing.T) {
 		})
 	}
 	// A lower configured limit is the one named.
-	_, err := DecodeRequest([]byte(body("{}", deepArr(10_001), "")), Limits{MaxBody: 1 << 20, MaxDepth: 16, MaxRules: 1, MaxBounds: 1, MaxPathLen: 8})
+	_, err := DecodeRequest([]byte(body("{}", deepArr(10_001), "")), wire.Limits{MaxBody: 1 << 20, MaxDepth: 16, MaxRules: 1, MaxBounds: 1, MaxPathLen: 8})
 	if e, ok := apperr.As(err); !ok || !strings.Contains(e.Fields[0].Problem, "limit of 16 levels") {
 		t.Errorf("got %v, want the configured limit of 16 named", err)
 	}
 }
 
 func TestDecodeRequestTooLarge(t *testing.T) {
-	eng := NewEngine(Limits{MaxBody: 1 << 20})
+	eng := NewEngine(wire.Limits{MaxBody: 1 << 20})
 	body := `{"task_id":"t","expected_schema":{},"submitted_output":"` + strings.Repeat("x", 1<<20) + `"}`
 	_, _, err := eng.Decode([]byte(body))
 	e, ok := apperr.As(err)
@@ -211,7 +211,7 @@ func TestDecodeRequestTooLarge(t *testing.T) {
 
 func TestDecodeRequestDefaults(t *testing.T) {
 	req, err := DecodeRequest([]byte(`{"task_id":"t","agent_id":null,"expected_schema":true,"submitted_output":null,
-		"rules":[{"type":"gte","field":"a","value":1,"if_present":true}],"bounds":{"b":{"max":2}},"detail":"compact"}`), DefaultLimits)
+		"rules":[{"type":"gte","field":"a","value":1,"if_present":true}],"bounds":{"b":{"max":2}},"detail":"compact"}`), wire.DefaultLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestDecodeRequestDefaults(t *testing.T) {
 		t.Errorf("got %+v", req)
 	}
 	if len(req.Rules) != 1 || req.Rules[0].Type != Gte || req.Rules[0].Value == nil || string(*req.Rules[0].Value) != "1" ||
-		!req.Rules[0].IfPresent || req.Rules[0].ToleranceLiteral != DefaultTolerance || req.Rules[0].Tolerance.RatString() != "1/1000000000" {
+		!req.Rules[0].IfPresent || req.Rules[0].ToleranceLiteral != wire.DefaultTolerance || req.Rules[0].Tolerance.RatString() != "1/1000000000" {
 		t.Errorf("rule = %+v", req.Rules[0])
 	}
 	if len(req.Bounds) != 1 || req.Bounds[0].Min != nil || string(*req.Bounds[0].Max) != "2" || req.Bounds[0].Path.Raw != "b" {
@@ -244,7 +244,7 @@ func TestRequestHashVectors(t *testing.T) {
 		t.Fatalf("got %d vectors, want 3", len(vectors))
 	}
 	for i, v := range vectors {
-		req, err := DecodeRequest(v.Request, DefaultLimits)
+		req, err := DecodeRequest(v.Request, wire.DefaultLimits)
 		if err != nil {
 			t.Fatalf("vector %d: %v", i+1, err)
 		}
@@ -257,7 +257,7 @@ func TestRequestHashVectors(t *testing.T) {
 // The four hashes of the seed's invoice draft.
 func TestSeedInvoiceHashes(t *testing.T) {
 	body, want := seedFile(t, "invoice-draft.request.json"), seedResponse(t, "invoice-draft.response.json")
-	req, err := DecodeRequest(body, DefaultLimits)
+	req, err := DecodeRequest(body, wire.DefaultLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func BenchmarkDecodeRequest(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
-				if _, err := DecodeRequest(body, DefaultLimits); err != nil {
+				if _, err := DecodeRequest(body, wire.DefaultLimits); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -314,7 +314,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Add(seedFile(f, "invoice-draft.request.json"))
 	f.Add([]byte(`{"task_id":"t","expected_schema":{"type":"array","items":{"type":"number"}},"submitted_output":[1,2.50,-0,1e21],
 		"rules":[{"type":"sum_equals","field":"[]","equals":4.5}],"bounds":{"[0]":{"min":0}}}`))
-	eng := NewEngine(Limits{})
+	eng := NewEngine(wire.Limits{})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkReadMembers(t, body)
 		req, sch, err := eng.Decode(body)
@@ -341,7 +341,7 @@ func FuzzDecodeRequest(f *testing.F) {
 
 // The published request schema accepts every request the decoder accepts.
 func TestRequestSchemaAgreesWithDecoder(t *testing.T) {
-	sch, err := CompileSchema(RequestSchema(), false)
+	sch, err := CompileSchema(wire.RequestSchema(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +349,7 @@ func TestRequestSchemaAgreesWithDecoder(t *testing.T) {
 		!strings.Contains(string(wire.RequestSchemaJSON()), fmt.Sprintf("once more per %d bytes", SchemaPointerBytes)) {
 		t.Error("the request schema does not give the subschema limit the decoder enforces")
 	}
-	ex, _ := json.Marshal(ExampleRequest())
+	ex, _ := json.Marshal(wire.ExampleRequest())
 	bodies := [][]byte{seedFile(t, "invoice-draft.request.json"), ex}
 	var vectors []struct {
 		Request json.RawMessage `json:"request"`
@@ -359,7 +359,7 @@ func TestRequestSchemaAgreesWithDecoder(t *testing.T) {
 		bodies = append(bodies, v.Request)
 	}
 	for i, b := range bodies {
-		if _, err := DecodeRequest(b, DefaultLimits); err != nil {
+		if _, err := DecodeRequest(b, wire.DefaultLimits); err != nil {
 			t.Fatalf("body %d: decoder refuses: %v", i, err)
 		}
 		doc, _ := decodeTree(b, 1000, 0)
@@ -367,7 +367,7 @@ func TestRequestSchemaAgreesWithDecoder(t *testing.T) {
 			t.Errorf("body %d: the request schema refuses what the decoder accepts: %+v", i, tally.Failures)
 		}
 	}
-	rep, err := NewEngine(Limits{}).Check(mustDecodeRequest(t, ex), mustCompile(t, ex), testEnv)
+	rep, err := NewEngine(wire.Limits{}).Check(mustDecodeRequest(t, ex), mustCompile(t, ex), testEnv)
 	if err != nil || !rep.Passed() {
 		t.Errorf("the example request does not pass: %+v", rep.Summary)
 	}
@@ -375,7 +375,7 @@ func TestRequestSchemaAgreesWithDecoder(t *testing.T) {
 
 func mustDecodeRequest(t *testing.T, b []byte) *Request {
 	t.Helper()
-	r, err := DecodeRequest(b, DefaultLimits)
+	r, err := DecodeRequest(b, wire.DefaultLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +384,7 @@ func mustDecodeRequest(t *testing.T, b []byte) *Request {
 
 func mustCompile(t *testing.T, b []byte) *Schema {
 	t.Helper()
-	_, sch, err := NewEngine(Limits{}).Decode(b)
+	_, sch, err := NewEngine(wire.Limits{}).Decode(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +395,7 @@ func mustCompile(t *testing.T, b []byte) *Schema {
 // that says to add [] (the cases of testdata/invalid-requests.json name the fields); the paths
 // that select single values or elements are accepted, whatever the output holds there.
 func TestDecodeWholeValues(t *testing.T) {
-	eng := NewEngine(Limits{})
+	eng := NewEngine(wire.Limits{})
 	req := func(output, rule string) []byte {
 		return []byte(`{"task_id":"t","expected_schema":{},"submitted_output":` + output + `,"rules":[` + rule + `]}`)
 	}
@@ -445,8 +445,8 @@ func checkReadMembers(t *testing.T, body []byte) {
 	if !utf8.Valid(body) {
 		return // decodeRequest refuses it before reading
 	}
-	fast, fastUnknown, ok := readMembers(body, DefaultLimits.MaxDepth, nil)
-	slow, slowUnknown, err := readObjectDecoder(body, DefaultLimits.MaxDepth, nil)
+	fast, fastUnknown, ok := readMembers(body, wire.DefaultLimits.MaxDepth, nil)
+	slow, slowUnknown, err := readObjectDecoder(body, wire.DefaultLimits.MaxDepth, nil)
 	switch {
 	case !ok && err == nil:
 		t.Fatalf("%q: the tree builder refuses a body the decoder reads", body)

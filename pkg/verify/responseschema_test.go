@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // The published response schema accepts the seed's answers (full and compact) and every answer
 // the engine gives, and refuses an error envelope.
 func TestResponseSchemaAcceptsAnswers(t *testing.T) {
-	sch, err := CompileSchema(ResponseSchema(), false)
+	sch, err := CompileSchema(wire.ResponseSchema(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,13 +22,13 @@ func TestResponseSchemaAcceptsAnswers(t *testing.T) {
 		"seed final": seedFile(t, "invoice-final.response.json"),
 	}
 	key := receipt.Key{Version: "test-key", Private: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))}
-	ex, _ := json.Marshal(ExampleRequest())
+	ex, _ := json.Marshal(wire.ExampleRequest())
 	compact := bytes.Replace(ex, []byte(`{`), []byte(`{"detail":"compact",`), 1)
 	strict := bytes.Replace(seedFile(t, "invoice-draft.request.json"), []byte(`{`), []byte(`{"strict_content_check":true,`), 1)
 	for name, body := range map[string][]byte{
 		"draft": seedFile(t, "invoice-draft.request.json"), "example": ex, "compact": compact, "strict": strict,
 	} {
-		out, _, err := NewEngine(Limits{}).Respond(body, testEnv, key)
+		out, _, err := NewEngine(wire.Limits{}).Respond(body, testEnv, key)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

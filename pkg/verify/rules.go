@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"slices"
 	"strconv"
-
-	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 )
 
 // EvaluateRules runs the cross-field rules in order against submitted_output and returns their
@@ -155,7 +155,7 @@ func notFoundDetail(loc string, more int) string {
 
 // firstMissing is the first place p selects in root with nothing there, where a `[]` that an
 // absent place never reached stays `[]`. It resolves again, so it is for failures only.
-func firstMissing(p Path, root any) where {
+func firstMissing(p jsonvalue.Path, root any) where {
 	values, at, _ := jsonvalue.Places(p.Steps, root, true)
 	w := jsonvalue.CountAll(p.Steps)
 	for i, v := range values {
@@ -171,7 +171,7 @@ func firstMissing(p Path, root any) where {
 // false, the rule going no further; with if_present those places are left out, and an operand
 // with no value at all skips the rule (ok false, nothing counted). Otherwise it returns the
 // values there.
-func (ev *evaluator) operandValues(r *Rule, t *Tally, p Path, what string, hashed bool) (values []any, ok bool) {
+func (ev *evaluator) operandValues(r *Rule, t *Tally, p jsonvalue.Path, what string, hashed bool) (values []any, ok bool) {
 	slots, _, missing := jsonvalue.Places(p.Steps, ev.root, false)
 	if hashed && !ev.spendHashed(slots) || !hashed && !ev.spend(len(slots)) {
 		return nil, false
@@ -203,7 +203,7 @@ func (ev *evaluator) noOperand(r *Rule, t *Tally) {
 
 // wholeArray guards against an exists_in path without `[]` that names an array (the decoder
 // refuses those, see refuseWholeValues): it fails rather than compare the array as one value.
-func (ev *evaluator) wholeArray(r *Rule, t *Tally, p Path) bool {
+func (ev *evaluator) wholeArray(r *Rule, t *Tally, p jsonvalue.Path) bool {
 	if !jsonvalue.ArrayWithoutAll(p, ev.root) {
 		return false
 	}
@@ -359,7 +359,7 @@ func (ev *evaluator) compare(r *Rule, t *Tally) {
 // under it with the one value of other_field under it. Each place of field is one check: with
 // nothing there, or nothing at its element's operand, it fails as not found (or, with
 // if_present, is left out).
-func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other Path, n int) {
+func (ev *evaluator) compareElementwise(r *Rule, t *Tally, tol *tolerance, other jsonvalue.Path, n int) {
 	prefix := r.Field.Steps[:n]
 	rest, orest := r.Field.Steps[n:], other.Steps[n:]
 	elems, eat, _ := jsonvalue.Places(prefix, ev.root, true)
@@ -496,7 +496,7 @@ func (ev *evaluator) existsIn(r *Rule, t *Tally) {
 		return
 	}
 	var set []any
-	var in *Path
+	var in *jsonvalue.Path
 	switch {
 	case r.InField != nil:
 		in = r.InField
@@ -623,12 +623,12 @@ func (ev *evaluator) find(s *valueSet, v any) (int, bool) {
 // (Failure.At and Elems, and inside its Kind); it is turned into text only when a report shows
 // the failure.
 type where struct {
-	steps    []Step
+	steps    []jsonvalue.Step
 	at, more []int
 }
 
 // whole is the place a path names as a whole: its `[]` steps meaning every element.
-func whole(p Path) where { return where{steps: p.Steps} }
+func whole(p jsonvalue.Path) where { return where{steps: p.Steps} }
 
 // elems is the element of each `[]` step, as Failure.Elems holds them.
 func (w where) elems() []int {
@@ -643,7 +643,7 @@ func (w where) raw() string { return jsonvalue.Field(w.steps, w.elems()) }
 
 // locate is the i-th place steps select under root ("line_items[1].line_total"). It resolves
 // again, so it is for failures only.
-func locate(steps []Step, root any, i int) where {
+func locate(steps []jsonvalue.Step, root any, i int) where {
 	_, at, _ := jsonvalue.Places(steps, root, true)
 	w := jsonvalue.CountAll(steps)
 	return where{steps: steps, at: at[i*w : (i+1)*w]}
@@ -678,7 +678,7 @@ func toleranceText(r *Rule) string {
 		return jsonvalue.Shorten(string(r.ToleranceLiteral))
 	}
 	if r.Tolerance == nil {
-		return DefaultTolerance
+		return wire.DefaultTolerance
 	}
 	return jsonvalue.Shorten(r.Tolerance.RatString())
 }

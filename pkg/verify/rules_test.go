@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
 	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // integrityCase is one case of testdata/rules/*.json: an output, rules or bounds written as a
@@ -58,16 +60,16 @@ func decodeJSON(t testing.TB, data []byte, v any) {
 	}
 }
 
-func mustPath(t testing.TB, s string) Path {
+func mustPath(t testing.TB, s string) jsonvalue.Path {
 	t.Helper()
-	p, err := ParsePath(s)
+	p, err := jsonvalue.ParsePath(s)
 	if err != nil {
 		t.Fatalf("ParsePath(%q): %v", s, err)
 	}
 	return p
 }
 
-func optPath(t testing.TB, s *string) *Path {
+func optPath(t testing.TB, s *string) *jsonvalue.Path {
 	if s == nil {
 		return nil
 	}
@@ -80,7 +82,7 @@ func (j jsonRule) toRule(t testing.TB) Rule {
 	r := Rule{
 		Type: RuleType(j.Type), Field: mustPath(t, j.Field), EqualsField: optPath(t, j.EqualsField),
 		Equals: j.Equals, OtherField: optPath(t, j.OtherField), Value: j.Value, InField: optPath(t, j.InField),
-		Values: j.Values, IfPresent: j.IfPresent, ToleranceLiteral: DefaultTolerance,
+		Values: j.Values, IfPresent: j.IfPresent, ToleranceLiteral: wire.DefaultTolerance,
 	}
 	if j.Tolerance != nil {
 		r.ToleranceLiteral = *j.Tolerance
@@ -271,8 +273,8 @@ func TestRuleMessagesAreShort(t *testing.T) {
 	}
 }
 
-func ptrNumber(n json.Number) *json.Number { return &n }
-func ptrPath(p Path) *Path                 { return &p }
+func ptrNumber(n json.Number) *json.Number     { return &n }
+func ptrPath(p jsonvalue.Path) *jsonvalue.Path { return &p }
 
 func TestRuleUnknownTypeFails(t *testing.T) {
 	got := mustRules(t, map[string]any{"a": json.Number("1")}, []Rule{{Type: "between", Field: mustPath(t, "a"), Tolerance: new(big.Rat)}})
@@ -291,9 +293,9 @@ func ExampleEvaluateRules() {
 	dec := json.NewDecoder(strings.NewReader(`{"line_items": [{"line_total": 87.0}, {"line_total": 42.5}], "total": 135.0}`))
 	dec.UseNumber()
 	_ = dec.Decode(&output)
-	field, _ := ParsePath("line_items[].line_total")
-	total, _ := ParsePath("total")
-	tol, _ := new(big.Rat).SetString(DefaultTolerance)
+	field, _ := jsonvalue.ParsePath("line_items[].line_total")
+	total, _ := jsonvalue.ParsePath("total")
+	tol, _ := new(big.Rat).SetString(wire.DefaultTolerance)
 	t, _ := EvaluateRules(output, []Rule{{Type: SumEquals, Field: field, EqualsField: &total, Tolerance: tol}})
 	fmt.Println(t.Passed, "of", t.Total, "passed")
 	shown := t.Failures[0].Show()
@@ -322,8 +324,8 @@ func benchInvoiceOutput(n int) (any, []Rule) {
 	}
 	output := map[string]any{"invoice_id": "INV-0001", "currency": "USD", "line_items": items,
 		"total": json.Number(total.FloatString(2))}
-	p := func(s string) Path { q, _ := ParsePath(s); return q }
-	tol, _ := new(big.Rat).SetString(DefaultTolerance)
+	p := func(s string) jsonvalue.Path { q, _ := jsonvalue.ParsePath(s); return q }
+	tol, _ := new(big.Rat).SetString(wire.DefaultTolerance)
 	totalPath, unitPath := p("total"), p("line_items[].unit_price")
 	rules := []Rule{
 		{Type: SumEquals, Field: p("line_items[].line_total"), EqualsField: &totalPath, Tolerance: tol},

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agent-output-verifier/verifier/pkg/apperr"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 func TestSchemaCacheNoRecompile(t *testing.T) {
@@ -184,7 +185,7 @@ func TestSchemaCachePanickingCompile(t *testing.T) {
 // The same answer through the engine, every time (the schema is refused before the cache keeps
 // it), and a known format is a counted check that fails a bad value.
 func TestEngineUnknownFormat(t *testing.T) {
-	eng := NewEngine(Limits{})
+	eng := NewEngine(wire.Limits{})
 	body := []byte(`{"task_id":"t","expected_schema":{"type":"object","properties":{"email":{"type":"string","format":"emial"}}},"submitted_output":{"email":"not an address"}}`)
 	for range 3 {
 		_, _, err := eng.Decode(body)

@@ -5,6 +5,7 @@ package verify
 import (
 	"fmt"
 	"github.com/agent-output-verifier/verifier/pkg/verify/schemacheck"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"runtime"
 	"testing"
 )
@@ -22,7 +23,7 @@ func memKept(t *testing.T, raw func(tag int) string, n int) ([]*Schema, int) {
 	runtime.ReadMemStats(&before)
 	kept := make([]*Schema, n)
 	for i := range kept {
-		doc, err := decodeSchema([]byte(raw(i)), DefaultLimits.MaxDepth)
+		doc, err := decodeSchema([]byte(raw(i)), wire.DefaultLimits.MaxDepth)
 		if err != nil {
 			t.Fatalf("decode: %v", err)
 		}
@@ -42,7 +43,7 @@ func memKept(t *testing.T, raw func(tag int) string, n int) ([]*Schema, int) {
 func TestSchemaMemoryMeasured(t *testing.T) {
 	for _, sh := range memShapes {
 		t.Run(sh.name, func(t *testing.T) {
-			doc, err := decodeSchema([]byte(sh.doc(0)), DefaultLimits.MaxDepth)
+			doc, err := decodeSchema([]byte(sh.doc(0)), wire.DefaultLimits.MaxDepth)
 			if err != nil {
 				t.Fatalf("decode: %v", err)
 			}
@@ -79,7 +80,7 @@ func TestSchemaCacheHeapBounded(t *testing.T) {
 	var base, now runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&base)
-	e := NewEngine(Limits{})
+	e := NewEngine(wire.Limits{})
 	// The overhead is what one request's trees and the runtime hold beside the cache: the
 	// largest schema document here decodes to less than 12 MiB.
 	const overhead = 24 << 20

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/agent-output-verifier/verifier/pkg/verify/schemacheck"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 	"runtime"
 	"strings"
 	"testing"
@@ -112,7 +113,7 @@ var memShapes = []struct {
 func TestSchemaMemoryBoundRefuses(t *testing.T) {
 	body := fmt.Sprintf(`{"task_id":"t","expected_schema":{"allOf":[%s]},"submitted_output":"x"}`,
 		memRepeat(1000, func(i int) string { return fmt.Sprintf(`{"pattern":"^x%d[\\p{L}]{40}$"}`, i) }))
-	e := NewEngine(Limits{})
+	e := NewEngine(wire.Limits{})
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

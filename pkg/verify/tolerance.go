@@ -4,6 +4,7 @@ import (
 	"math/big"
 
 	"github.com/agent-output-verifier/verifier/pkg/jsonvalue"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // tolerance is a rule's tolerance prepared once per rule: as a decimal when it is one (every
@@ -42,7 +43,7 @@ func (c *calc) within(diff *jsonvalue.Decimal, t *tolerance) bool {
 
 // defaultToleranceRat is DefaultTolerance as a number and defaultTol the same prepared.
 var (
-	defaultToleranceRat, _ = new(big.Rat).SetString(DefaultTolerance)
+	defaultToleranceRat, _ = new(big.Rat).SetString(wire.DefaultTolerance)
 	defaultTol             = func() *tolerance {
 		t := &tolerance{r: defaultToleranceRat, exact: true}
 		d, _ := jsonvalue.DecimalOfRat(defaultToleranceRat)

@@ -32,21 +32,21 @@ var RuleTypes = []RuleType{SumEquals, Gte, Lte, ExistsIn, Unique}
 // requires (none for unique).
 type Rule struct {
 	Type             RuleType
-	Field            Path
-	EqualsField      *Path        // sum_equals
-	Equals           *json.Number // sum_equals
-	OtherField       *Path        // gte, lte
-	Value            *json.Number // gte, lte
-	InField          *Path        // exists_in
-	Values           []any        // exists_in; non-nil when given
-	Tolerance        *big.Rat     // never nil after decoding
+	Field            jsonvalue.Path
+	EqualsField      *jsonvalue.Path // sum_equals
+	Equals           *json.Number    // sum_equals
+	OtherField       *jsonvalue.Path // gte, lte
+	Value            *json.Number    // gte, lte
+	InField          *jsonvalue.Path // exists_in
+	Values           []any           // exists_in; non-nil when given
+	Tolerance        *big.Rat        // never nil after decoding
 	ToleranceLiteral json.Number
 	IfPresent        bool
 }
 
 // Bound is one decoded numeric range: every value Path resolves to must lie in [Min, Max].
 type Bound struct {
-	Path      Path
+	Path      jsonvalue.Path
 	Min, Max  *json.Number
 	IfPresent bool
 }
@@ -61,11 +61,11 @@ type Failure struct {
 	// At is where to repair: the steps of the location and, for each `[]` step among them in
 	// order, the element meant (or a negative number where the step still means every element),
 	// as jsonvalue.AppendPath takes them.
-	At    []Step
+	At    []jsonvalue.Step
 	Elems []int
 	// Filed is the path the report files the failure under (a flag's field, a message's
 	// location): a rule's or bound's own path as the caller wrote it; nil files it under At.
-	Filed *Path
+	Filed *jsonvalue.Path
 	// Kind is what the check found; nil only for a failure counted past ListCap.
 	Kind Kind
 }

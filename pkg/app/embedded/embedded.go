@@ -57,5 +57,5 @@ func (o Opener) Open(ctx context.Context, cfg config.Config, now func() time.Tim
 	if err != nil {
 		return app.Store{}, fmt.Errorf("open embedded store: %w", err)
 	}
-	return app.Store{Data: st, Receipts: st, Close: st.Close}, nil
+	return app.Store{Data: st, Receipts: st, ReceiptsWithHistory: st, Close: st.Close}, nil
 }

@@ -10,10 +10,11 @@ import (
 	"github.com/agent-output-verifier/verifier/pkg/receipt"
 	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 // New is the engine of limits (zero fields take their defaults) as the service uses it.
-func New(limits verify.Limits) service.Engine { return checker{verify.NewEngine(limits)} }
+func New(limits wire.Limits) service.Engine { return checker{verify.NewEngine(limits)} }
 
 type checker struct{ e *verify.Engine }
 

@@ -28,11 +28,11 @@ const MaxIDLength = 512
 
 // MaxAgentIDLength bounds an agent id, which is part of a partition key only (DynamoDB allows
 // 2048 bytes there) and a bucket name in bbolt. The service sends agent ids of at most 200
-// characters (verify.MaxIDLen), so up to 800 bytes of UTF-8, which MaxIDLength would refuse.
+// characters (wire.MaxIDLen), so up to 800 bytes of UTF-8, which MaxIDLength would refuse.
 const MaxAgentIDLength = 1024
 
 // MaxLabelLength bounds the task id and the caller id of a verification, which the store keeps but
-// never uses in a key. The service sends task ids of at most 200 characters (verify.MaxIDLen), so
+// never uses in a key. The service sends task ids of at most 200 characters (wire.MaxIDLen), so
 // up to 800 bytes of UTF-8, and caller ids of 64 hex digits; 1024 bytes takes all of them and
 // keeps the size of a record known, which an aggregate's outbox in DynamoDB depends on.
 const MaxLabelLength = 1024

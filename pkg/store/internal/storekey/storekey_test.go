@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/agent-output-verifier/verifier/pkg/store"
-	"github.com/agent-output-verifier/verifier/pkg/verify"
+	"github.com/agent-output-verifier/verifier/pkg/wire"
 )
 
 func TestCursorRoundTrip(t *testing.T) {
@@ -97,7 +97,7 @@ func TestCheckVerificationLabels(t *testing.T) {
 		taskID, callerID string
 		ok               bool
 	}{
-		{"longest task id the service sends", strings.Repeat("🙂", verify.MaxIDLen), strings.Repeat("f", 64), true},
+		{"longest task id the service sends", strings.Repeat("🙂", wire.MaxIDLen), strings.Repeat("f", 64), true},
 		{"labels at the bound", strings.Repeat("x", MaxLabelLength), strings.Repeat("x", MaxLabelLength), true},
 		{"task id past the bound", strings.Repeat("x", MaxLabelLength+1), "", false},
 		{"caller id past the bound", "", strings.Repeat("x", MaxLabelLength+1), false},

@@ -1,11 +1,9 @@
-package httpapi
+package service_test
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/agent-output-verifier/verifier/internal/testsvc"
-	"github.com/agent-output-verifier/verifier/pkg/service"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -14,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agent-output-verifier/verifier/internal/testsvc"
+	"github.com/agent-output-verifier/verifier/pkg/httpapi"
+	"github.com/agent-output-verifier/verifier/pkg/service"
 	"github.com/agent-output-verifier/verifier/pkg/store/dynamo"
 	"github.com/agent-output-verifier/verifier/pkg/store/dynamo/dynalitetest"
 )
@@ -54,7 +55,7 @@ func TestLambdaPathRecording(t *testing.T) {
 		var took []time.Duration
 		var wg sync.WaitGroup
 		for i, svc := range instances {
-			h := Handler(svc)
+			h := httpapi.Handler(svc)
 			wg.Go(func() {
 				for r := range lambdaRequests {
 					body := fmt.Sprintf(`{"task_id":"t-%d-%d","agent_id":%q,"expected_schema":{"type":"number"},"submitted_output":%d}`, i, r, agent, r)
@@ -80,11 +81,11 @@ func TestLambdaPathRecording(t *testing.T) {
 	unrecorded := run("test-agent-latency")
 	recorded := run("seller-lambda")
 	for _, svc := range instances {
-		svc.WaitForFolds()
+		service.WaitForFolds(svc)
 	}
 
 	const want = lambdaInstances * lambdaRequests
-	reader := Handler(instances[0])
+	reader := httpapi.Handler(instances[0])
 	var ids []string
 	var totals service.Totals
 	for cursor := ""; ; {
