@@ -121,16 +121,16 @@ func (s *Service) freeOnlyExhausted() *apperr.Error {
 	return e
 }
 
-// writePaymentRequired answers 402 for a verify route: its PaymentRequired, with the caller's free
-// allowance state in the body. In free-only mode (no payee), the exhausted allowance is a 429
-// errStoreUnavailable is the answer when the allowance cannot be read or written: retryable,
-// and never a free pass past the limit.
+// storeUnavailable is the answer when the allowance cannot be read or written: retryable, and
+// never a free pass past the limit.
 func storeUnavailable() *apperr.Error {
 	e := apperr.New(apperr.Unavailable, "The allowance store is unavailable. Nothing was charged; try again shortly.")
 	e.RetryAfter = 2
 	return e
 }
 
+// facilitatorUnavailable is the answer when the facilitator cannot be reached: retryable, since
+// nothing was charged.
 func facilitatorUnavailable() *apperr.Error {
 	e := apperr.New(apperr.FacilitatorDown, "The payment facilitator is unavailable. Nothing was charged; try again shortly.")
 	e.RetryAfter = 5
@@ -156,7 +156,6 @@ func settleTooLate() *apperr.Error {
 	return e
 }
 
-// refuseFreeSize answers a body over the free size limit sent without a payment: 402 to pay for
 // PaymentFailure is a payment that was refused: answered 402 (REST) or with the
 // payment-required result (MCP), carrying its code and, when settlement failed, the settlement.
 type PaymentFailure struct {
@@ -299,8 +298,9 @@ func (s *Service) attachReceipt(ctx context.Context, sr *x402.SettleResponse, re
 	sr.Extensions = map[string]any{x402.ExtOfferReceipt: ext}
 }
 
-// facilitator's verification, the work and settlement, each at its bound. A server's write
-// timeout and shutdown grace must not cut it short.
+// LongestRequest is how long one request may take: its store calls, the facilitator's
+// verification, the work and settlement, each at its bound. A server's write timeout and shutdown
+// grace must not cut it short.
 //
 // A call with a payment identifier also claims it, keeps its answer and its settlement (three more
 // store calls), and may first wait ClaimWait for another call with the same identifier.

@@ -77,10 +77,9 @@ var maxPhases = 4 * runtime.GOMAXPROCS(0)
 // phaseWorkers is how many goroutines of one service stay ready to run the engine's phases for
 // withDeadline.
 // Each keeps the stack it has grown: a new goroutine per phase started small and copied its stack
-// at every doubling on the way down the decoder and the schema walker, about 5% of the local
-// server's CPU under load. They are started as phases find none idle, not all at once: a Lambda
-// function runs one phase at a time, and starting all of them cost its first request about a
-// millisecond. Past phaseWorkers, a phase gets a goroutine of its own. withDeadline runs at most
+// at every doubling on the way down the decoder and the schema walker, a cost every request paid
+// under load. They are started as phases find none idle, not all at once: a Lambda function runs
+// one phase at a time, and starting all of them would delay its first request. Past phaseWorkers, a phase gets a goroutine of its own. withDeadline runs at most
 // maxPhases phases at once, so on up to 16 processors this bound is seldom the one that holds.
 const phaseWorkers = 64
 

@@ -39,7 +39,6 @@ func AgentID(id string) (string, error) {
 	return norm, nil
 }
 
-// agentIDFromPath reads {agent_id}, the percent-decoded path segment after prefix. A path with
 // reputationUnavailable is the answer when histories or aggregates cannot be read.
 func reputationUnavailable() *apperr.Error {
 	e := apperr.New(apperr.Unavailable, "The reputation store is unavailable. Nothing was charged; try again shortly.")
