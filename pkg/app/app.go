@@ -161,6 +161,7 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*service.Servic
 	// exist, in a program that generates no dev keys, leaves the log off (logged); a key that
 	// was named and cannot be read fails start-up.
 	var receipts service.ReceiptLog
+	var withHistory store.ReceiptWithHistory // only with the log it belongs to
 	var logKey translog.LogKey
 	if rl := st.Receipts; rl != nil {
 		k, err := loadLogKey(ctx, cfg, opt, now)
@@ -175,7 +176,7 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*service.Servic
 			return nil, nil, err
 		}
 		if rl != nil {
-			receipts = rl
+			receipts, withHistory = rl, st.ReceiptsWithHistory
 		}
 	}
 	var eng service.Engine
@@ -197,7 +198,7 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*service.Servic
 		CallerSalt:       salt,
 		Receipts:         receipts,
 		// The capabilities of the store opened, which the service is handed rather than finds.
-		ReceiptsWithHistory: st.ReceiptsWithHistory,
+		ReceiptsWithHistory: withHistory,
 		Folder:              st.Folder,
 		LogKey:              logKey,
 		RecordDays:          cfg.RecordDays,
